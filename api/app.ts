@@ -1,0 +1,87 @@
+import Fastify, { LogController } from "fastify";
+import swagger from "@fastify/swagger";
+import rateLimit from "@fastify/rate-limit";
+import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
+import { ApiError } from "../core/errors.ts";
+import { newId } from "../core/ids.ts";
+import type { Services } from "../core/services.ts";
+import { captureRoutes } from "../capture/routes/capture-routes.ts";
+import { authenticate } from "./plugins/auth.ts";
+import { errorHandler } from "./plugins/error-handler.ts";
+import { idempotency } from "./plugins/idempotency.ts";
+import { registerRateLimit } from "./plugins/rate-limit.ts";
+import { eventRoutes } from "./routes/events.ts";
+import { inspectionRoutes } from "./routes/inspections.ts";
+import { mediaRoutes } from "./routes/media.ts";
+
+export const JSON_BODY_LIMIT = 64 * 1024;
+/** Per capture link and client address: a phone uploading ten photos never comes near it. */
+const CAPTURE_REQUESTS_PER_SECOND = 20;
+
+/** The HTTP application: the /v1 API and the capture API. Wiring only; behaviour lives in the plugins and routes. */
+export async function buildApp(s: Services) {
+  const app = Fastify({
+    loggerInstance: s.log,
+    bodyLimit: JSON_BODY_LIMIT,
+    genReqId: () => newId("req"),
+    requestIdHeader: false,
+    // Per-request lines only at debug: at info a busy API would log mostly noise.
+    logController: new LogController({ requestIdLogLabel: "request_id", disableRequestLogging: s.config.logLevel !== "debug" && s.config.logLevel !== "trace" }),
+    routerOptions: { ignoreTrailingSlash: true },
+    connectionTimeout: 60_000,
+    requestTimeout: 60_000,
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  // An empty body with a JSON content type is "no body" (cancel accepts it), not a parse error.
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) =>
+    (body as string).length === 0 ? done(null, undefined) : parseJson(request, body as string, done),
+  );
+
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("request-id", request.id);
+  });
+
+  await app.register(errorHandler);
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: { title: "Vehicle Inspection API", version: "v1", description: "Create inspections, follow them through capture and processing, fetch reports and evidence." },
+      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "sk_test_… or sk_live_…" } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+
+  await app.register(async (v1) => {
+    await registerRateLimit(v1, s.config.rateLimit);
+    v1.addHook("onRequest", authenticate(s.keys));
+    const idem = idempotency(s.idempotency, s.clock);
+    v1.addHook("preValidation", idem.preValidation);
+    v1.addHook("onSend", idem.onSend);
+    v1.addHook("onResponse", idem.onResponse);
+    await v1.register(inspectionRoutes(s));
+    await v1.register(eventRoutes(s));
+    await v1.register(mediaRoutes(s));
+  });
+
+  await app.register(async (capture) => {
+    await capture.register(rateLimit, {
+      global: true,
+      timeWindow: 1000,
+      enableDraftSpec: true,
+      max: CAPTURE_REQUESTS_PER_SECOND,
+      keyGenerator: (request) => `${request.ip}:${(request.params as { token?: string }).token ?? ""}`,
+      errorResponseBuilder: (_request, context) => new ApiError("rate_limited", `Too many requests; retry after ${context.after}.`),
+    });
+    await capture.register(captureRoutes(s));
+  });
+
+  app.get("/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  return app;
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>;

@@ -1,0 +1,40 @@
+import type { FastifyRequest } from "fastify";
+import { ApiError } from "../../core/errors.ts";
+import { sha256 } from "../../core/ids.ts";
+import type { KeyStore } from "../../core/ports/key-store.ts";
+import type { Scope } from "../../core/ports/records.ts";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The account and environment of the request's API key; set by authenticate. */
+    scope: Scope;
+  }
+}
+
+const KEY_PATTERN = /^sk_(test|live)_[A-Za-z0-9]{32,}$/;
+
+/** The bearer token of a request, or null; also used as the rate-limit key. */
+export function bearerToken(request: FastifyRequest): string | null {
+  const header = request.headers.authorization;
+  if (!header?.startsWith("Bearer ")) return null;
+  return header.slice(7).trim();
+}
+
+/** An onRequest hook for the /v1 routes: a missing, malformed, unknown or revoked key is 401. */
+export function authenticate(keys: KeyStore) {
+  return async (request: FastifyRequest) => {
+    const header = request.headers.authorization;
+    if (!header) {
+      throw new ApiError("api_key_missing", "No API key provided: send it as 'Authorization: Bearer sk_test_…'.");
+    }
+    const token = bearerToken(request);
+    if (!token || !KEY_PATTERN.test(token)) {
+      throw new ApiError("api_key_invalid", "The Authorization header must be 'Bearer ' followed by an sk_test_ or sk_live_ key.");
+    }
+    const key = keys.findByHash(sha256(token));
+    if (!key || key.revokedAt !== null) {
+      throw new ApiError("api_key_invalid", `Invalid API key provided: sk_${token.slice(3, 8)}…${token.slice(-4)}.`);
+    }
+    request.scope = { accountId: key.accountId, livemode: key.livemode };
+  };
+}

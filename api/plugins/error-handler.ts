@@ -1,0 +1,91 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
+import { ApiError, isApiError, type ErrorCode } from "../../core/errors.ts";
+
+type ValidationIssue = { keyword: string; instancePath: string; message: string; params: Record<string, unknown> };
+
+/** A zod validation failure → the contract's parameter_missing / parameter_unknown / parameter_invalid. */
+function fromValidation(issues: ValidationIssue[], context: string | undefined): ApiError {
+  const issue = issues[0]!;
+  const path = issue.instancePath.split("/").filter(Boolean);
+  if (issue.keyword === "unrecognized_keys") {
+    const key = (issue.params.keys as string[])[0]!;
+    const param = [...path, key].join(".");
+    return new ApiError("parameter_unknown", `Received unknown parameter: '${param}'.`, { param });
+  }
+  const param = path.length ? path.join(".") : context === "body" ? null : (context ?? null);
+  if (issue.keyword === "invalid_type" && /received undefined/.test(issue.message)) {
+    return new ApiError("parameter_missing", `Missing required parameter: '${param}'.`, { param });
+  }
+  if (param === null) return new ApiError("parameter_invalid", "The request body must be a JSON object.", { param });
+  return new ApiError("parameter_invalid", `Invalid '${param}': ${issue.message.replace(/\.?$/, ".")}`, { param });
+}
+
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: "body_invalid_json",
+  FST_ERR_CTP_EMPTY_JSON_BODY: "body_invalid_json",
+  FST_ERR_CTP_BODY_TOO_LARGE: "body_too_large",
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "unsupported_media_type",
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: "parameter_invalid",
+};
+
+const FASTIFY_MESSAGES: Partial<Record<ErrorCode, string>> = {
+  body_invalid_json: "The request body is not valid JSON.",
+  body_too_large: "The request body is too large: JSON bodies may be at most 64 KiB, photos 15 MiB.",
+  unsupported_media_type: "Unsupported Content-Type: send application/json (photos: image/jpeg, image/png, image/webp or image/heic).",
+};
+
+export function toApiError(error: FastifyError, request: FastifyRequest): ApiError {
+  if (isApiError(error)) return error;
+  if (hasZodFastifySchemaValidationErrors(error)) return fromValidation(error.validation as unknown as ValidationIssue[], error.validationContext);
+  const code = error.code ? FASTIFY_CODES[error.code] : undefined;
+  if (code) return new ApiError(code, FASTIFY_MESSAGES[code] ?? error.message);
+  if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) {
+    return new ApiError("body_invalid_json", FASTIFY_MESSAGES.body_invalid_json!);
+  }
+  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+    return new ApiError("parameter_invalid", error.message);
+  }
+  request.log.error({ err: error, method: request.method, url: request.routeOptions.url }, "unhandled error");
+  return new ApiError("internal_error", "An internal error occurred; it has been logged. Retry the request, or contact support with its request id.");
+}
+
+export function sendError(reply: FastifyReply, request: FastifyRequest, error: ApiError): FastifyReply {
+  for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+  return reply
+    .code(error.statusCode)
+    .type("application/json; charset=utf-8")
+    .send(JSON.stringify({ error: { type: error.type, code: error.code, message: error.message, param: error.param, request_id: request.id } }));
+}
+
+/** Route patterns by URL, to tell "no such path" (404) from "no such method on this path" (405). */
+function methodsByPattern(app: FastifyInstance) {
+  const patterns: { regex: RegExp; methods: Set<string> }[] = [];
+  app.addHook("onRoute", (route) => {
+    if (route.url.includes("*")) return;
+    const regex = new RegExp(`^${route.url.replace(/:[^/]+/g, "[^/]+")}/?$`);
+    let entry = patterns.find((p) => p.regex.source === regex.source);
+    if (!entry) patterns.push((entry = { regex, methods: new Set() }));
+    for (const m of [route.method].flat()) entry.methods.add(m);
+  });
+  return (path: string) => patterns.find((p) => p.regex.test(path))?.methods;
+}
+
+/** HTTP shaping of every error happens here, once. */
+export const errorHandler = fp(
+  async (app) => {
+    const allowed = methodsByPattern(app);
+    app.setErrorHandler((error: FastifyError, request, reply) => sendError(reply, request, toApiError(error, request)));
+    app.setNotFoundHandler((request, reply) => {
+      const path = request.url.split("?")[0]!;
+      const methods = allowed(path);
+      if (methods && !methods.has(request.method)) {
+        const allow = [...methods].filter((m) => m !== "HEAD").join(", ");
+        return sendError(reply, request, new ApiError("method_not_allowed", `${request.method} is not allowed on ${path}; use ${allow}.`, { headers: { allow } }));
+      }
+      return sendError(reply, request, new ApiError("resource_missing", `Unrecognized request URL (${request.method} ${path}).`, { param: null }));
+    });
+  },
+  { name: "error-handler" },
+);

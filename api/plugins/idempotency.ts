@@ -1,0 +1,71 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { ApiError } from "../../core/errors.ts";
+import { sha256 } from "../../core/ids.ts";
+import type { IdempotencyStore } from "../../core/ports/idempotency-store.ts";
+import type { Scope } from "../../core/ports/records.ts";
+import type { Clock } from "../../core/time.ts";
+
+export const IDEMPOTENCY_RETENTION_MS = 24 * 3_600_000;
+const KEY_PATTERN = /^[\x21-\x7e][\x20-\x7e]{0,254}$/;
+/** Response headers replayed with the stored body. */
+const REPLAYED_HEADERS = ["location"];
+
+declare module "fastify" {
+  interface FastifyRequest {
+    idempotency?: { scope: Scope; key: string };
+  }
+}
+
+/**
+ * Idempotency-Key on POST, per the contract: replay the first response, 422 for a different request
+ * under the same key, 409 while the first is still running, 5xx not kept. Runs after
+ * authentication (keys are scoped to the account and environment) and after body parsing.
+ */
+export function idempotency(store: IdempotencyStore, clock: Clock) {
+  const preValidation = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (request.method !== "POST") return;
+    const key = request.headers["idempotency-key"];
+    if (key === undefined) return;
+    if (typeof key !== "string" || !KEY_PATTERN.test(key)) {
+      throw new ApiError("parameter_invalid", "Idempotency-Key must be 1 to 255 printable ASCII characters.", { param: "Idempotency-Key" });
+    }
+    const fingerprint = sha256(`${request.method} ${request.url}\n${request.body === undefined ? "" : JSON.stringify(request.body)}`);
+    const result = store.begin(request.scope, key, fingerprint, clock.now(), IDEMPOTENCY_RETENTION_MS);
+    switch (result.kind) {
+      case "started":
+        request.idempotency = { scope: request.scope, key };
+        return;
+      case "mismatch":
+        throw new ApiError("idempotency_key_reused", "This Idempotency-Key was used with a different request; use a new key for a new request.", { param: "Idempotency-Key" });
+      case "in_flight":
+        throw new ApiError("idempotency_key_in_use", "A request with this Idempotency-Key is still being processed; retry after it finishes.", { param: "Idempotency-Key" });
+      case "replay":
+        reply.code(result.response.statusCode).headers(result.response.headers).header("idempotent-replayed", "true").type("application/json; charset=utf-8");
+        return reply.send(result.response.body);
+    }
+  };
+
+  const onSend = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    const owned = request.idempotency;
+    if (!owned) return payload;
+    request.idempotency = undefined;
+    if (reply.statusCode >= 500 || typeof payload !== "string") {
+      store.abandon(owned.scope, owned.key);
+    } else {
+      const headers: Record<string, string> = {};
+      for (const name of REPLAYED_HEADERS) {
+        const value = reply.getHeader(name);
+        if (value !== undefined) headers[name] = String(value);
+      }
+      store.complete(owned.scope, owned.key, { statusCode: reply.statusCode, body: payload, headers });
+    }
+    return payload;
+  };
+
+  /** A request that ends without a response (client gone, crash in a hook) must not hold its key. */
+  const onResponse = async (request: FastifyRequest) => {
+    if (request.idempotency) store.abandon(request.idempotency.scope, request.idempotency.key);
+  };
+
+  return { preValidation, onSend, onResponse };
+}

@@ -1,0 +1,43 @@
+import type { Config } from "../../core/config.ts";
+import { newApiKey, newId, newWebhookSecret, sha256, type Environment } from "../../core/ids.ts";
+import { keyStoreOnly } from "../embedded-services.ts";
+
+export function createKey(config: Config, env: Environment, account: string): string {
+  const { keys, close } = keyStoreOnly(config);
+  try {
+    const key = newApiKey(env);
+    keys.createKey(account, env, sha256(key), key.slice(-4), newId("key"), Date.now());
+    return key;
+  } finally {
+    close();
+  }
+}
+
+export function listKeys(config: Config): string[] {
+  const { keys, close } = keyStoreOnly(config);
+  try {
+    return keys.list().map((k) =>
+      [k.id, k.accountName, k.livemode ? "live" : "test", `sk_${k.livemode ? "live" : "test"}_…${k.last4}`, new Date(k.createdAt).toISOString(), k.revokedAt ? `revoked ${new Date(k.revokedAt).toISOString()}` : "active"].join("\t"),
+    );
+  } finally {
+    close();
+  }
+}
+
+export function revokeKey(config: Config, keyId: string): boolean {
+  const { keys, close } = keyStoreOnly(config);
+  try {
+    return keys.revoke(keyId, Date.now());
+  } finally {
+    close();
+  }
+}
+
+export function webhookSecret(config: Config, env: Environment, account: string): string {
+  const { keys, close } = keyStoreOnly(config);
+  try {
+    return keys.webhookSecret(account, env, newWebhookSecret, Date.now());
+  } finally {
+    close();
+  }
+}

@@ -1,0 +1,46 @@
+import { join } from "node:path";
+import { buildApp } from "../../api/app.ts";
+import type { Config } from "../../core/config.ts";
+import { createLogger } from "../../core/logger.ts";
+import { WorkerPoolRunner } from "../../inference/detection/worker-pool-runner.ts";
+import { Controller } from "../../operator/controller.ts";
+import { WebhookDispatcher } from "../../operator/webhook-dispatcher.ts";
+import { IDEMPOTENCY_RETENTION_MS } from "../../api/plugins/idempotency.ts";
+import { embeddedServices } from "../embedded-services.ts";
+
+/** `vehicle-inspection start`: the whole service in one process (embedded mode). */
+export async function start(config: Config): Promise<{ close(): Promise<void>; port: number }> {
+  const log = createLogger(config.logLevel);
+  const s = embeddedServices(config, log);
+  const runner = new WorkerPoolRunner({ blobDir: join(config.dataDir, "blobs"), threads: config.detectionThreads });
+  const controller = new Controller({
+    store: s.inspections, runner, signals: s.signals, clock: s.clock, log: log.child({ component: "controller" }),
+    publicUrl: config.publicUrl, pollMs: config.controllerPollMs, maxProcessingAttempts: config.processingMaxAttempts,
+  });
+  const dispatcher = new WebhookDispatcher({
+    events: s.events, keys: s.keys, clock: s.clock, log: log.child({ component: "webhooks" }),
+    retryScheduleMs: config.webhooks.retryScheduleMs, timeoutMs: config.webhooks.timeoutMs,
+    allowPrivateTargets: config.webhooks.allowPrivateTargets, pollMs: Math.min(config.controllerPollMs, 250),
+  });
+  const purge = setInterval(() => s.idempotency.purge(s.clock.now() - IDEMPOTENCY_RETENTION_MS), 60_000).unref();
+
+  const app = await buildApp(s);
+  controller.start();
+  dispatcher.start();
+  await app.listen({ port: config.port, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : config.port;
+  log.info({ port, data_dir: config.dataDir, public_url: config.publicUrl }, "vehicle inspection service started");
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      clearInterval(purge);
+      await app.close();
+      await controller.stop();
+      await dispatcher.stop();
+      await runner.close();
+      await s.close();
+    })());
+  return { close, port };
+}

@@ -1,0 +1,60 @@
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Logger } from "pino";
+import { FsBlobStore } from "../core/adapters/fs/fs-blob-store.ts";
+import { openDatabase, type Database } from "../core/adapters/sqlite/database.ts";
+import { SqliteEventStore } from "../core/adapters/sqlite/event-store.ts";
+import { SqliteIdempotencyStore } from "../core/adapters/sqlite/idempotency-store.ts";
+import { SqliteInspectionStore } from "../core/adapters/sqlite/inspection-store.ts";
+import { SqliteKeyStore } from "../core/adapters/sqlite/key-store.ts";
+import { CaptureLinks } from "../core/capture-links.ts";
+import type { Config } from "../core/config.ts";
+import type { Services } from "../core/services.ts";
+import { Signals } from "../core/signals.ts";
+import { systemClock, type Clock } from "../core/time.ts";
+import { VinDecoder } from "../core/vin/vin-decoder.ts";
+
+/** The secret capture tokens are derived from: made once per data directory, readable by its owner only. */
+function captureSecret(dataDir: string): Buffer {
+  const path = join(dataDir, "capture-link.key");
+  try {
+    return readFileSync(path);
+  } catch {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(path, randomBytes(32), { mode: 0o600, flag: "wx" });
+    return readFileSync(path);
+  }
+}
+
+export type EmbeddedServices = Services & { db: Database; close(): Promise<void> };
+
+/** The embedded adapters: SQLite under DATA_DIR for every store, a directory for blobs, in-process signals. */
+export function embeddedServices(config: Config, log: Logger, clock: Clock = systemClock): EmbeddedServices {
+  const db = openDatabase(config.dataDir);
+  const vin = new VinDecoder(join(config.dataDir, "vpic"), { onError: (err) => log.warn({ err }, "VIN decoding failed") });
+  return {
+    config,
+    clock,
+    log,
+    db,
+    inspections: new SqliteInspectionStore(db),
+    events: new SqliteEventStore(db),
+    keys: new SqliteKeyStore(db),
+    idempotency: new SqliteIdempotencyStore(db),
+    blobs: new FsBlobStore(join(config.dataDir, "blobs")),
+    vin,
+    captureLinks: new CaptureLinks(captureSecret(config.dataDir), config.publicUrl),
+    signals: new Signals(),
+    async close() {
+      await vin.close();
+      db.close();
+    },
+  };
+}
+
+/** Just the stores, for CLI commands that must not start worker threads. */
+export function keyStoreOnly(config: Config): { keys: SqliteKeyStore; close(): void } {
+  const db = openDatabase(config.dataDir);
+  return { keys: new SqliteKeyStore(db), close: () => db.close() };
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env node
+import { parseArgs } from "node:util";
+import { ConfigError, loadConfig } from "../core/config.ts";
+import { createKey, listKeys, revokeKey, webhookSecret } from "./commands/keys.ts";
+import { start } from "./commands/start.ts";
+
+const USAGE = `usage: vehicle-inspection <command>
+
+  start                                    run the whole service (API, capture, controller, detection, webhooks)
+  keys create --env test|live [--account NAME]   create an API key; prints only the key
+  keys list                                list API keys (never their secrets)
+  keys revoke KEY_ID                       revoke an API key
+  webhooks secret --env test|live [--account NAME]   print the webhook signing secret (whsec_…)
+
+Configuration comes from the environment: PORT, DATA_DIR, PUBLIC_URL, WEBHOOKS_ALLOW_PRIVATE_TARGETS,
+RATE_LIMIT_LIVE_PER_SECOND, RATE_LIMIT_TEST_PER_SECOND (see README).`;
+
+class UsageError extends Error {}
+
+function envOption(values: { env?: string }): "test" | "live" {
+  if (values.env !== "test" && values.env !== "live") throw new UsageError("--env must be test or live");
+  return values.env;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { env: { type: "string" }, account: { type: "string", default: "default" }, help: { type: "boolean", short: "h" } },
+  });
+  const [command, sub, arg] = positionals;
+  if (values.help || !command) {
+    console.log(USAGE);
+    return command || values.help ? 0 : 2;
+  }
+  const config = loadConfig();
+  switch (`${command} ${sub ?? ""}`.trim()) {
+    case "start": {
+      const service = await start(config);
+      const shutdown = async () => {
+        await service.close();
+        process.exit(0);
+      };
+      process.once("SIGTERM", shutdown);
+      process.once("SIGINT", shutdown);
+      return -1;
+    }
+    case "keys create":
+      console.log(createKey(config, envOption(values), values.account!));
+      return 0;
+    case "keys list":
+      for (const line of listKeys(config)) console.log(line);
+      return 0;
+    case "keys revoke":
+      if (!arg) throw new UsageError("keys revoke needs a key id (key_…); see keys list");
+      if (!revokeKey(config, arg)) {
+        console.error(`no such key: ${arg}`);
+        return 1;
+      }
+      console.error(`revoked ${arg}`);
+      return 0;
+    case "webhooks secret":
+      console.log(webhookSecret(config, envOption(values), values.account!));
+      return 0;
+    default:
+      throw new UsageError(`unknown command: ${positionals.join(" ")}`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (error) => {
+    if (error instanceof UsageError || error instanceof ConfigError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      console.error(`vehicle-inspection: ${(error as Error).message}\n\n${USAGE}`);
+      process.exitCode = 2;
+    } else {
+      console.error(error);
+      process.exitCode = 1;
+    }
+  },
+);

@@ -1,0 +1,111 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { photoBlobKey } from "../../core/blob-keys.ts";
+import { CaptureLinks } from "../../core/capture-links.ts";
+import { isCaptureOpen } from "../../core/domain/state-machine.ts";
+import { normalizeVin, vinProblem, VIN_PROBLEM_MESSAGES } from "../../core/domain/vin.ts";
+import { ApiError } from "../../core/errors.ts";
+import { newId } from "../../core/ids.ts";
+import type { InspectionRecord } from "../../core/ports/records.ts";
+import { ErrorBody } from "../../core/schemas/common.ts";
+import { ANGLES, CaptureSession, PHOTO_CONTENT_TYPES, PhotoParams, PhotoResult, REQUIRED_ANGLES, SubmitResult, TokenParams, VinBody, VinResult } from "../../core/schemas/capture.ts";
+import type { Services } from "../../core/services.ts";
+import { formatTimestamp } from "../../core/time.ts";
+import { ingestPhoto, PHOTO_LIMITS } from "../photos/ingest-photo.ts";
+
+/** How long opening and submitting wait for the controller to apply the move before answering. */
+const MOVE_WAIT_MS = 5_000;
+const errors = { 400: ErrorBody, 404: ErrorBody, 409: ErrorBody, 410: ErrorBody, 413: ErrorBody, 415: ErrorBody, 429: ErrorBody, 500: ErrorBody, 503: ErrorBody };
+
+/**
+ * The capture API: what the hosted page (and native capture apps) use. Authenticated by the capture
+ * token alone; usable while the inspection is created or in_progress and before expires_at.
+ */
+export const captureRoutes =
+  (s: Services): FastifyPluginAsyncZod =>
+  async (app) => {
+    app.addContentTypeParser([...PHOTO_CONTENT_TYPES], { parseAs: "buffer", bodyLimit: PHOTO_LIMITS.maxBytes }, (_request, body, done) => done(null, body));
+
+    const open = (token: string): InspectionRecord => {
+      const inspection = s.inspections.getByCaptureTokenHash(CaptureLinks.hash(token));
+      if (!inspection) throw new ApiError("resource_missing", "This capture link does not exist; check that it was copied whole.", { param: "token" });
+      if (!isCaptureOpen(inspection.status) || inspection.expiresAt <= s.clock.now()) {
+        throw new ApiError("capture_link_inactive", `This capture link is no longer active: the inspection is ${inspection.expiresAt <= s.clock.now() && isCaptureOpen(inspection.status) ? "expired" : inspection.status}.`);
+      }
+      return inspection;
+    };
+
+    const session = (r: InspectionRecord) => {
+      const photos = new Map(s.inspections.photos(r.id).map((p) => [p.angle, p]));
+      return {
+        inspection_id: r.id,
+        status: r.status,
+        expires_at: formatTimestamp(r.expiresAt)!,
+        vehicle: { vin: r.vin, make: r.make, model: r.model, year: r.year },
+        vin_confirmed: r.vinObserved,
+        steps: ANGLES.map((angle) => ({ angle, required: REQUIRED_ANGLES.includes(angle), done: photos.has(angle), quality: photos.get(angle)?.quality ?? null })),
+      };
+    };
+
+    app.get("/capture/v1/:token", {
+      schema: { operationId: "captureSession", summary: "The capture session (opens the inspection)", tags: ["capture"], params: TokenParams, response: { 200: CaptureSession, ...errors } },
+    }, async (request) => {
+      let inspection = open(request.params.token);
+      if (inspection.status === "created") {
+        s.inspections.recordOpened(inspection.id, s.clock.now());
+        s.signals.nudgeController();
+        inspection = await s.signals.waitFor(inspection.id, () => s.inspections.getById(inspection.id)!, (r) => r.status !== "created", MOVE_WAIT_MS);
+      }
+      return session(inspection);
+    });
+
+    app.put("/capture/v1/:token/photos/:angle", {
+      bodyLimit: PHOTO_LIMITS.maxBytes,
+      schema: { operationId: "capturePhoto", summary: "Upload the photo of one angle (a retake replaces it)", tags: ["capture"], params: PhotoParams, response: { 200: PhotoResult, ...errors } },
+    }, async (request) => {
+      const inspection = open(request.params.token);
+      if (!Buffer.isBuffer(request.body) || request.body.length === 0) {
+        throw new ApiError("parameter_missing", "Send the photo as the request body.", { param: "photo" });
+      }
+      const photo = await ingestPhoto(request.body);
+      const now = s.clock.now();
+      const mediaId = newId("med");
+      const blobKey = photoBlobKey(inspection.id, mediaId);
+      // Blob first, then the row that points at it: a crash in between leaves an orphan file, never a dangling row.
+      await s.blobs.put(blobKey, photo.jpeg, "image/jpeg");
+      const { replaced } = s.inspections.putPhoto(
+        { inspectionId: inspection.id, angle: request.params.angle, mediaId, width: photo.width, height: photo.height, quality: photo.quality, tries: 1, capturedAt: now },
+        { id: mediaId, accountId: inspection.accountId, livemode: inspection.livemode, inspectionId: inspection.id, kind: "photo", blobKey, bytes: photo.jpeg.length, etag: photo.etag, width: photo.width, height: photo.height, createdAt: now },
+      );
+      if (replaced) await s.blobs.delete(replaced.blobKey);
+      return { media_id: mediaId, angle: request.params.angle, width: photo.width, height: photo.height, quality: photo.quality };
+    });
+
+    app.post("/capture/v1/:token/vin", {
+      schema: { operationId: "captureVin", summary: "Confirm the VIN read from the vehicle or typed", tags: ["capture"], params: TokenParams, body: VinBody, response: { 200: VinResult, ...errors } },
+    }, async (request) => {
+      const inspection = open(request.params.token);
+      const vin = normalizeVin(request.body.vin);
+      const problem = vinProblem(vin);
+      if (problem) throw new ApiError("parameter_invalid", VIN_PROBLEM_MESSAGES[problem], { param: "vin" });
+      s.inspections.recordVinObserved(inspection.id, vin);
+      const decoded = await s.vin.decode(vin);
+      return { vin, valid: true, matches_vehicle: vin === inspection.vin, ...decoded };
+    });
+
+    app.post("/capture/v1/:token/submit", {
+      schema: { operationId: "captureSubmit", summary: "Submit the walkthrough for processing", tags: ["capture"], params: TokenParams, response: { 202: SubmitResult, ...errors } },
+    }, async (request, reply) => {
+      const inspection = open(request.params.token);
+      const done = new Set(s.inspections.photos(inspection.id).map((p) => p.angle));
+      const missing = REQUIRED_ANGLES.filter((a) => !done.has(a));
+      if (missing.length) throw new ApiError("capture_incomplete", `Photos are still missing for: ${missing.join(", ")}.`);
+      const now = s.clock.now();
+      if (inspection.status === "created") s.inspections.recordOpened(inspection.id, now);
+      s.inspections.recordSubmitRequested(inspection.id, now);
+      s.signals.nudgeController();
+      const after = await s.signals.waitFor(inspection.id, () => s.inspections.getById(inspection.id)!, (r) => !isCaptureOpen(r.status), MOVE_WAIT_MS);
+      if (after.status === "processing" || after.status === "completed" || after.status === "failed") return reply.code(202).send({ status: "processing" as const });
+      if (!isCaptureOpen(after.status)) throw new ApiError("capture_link_inactive", `This capture link is no longer active: the inspection is ${after.status}.`);
+      throw new ApiError("service_unavailable", "The submission is recorded but not yet confirmed; retry in a moment.");
+    });
+  };

@@ -1,0 +1,98 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+
+/**
+ * The embedded store: one SQLite file in WAL mode under DATA_DIR. The API, the controller and the
+ * CLI may be separate processes on one machine; WAL and busy_timeout let them share it.
+ */
+const MIGRATIONS: string[] = [
+  `
+  CREATE TABLE accounts (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL);
+  CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY, account_id TEXT NOT NULL REFERENCES accounts(id), livemode INTEGER NOT NULL,
+    hash TEXT NOT NULL UNIQUE, last4 TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER
+  );
+  CREATE TABLE webhook_secrets (
+    account_id TEXT NOT NULL REFERENCES accounts(id), livemode INTEGER NOT NULL, secret TEXT NOT NULL,
+    created_at INTEGER NOT NULL, PRIMARY KEY (account_id, livemode)
+  );
+  CREATE TABLE inspections (
+    id TEXT PRIMARY KEY, account_id TEXT NOT NULL, livemode INTEGER NOT NULL, status TEXT NOT NULL,
+    reference TEXT, vin TEXT NOT NULL, make TEXT, model TEXT, year INTEGER, notify_url TEXT,
+    capture_token_hash TEXT NOT NULL UNIQUE,
+    expires_at INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+    submitted_at INTEGER, completed_at INTEGER, canceled_at INTEGER,
+    summary_findings INTEGER, summary_grade TEXT, failure_code TEXT, failure_message TEXT,
+    -- intents, written by the API and capture routes; the controller turns them into moves
+    opened_at INTEGER, submit_requested_at INTEGER, cancel_requested_at INTEGER, vin_observed TEXT,
+    needs_reconcile INTEGER NOT NULL DEFAULT 0,
+    processing_attempts INTEGER NOT NULL DEFAULT 0, processing_due_at INTEGER
+  );
+  CREATE INDEX inspections_page ON inspections (account_id, livemode, created_at DESC, id DESC);
+  CREATE INDEX inspections_reconcile ON inspections (needs_reconcile) WHERE needs_reconcile > 0;
+  CREATE INDEX inspections_open ON inspections (status, expires_at) WHERE status IN ('created', 'in_progress', 'processing');
+  CREATE TABLE media (
+    id TEXT PRIMARY KEY, account_id TEXT NOT NULL, livemode INTEGER NOT NULL, inspection_id TEXT NOT NULL,
+    kind TEXT NOT NULL, blob_key TEXT NOT NULL, bytes INTEGER NOT NULL, etag TEXT NOT NULL,
+    width INTEGER NOT NULL, height INTEGER NOT NULL, created_at INTEGER NOT NULL
+  );
+  CREATE INDEX media_inspection ON media (inspection_id);
+  CREATE TABLE photos (
+    inspection_id TEXT NOT NULL, angle TEXT NOT NULL, media_id TEXT NOT NULL, quality TEXT NOT NULL,
+    tries INTEGER NOT NULL, captured_at INTEGER NOT NULL, PRIMARY KEY (inspection_id, angle)
+  );
+  CREATE TABLE reports (inspection_id TEXT PRIMARY KEY, body TEXT NOT NULL);
+  CREATE TABLE events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, account_id TEXT NOT NULL,
+    livemode INTEGER NOT NULL, inspection_id TEXT NOT NULL, type TEXT NOT NULL, created_at INTEGER NOT NULL,
+    data TEXT NOT NULL, notify_url TEXT, delivery_status TEXT NOT NULL, next_attempt_at INTEGER,
+    attempt_count INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE INDEX events_page ON events (account_id, livemode, seq DESC);
+  CREATE INDEX events_due ON events (next_attempt_at) WHERE delivery_status = 'pending';
+  CREATE TABLE delivery_attempts (
+    event_id TEXT NOT NULL, n INTEGER NOT NULL, attempted_at INTEGER NOT NULL, status_code INTEGER,
+    latency_ms INTEGER NOT NULL, error TEXT, PRIMARY KEY (event_id, n)
+  );
+  CREATE TABLE idempotency_keys (
+    account_id TEXT NOT NULL, livemode INTEGER NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    state TEXT NOT NULL, status_code INTEGER, body TEXT, headers TEXT, created_at INTEGER NOT NULL,
+    PRIMARY KEY (account_id, livemode, key)
+  );
+  CREATE INDEX idempotency_age ON idempotency_keys (created_at);
+  `,
+];
+
+export type Database = DatabaseSync;
+
+export function openDatabase(dataDir: string): Database {
+  mkdirSync(dataDir, { recursive: true });
+  const db = new DatabaseSync(join(dataDir, "inspections.db"), { timeout: 5_000 });
+  db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+  migrate(db);
+  return db;
+}
+
+function migrate(db: Database): void {
+  const row = db.prepare("PRAGMA user_version").get() as { user_version: number };
+  for (let v = row.user_version; v < MIGRATIONS.length; v++) {
+    transaction(db, () => {
+      db.exec(MIGRATIONS[v]!);
+      db.exec(`PRAGMA user_version = ${v + 1}`);
+    });
+  }
+}
+
+/** Runs `fn` in an IMMEDIATE transaction, so concurrent writers from other processes wait instead of failing mid-way. */
+export function transaction<T>(db: Database, fn: () => T): T {
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    const result = fn();
+    db.exec("COMMIT");
+    return result;
+  } catch (error) {
+    db.exec("ROLLBACK");
+    throw error;
+  }
+}

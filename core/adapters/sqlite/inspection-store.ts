@@ -1,0 +1,227 @@
+import type { StatementSync } from "node:sqlite";
+import type { Status } from "../../domain/state-machine.ts";
+import type { EventFactory, InspectionStore, ListFilter, TransitionPatch } from "../../ports/inspection-store.ts";
+import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
+import { transaction, type Database } from "./database.ts";
+import { insertEvent } from "./event-store.ts";
+
+type Row = Record<string, string | number | null>;
+
+function toRecord(r: Row): InspectionRecord {
+  return {
+    id: r.id as string,
+    accountId: r.account_id as string,
+    livemode: r.livemode === 1,
+    status: r.status as Status,
+    reference: r.reference as string | null,
+    vin: r.vin as string,
+    make: r.make as string | null,
+    model: r.model as string | null,
+    year: r.year as number | null,
+    notifyUrl: r.notify_url as string | null,
+    expiresAt: r.expires_at as number,
+    createdAt: r.created_at as number,
+    updatedAt: r.updated_at as number,
+    submittedAt: r.submitted_at as number | null,
+    completedAt: r.completed_at as number | null,
+    canceledAt: r.canceled_at as number | null,
+    summary: r.summary_grade === null ? null : { findings: r.summary_findings as number, grade: r.summary_grade as never },
+    failure: r.failure_code === null ? null : { code: r.failure_code as never, message: r.failure_message as string },
+    openedAt: r.opened_at as number | null,
+    submitRequestedAt: r.submit_requested_at as number | null,
+    cancelRequestedAt: r.cancel_requested_at as number | null,
+    vinObserved: r.vin_observed as string | null,
+    processingAttempts: r.processing_attempts as number,
+    processingDueAt: r.processing_due_at as number | null,
+    reconcileGeneration: r.needs_reconcile as number,
+  };
+}
+
+function toMedia(r: Row): MediaRecord {
+  return {
+    id: r.id as string,
+    accountId: r.account_id as string,
+    livemode: r.livemode === 1,
+    inspectionId: r.inspection_id as string,
+    kind: r.kind as MediaRecord["kind"],
+    blobKey: r.blob_key as string,
+    bytes: r.bytes as number,
+    etag: r.etag as string,
+    width: r.width as number,
+    height: r.height as number,
+    createdAt: r.created_at as number,
+  };
+}
+
+export class SqliteInspectionStore implements InspectionStore {
+  readonly #db: Database;
+  readonly #stmts = new Map<string, StatementSync>();
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  /** Statements are prepared once and reused: preparing is most of the cost of a point query. */
+  #sql(sql: string): StatementSync {
+    let stmt = this.#stmts.get(sql);
+    if (!stmt) {
+      stmt = this.#db.prepare(sql);
+      this.#stmts.set(sql, stmt);
+    }
+    return stmt;
+  }
+
+  create(r: InspectionRecord, captureTokenHash: string, event: EventFactory): void {
+    transaction(this.#db, () => {
+      this.#sql(
+        `INSERT INTO inspections (id, account_id, livemode, status, reference, vin, make, model, year, notify_url,
+           capture_token_hash, expires_at, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(r.id, r.accountId, r.livemode ? 1 : 0, r.status, r.reference, r.vin, r.make, r.model, r.year, r.notifyUrl,
+        captureTokenHash, r.expiresAt, r.createdAt, r.updatedAt);
+      insertEvent(this.#db, r, r.createdAt, event(r));
+    });
+  }
+
+  get(scope: Scope, id: string): InspectionRecord | null {
+    const row = this.#sql("SELECT * FROM inspections WHERE id = ? AND account_id = ? AND livemode = ?").get(id, scope.accountId, scope.livemode ? 1 : 0);
+    return row ? toRecord(row as Row) : null;
+  }
+
+  getById(id: string): InspectionRecord | null {
+    const row = this.#sql("SELECT * FROM inspections WHERE id = ?").get(id);
+    return row ? toRecord(row as Row) : null;
+  }
+
+  getByCaptureTokenHash(hash: string): InspectionRecord | null {
+    const row = this.#sql("SELECT * FROM inspections WHERE capture_token_hash = ?").get(hash);
+    return row ? toRecord(row as Row) : null;
+  }
+
+  list(scope: Scope, f: ListFilter): InspectionRecord[] {
+    const where = ["account_id = ?", "livemode = ?"];
+    const params: (string | number)[] = [scope.accountId, scope.livemode ? 1 : 0];
+    if (f.after) {
+      // Row-value comparison walks the (account, livemode, created_at, id) index from the cursor on.
+      where.push("(created_at, id) < (?, ?)");
+      params.push(f.after.createdAt, f.after.id);
+    }
+    if (f.status) (where.push("status = ?"), params.push(f.status));
+    if (f.reference) (where.push("reference = ?"), params.push(f.reference));
+    if (f.vin) (where.push("vin = ?"), params.push(f.vin));
+    params.push(f.limit);
+    const rows = this.#sql(`SELECT * FROM inspections WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ?`).all(...params);
+    return rows.map((r) => toRecord(r as Row));
+  }
+
+  recordOpened(id: string, at: number): void {
+    this.#sql("UPDATE inspections SET opened_at = COALESCE(opened_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?").run(at, id);
+  }
+
+  recordSubmitRequested(id: string, at: number): void {
+    this.#sql("UPDATE inspections SET submit_requested_at = COALESCE(submit_requested_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?").run(at, id);
+  }
+
+  recordCancelRequested(id: string, at: number): void {
+    this.#sql("UPDATE inspections SET cancel_requested_at = COALESCE(cancel_requested_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?").run(at, id);
+  }
+
+  recordVinObserved(id: string, vin: string): void {
+    this.#sql("UPDATE inspections SET vin_observed = ? WHERE id = ?").run(vin, id);
+  }
+
+  needingReconcile(now: number, limit: number): InspectionRecord[] {
+    const rows = this.#sql(
+      `SELECT * FROM inspections WHERE needs_reconcile > 0
+       UNION SELECT * FROM inspections WHERE status IN ('created', 'in_progress') AND expires_at <= ?
+       UNION SELECT * FROM inspections WHERE status = 'processing' AND COALESCE(processing_due_at, 0) <= ?
+       LIMIT ?`,
+    ).all(now, now, limit);
+    return rows.map((r) => toRecord(r as Row));
+  }
+
+  clearReconcile(id: string, generation: number): void {
+    // Only clears when no intent arrived since the controller read the row; else it stays due.
+    this.#sql("UPDATE inspections SET needs_reconcile = 0 WHERE id = ? AND needs_reconcile = ?").run(id, generation);
+  }
+
+  transition(id: string, from: Status, to: Status, at: number, patch: TransitionPatch, event: EventFactory): InspectionRecord | null {
+    return transaction(this.#db, () => {
+      const sets = ["status = ?", "updated_at = ?"];
+      const params: (string | number | null)[] = [to, at];
+      const columns: Record<string, string | number | null | undefined> = {
+        submitted_at: patch.submittedAt,
+        completed_at: patch.completedAt,
+        canceled_at: patch.canceledAt,
+        summary_findings: patch.summary?.findings,
+        summary_grade: patch.summary?.grade,
+        failure_code: patch.failure?.code,
+        failure_message: patch.failure?.message,
+      };
+      for (const [column, value] of Object.entries(columns)) {
+        if (value !== undefined) (sets.push(`${column} = ?`), params.push(value));
+      }
+      const result = this.#sql(`UPDATE inspections SET ${sets.join(", ")} WHERE id = ? AND status = ?`).run(...params, id, from);
+      if (result.changes !== 1) return null;
+      if (patch.report !== undefined) this.#sql("INSERT OR REPLACE INTO reports (inspection_id, body) VALUES (?, ?)").run(id, patch.report);
+      const after = this.getById(id)!;
+      insertEvent(this.#db, after, at, event(after));
+      return after;
+    });
+  }
+
+  scheduleProcessingRetry(id: string, attempts: number, dueAt: number): void {
+    this.#sql("UPDATE inspections SET processing_attempts = ?, processing_due_at = ? WHERE id = ?").run(attempts, dueAt, id);
+  }
+
+  putPhoto(p: PhotoRecord, m: MediaRecord): { replaced: MediaRecord | null } {
+    return transaction(this.#db, () => {
+      const previous = this.#sql("SELECT m.* FROM photos p JOIN media m ON m.id = p.media_id WHERE p.inspection_id = ? AND p.angle = ?").get(p.inspectionId, p.angle);
+      this.#insertMedia(m);
+      this.#sql(
+        `INSERT INTO photos (inspection_id, angle, media_id, quality, tries, captured_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (inspection_id, angle) DO UPDATE SET media_id = excluded.media_id, quality = excluded.quality,
+           tries = photos.tries + 1, captured_at = excluded.captured_at`,
+      ).run(p.inspectionId, p.angle, p.mediaId, JSON.stringify(p.quality), p.tries, p.capturedAt);
+      if (previous) this.#sql("DELETE FROM media WHERE id = ?").run((previous as Row).id as string);
+      return { replaced: previous ? toMedia(previous as Row) : null };
+    });
+  }
+
+  photos(inspectionId: string): PhotoRecord[] {
+    const rows = this.#sql(
+      `SELECT p.*, m.width, m.height FROM photos p JOIN media m ON m.id = p.media_id WHERE p.inspection_id = ? ORDER BY p.captured_at`,
+    ).all(inspectionId) as Row[];
+    return rows.map((r) => ({
+      inspectionId: r.inspection_id as string,
+      angle: r.angle as string,
+      mediaId: r.media_id as string,
+      width: r.width as number,
+      height: r.height as number,
+      quality: JSON.parse(r.quality as string),
+      tries: r.tries as number,
+      capturedAt: r.captured_at as number,
+    }));
+  }
+
+  putMedia(m: MediaRecord): void {
+    this.#insertMedia(m);
+  }
+
+  #insertMedia(m: MediaRecord): void {
+    this.#sql(
+      `INSERT INTO media (id, account_id, livemode, inspection_id, kind, blob_key, bytes, etag, width, height, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(m.id, m.accountId, m.livemode ? 1 : 0, m.inspectionId, m.kind, m.blobKey, m.bytes, m.etag, m.width, m.height, m.createdAt);
+  }
+
+  getMedia(scope: Scope, id: string): MediaRecord | null {
+    const row = this.#sql("SELECT * FROM media WHERE id = ? AND account_id = ? AND livemode = ?").get(id, scope.accountId, scope.livemode ? 1 : 0);
+    return row ? toMedia(row as Row) : null;
+  }
+
+  getReport(inspectionId: string): string | null {
+    const row = this.#sql("SELECT body FROM reports WHERE inspection_id = ?").get(inspectionId) as Row | undefined;
+    return row ? (row.body as string) : null;
+  }
+}

@@ -1,0 +1,72 @@
+import { resolve } from "node:path";
+import { z } from "zod";
+
+const bool = z.enum(["true", "false"]).transform((v) => v === "true");
+const retrySchedule = z
+  .string()
+  .regex(/^\d+(,\d+)*$/, "a comma-separated list of milliseconds")
+  .transform((v) => v.split(",").map(Number));
+
+/** The contract's retry schedule: after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (8 attempts in all). */
+export const DEFAULT_RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+
+const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().default("0.0.0.0"),
+  DATA_DIR: z.string().default("./data"),
+  PUBLIC_URL: z.url().optional(),
+  WEBHOOKS_ALLOW_PRIVATE_TARGETS: bool.default(false),
+  RATE_LIMIT_LIVE_PER_SECOND: z.coerce.number().int().positive().default(100),
+  RATE_LIMIT_TEST_PER_SECOND: z.coerce.number().int().positive().default(25),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  // Not in the contract's list: knobs for operators and tests, with the contract's values as defaults.
+  WEBHOOK_RETRY_SCHEDULE_MS: retrySchedule.optional(),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
+  INSPECTION_TTL_HOURS: z.coerce.number().positive().default(24 * 7),
+  CONTROLLER_POLL_MS: z.coerce.number().int().positive().default(500),
+  DETECTION_THREADS: z.coerce.number().int().positive().default(1),
+  PROCESSING_MAX_ATTEMPTS: z.coerce.number().int().positive().default(3),
+});
+
+export type Config = {
+  port: number;
+  host: string;
+  dataDir: string;
+  publicUrl: string;
+  webhooks: { allowPrivateTargets: boolean; retryScheduleMs: number[]; timeoutMs: number };
+  rateLimit: { livePerSecond: number; testPerSecond: number };
+  logLevel: z.infer<typeof EnvSchema>["LOG_LEVEL"];
+  inspectionTtlMs: number;
+  controllerPollMs: number;
+  detectionThreads: number;
+  processingMaxAttempts: number;
+};
+
+export class ConfigError extends Error {}
+
+/** The one place that reads process.env: validated once at boot into a typed object. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+    throw new ConfigError(`invalid configuration: ${lines.join("; ")}`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    dataDir: resolve(e.DATA_DIR),
+    publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
+    webhooks: {
+      allowPrivateTargets: e.WEBHOOKS_ALLOW_PRIVATE_TARGETS,
+      retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS ?? DEFAULT_RETRY_SCHEDULE_MS,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    },
+    rateLimit: { livePerSecond: e.RATE_LIMIT_LIVE_PER_SECOND, testPerSecond: e.RATE_LIMIT_TEST_PER_SECOND },
+    logLevel: e.LOG_LEVEL,
+    inspectionTtlMs: e.INSPECTION_TTL_HOURS * 3_600_000,
+    controllerPollMs: e.CONTROLLER_POLL_MS,
+    detectionThreads: e.DETECTION_THREADS,
+    processingMaxAttempts: e.PROCESSING_MAX_ATTEMPTS,
+  };
+}

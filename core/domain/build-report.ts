@@ -1,0 +1,71 @@
+import type { DetectionResult } from "../ports/detection-runner.ts";
+import type { InspectionRecord, PhotoRecord } from "../ports/records.ts";
+import type { Finding, Report } from "../schemas/report.ts";
+import { formatTimestamp } from "../time.ts";
+import { overallGrade, type Severity } from "./grading.ts";
+
+/** A VIN that differs from the one on file may mean the photos are of another vehicle. */
+export const VIN_MISMATCH_SEVERITY: Severity = "moderate";
+
+type Inputs = {
+  inspection: InspectionRecord;
+  photos: PhotoRecord[];
+  result: DetectionResult;
+  publicUrl: string;
+  now: number;
+  newFindingId: () => string;
+  /** Media ids of evidence photos stored for detections, by index into result.detections. */
+  evidenceMediaIds: (string | null)[];
+};
+
+/** The report of a finished inspection: pure, from the stored inspection, its photos and the detection result. */
+export function buildReport({ inspection, photos, result, publicUrl, now, newFindingId, evidenceMediaIds }: Inputs): Report {
+  const mediaUrl = (id: string) => `${publicUrl}/v1/media/${id}/full.jpg`;
+  const findings: Finding[] = result.detections.map((d, i) => ({
+    id: newFindingId(),
+    object: "finding",
+    type: d.type,
+    part: d.part,
+    severity: d.severity,
+    confidence: d.confidence,
+    media_id: d.mediaId,
+    bbox: d.bbox,
+    evidence_url: evidenceMediaIds[i] ? mediaUrl(evidenceMediaIds[i]!) : null,
+  }));
+  if (inspection.vinObserved && inspection.vinObserved !== inspection.vin) {
+    const vinPhoto = photos.find((p) => p.angle === "vin");
+    findings.push({
+      id: newFindingId(), object: "finding", type: "vin_mismatch", part: null, severity: VIN_MISMATCH_SEVERITY,
+      confidence: null, media_id: vinPhoto?.mediaId ?? null, bbox: null, evidence_url: vinPhoto ? mediaUrl(vinPhoto.mediaId) : null,
+    });
+  }
+  const grade = overallGrade(findings.map((f) => f.severity));
+  const measured = new Map(result.photos.map((p) => [p.mediaId, p.quality]));
+  return {
+    object: "report",
+    inspection_id: inspection.id,
+    livemode: inspection.livemode,
+    created_at: formatTimestamp(now)!,
+    grade,
+    summary: { findings: findings.length, grade },
+    vehicle: {
+      vin: inspection.vin,
+      vin_confirmed: inspection.vinObserved === inspection.vin,
+      vin_observed: inspection.vinObserved,
+      make: inspection.make,
+      model: inspection.model,
+      year: inspection.year,
+    },
+    photos: photos.map((p) => ({
+      media_id: p.mediaId,
+      angle: p.angle,
+      url: mediaUrl(p.mediaId),
+      width: p.width,
+      height: p.height,
+      captured_at: formatTimestamp(p.capturedAt)!,
+      quality: measured.get(p.mediaId) ?? p.quality,
+    })),
+    findings,
+    model: result.model,
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * The inspection state machine: one table that every component asks. Only the controller
+ * (operator/) applies moves; the API and capture routes record intents that become triggers.
+ */
+export const STATUSES = ["created", "in_progress", "processing", "completed", "canceled", "expired", "failed"] as const;
+export type Status = (typeof STATUSES)[number];
+
+export const TRIGGERS = ["capture_opened", "capture_submitted", "report_stored", "cancel_requested", "link_expired", "processing_failed"] as const;
+export type Trigger = (typeof TRIGGERS)[number];
+
+export const TRANSITIONS: ReadonlyArray<{ from: Status; on: Trigger; to: Status }> = [
+  { from: "created", on: "capture_opened", to: "in_progress" },
+  { from: "in_progress", on: "capture_submitted", to: "processing" },
+  { from: "processing", on: "report_stored", to: "completed" },
+  { from: "created", on: "cancel_requested", to: "canceled" },
+  { from: "in_progress", on: "cancel_requested", to: "canceled" },
+  { from: "processing", on: "cancel_requested", to: "canceled" },
+  { from: "created", on: "link_expired", to: "expired" },
+  { from: "in_progress", on: "link_expired", to: "expired" },
+  { from: "processing", on: "processing_failed", to: "failed" },
+];
+
+export const TERMINAL_STATUSES: ReadonlySet<Status> = new Set(["completed", "canceled", "expired", "failed"]);
+
+/** The status a trigger moves `from` to, or null where the table has no such move. */
+export function nextStatus(from: Status, on: Trigger): Status | null {
+  return TRANSITIONS.find((t) => t.from === from && t.on === on)?.to ?? null;
+}
+
+export const isTerminal = (status: Status): boolean => TERMINAL_STATUSES.has(status);
+export const isCancelable = (status: Status): boolean => nextStatus(status, "cancel_requested") !== null;
+/** The capture link works only while the customer can still move the inspection forward. */
+export const isCaptureOpen = (status: Status): boolean => status === "created" || status === "in_progress";
+
+export type EventType = `inspection.${Status}`;
+export const EVENT_TYPES = STATUSES.map((s) => `inspection.${s}` as EventType);
+export const eventTypeFor = (status: Status): EventType => `inspection.${status}`;

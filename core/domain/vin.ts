@@ -1,0 +1,47 @@
+/**
+ * VIN rules (ISO 3779 with the North American check digit of 49 CFR 565). Pure functions: the
+ * decoder that turns a VIN into make, model and year lives in core/vin/.
+ */
+export const VIN_PATTERN = /^[A-HJ-NPR-Z0-9]{17}$/;
+
+const TRANSLITERATION: Record<string, number> = {
+  A: 1, B: 2, C: 3, D: 4, E: 5, F: 6, G: 7, H: 8,
+  J: 1, K: 2, L: 3, M: 4, N: 5, P: 7, R: 9,
+  S: 2, T: 3, U: 4, V: 5, W: 6, X: 7, Y: 8, Z: 9,
+};
+const WEIGHTS = [8, 7, 6, 5, 4, 3, 2, 10, 0, 9, 8, 7, 6, 5, 4, 3, 2];
+
+export function normalizeVin(raw: string): string {
+  return raw.trim().toUpperCase();
+}
+
+/** The check digit (position 9) a VIN should carry: `0`–`9` or `X`. */
+export function expectedCheckDigit(vin: string): string {
+  let sum = 0;
+  for (let i = 0; i < 17; i++) {
+    const c = vin[i]!;
+    const value = c >= "0" && c <= "9" ? Number(c) : (TRANSLITERATION[c] ?? 0);
+    sum += value * WEIGHTS[i]!;
+  }
+  const r = sum % 11;
+  return r === 10 ? "X" : String(r);
+}
+
+/** North American VINs (first character 1–5) must carry a correct check digit. */
+export const requiresCheckDigit = (vin: string): boolean => /^[1-5]/.test(vin);
+
+export type VinProblem = "length" | "alphabet" | "check_digit";
+
+/** Why a normalized VIN is not acceptable, or null when it is. */
+export function vinProblem(vin: string): VinProblem | null {
+  if (vin.length !== 17) return "length";
+  if (!VIN_PATTERN.test(vin)) return "alphabet";
+  if (requiresCheckDigit(vin) && vin[8] !== expectedCheckDigit(vin)) return "check_digit";
+  return null;
+}
+
+export const VIN_PROBLEM_MESSAGES: Record<VinProblem, string> = {
+  length: "A VIN has exactly 17 characters.",
+  alphabet: "A VIN uses only A-Z and 0-9, without the letters I, O and Q.",
+  check_digit: "The VIN's check digit (position 9) does not match the rest of the VIN; check it for a typo.",
+};

@@ -1,0 +1,49 @@
+import { createHash, randomBytes } from "node:crypto";
+
+export const ID_PREFIXES = ["insp", "fnd", "evt", "med", "key", "req", "acct"] as const;
+export type IdPrefix = (typeof ID_PREFIXES)[number];
+
+const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
+
+/** `length` characters of [a-z0-9], rejection-sampled so every character is uniform. */
+export function randomLowercase(length: number): string {
+  let out = "";
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      // 252 = 7 * 36: bytes above it would bias the first characters of the alphabet.
+      if (byte < 252) out += ALPHABET[byte % 36];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** 24 characters of [a-z0-9] is 124 bits, above the contract's 120; lowercase so `insp-<rest>` is a valid Kubernetes name. */
+export function newId(prefix: IdPrefix): string {
+  return `${prefix}_${randomLowercase(24)}`;
+}
+
+export function isId(prefix: IdPrefix, value: string): boolean {
+  return value.length === prefix.length + 25 && value.startsWith(`${prefix}_`) && /^[a-z0-9]{24}$/.test(value.slice(prefix.length + 1));
+}
+
+export type Environment = "test" | "live";
+
+/** Secret API keys: 40 random characters of [a-z0-9] (206 bits) after the environment prefix. */
+export function newApiKey(env: Environment): string {
+  return `sk_${env}_${randomLowercase(40)}`;
+}
+
+/** Capture tokens: 43 base64url characters (256 bits). */
+export function newCaptureToken(): string {
+  return randomBytes(32).toString("base64url");
+}
+
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString("base64")}`;
+}
+
+/** Secrets are stored only as this hash; 256-bit random inputs need no salt or stretching. */
+export function sha256(value: string): string {
+  return createHash("sha256").update(value).digest("hex");
+}

@@ -1,0 +1,34 @@
+import type { Severity } from "../domain/grading.ts";
+import type { Quality } from "../schemas/report.ts";
+
+export type PhotoToInspect = { mediaId: string; angle: string; blobKey: string };
+
+export type Detection = {
+  mediaId: string;
+  type: "dent" | "scratch" | "crack" | "glass_shatter" | "lamp_broken" | "tire_flat";
+  part: string | null;
+  severity: Severity;
+  confidence: number;
+  /** Relative to the photo: x, y, width, height, each 0–1. */
+  bbox: [number, number, number, number];
+  /** Blob key of the evidence photo drawn for this detection, if one was made. */
+  evidenceBlobKey: string | null;
+};
+
+export type PhotoOutcome = { mediaId: string; readable: boolean; quality: Quality | null };
+
+export type DetectionResult = {
+  /** Null while no damage model is configured: the report then carries photo quality only. */
+  model: { name: string; version: string } | null;
+  photos: PhotoOutcome[];
+  detections: Detection[];
+};
+
+/**
+ * Runs detection and grading over an inspection's photos. Embedded: worker threads in the process.
+ * Cluster: Kubernetes Jobs on GPU nodes consuming a work queue.
+ */
+export interface DetectionRunner {
+  detect(inspectionId: string, photos: PhotoToInspect[]): Promise<DetectionResult>;
+  close(): Promise<void>;
+}

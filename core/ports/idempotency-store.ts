@@ -1,0 +1,21 @@
+import type { Scope } from "./records.ts";
+
+export type StoredResponse = { statusCode: number; body: string; headers: Record<string, string> };
+
+export type BeginResult =
+  | { kind: "started" }
+  | { kind: "replay"; response: StoredResponse }
+  | { kind: "in_flight" }
+  | { kind: "mismatch" };
+
+/**
+ * Idempotency keys, scoped to an account and environment. `begin` is atomic: of many concurrent
+ * requests with one key, exactly one gets `started`.
+ */
+export interface IdempotencyStore {
+  begin(scope: Scope, key: string, fingerprint: string, now: number, retentionMs: number): BeginResult;
+  complete(scope: Scope, key: string, response: StoredResponse): void;
+  /** Forgets a key whose request did not finish with a storable response (a 5xx, a crash). */
+  abandon(scope: Scope, key: string): void;
+  purge(olderThan: number): number;
+}

@@ -1,0 +1,86 @@
+import type { Status } from "../domain/state-machine.ts";
+import type { Grade } from "../domain/grading.ts";
+import type { Quality } from "../schemas/report.ts";
+
+/** Whose data a request may see: one account, one environment. */
+export type Scope = { accountId: string; livemode: boolean };
+
+/** An inspection as stored; times are Unix milliseconds. The public shape is built by core/views/. */
+export type InspectionRecord = {
+  id: string;
+  accountId: string;
+  livemode: boolean;
+  status: Status;
+  reference: string | null;
+  vin: string;
+  make: string | null;
+  model: string | null;
+  year: number | null;
+  notifyUrl: string | null;
+  expiresAt: number;
+  createdAt: number;
+  updatedAt: number;
+  submittedAt: number | null;
+  completedAt: number | null;
+  canceledAt: number | null;
+  summary: { findings: number; grade: Grade } | null;
+  failure: { code: "photos_unusable" | "processing_error"; message: string } | null;
+  // Intents recorded by the API and capture routes; only the controller turns them into status.
+  openedAt: number | null;
+  submitRequestedAt: number | null;
+  cancelRequestedAt: number | null;
+  vinObserved: string | null;
+  processingAttempts: number;
+  processingDueAt: number | null;
+  /** Counts intents not yet reconciled; the controller clears it only if no new intent came meanwhile. */
+  reconcileGeneration: number;
+};
+
+export type PhotoRecord = {
+  inspectionId: string;
+  angle: string;
+  mediaId: string;
+  width: number;
+  height: number;
+  quality: Quality;
+  tries: number;
+  capturedAt: number;
+};
+
+export type MediaRecord = {
+  id: string;
+  accountId: string;
+  livemode: boolean;
+  inspectionId: string;
+  kind: "photo" | "evidence";
+  blobKey: string;
+  bytes: number;
+  etag: string;
+  width: number;
+  height: number;
+  createdAt: number;
+};
+
+export type EventRecord = {
+  id: string;
+  accountId: string;
+  livemode: boolean;
+  inspectionId: string;
+  type: string;
+  createdAt: number;
+  /** The public inspection object at that moment, as JSON. */
+  data: string;
+  notifyUrl: string | null;
+  deliveryStatus: "pending" | "succeeded" | "failed" | "none";
+  nextAttemptAt: number | null;
+  attemptCount: number;
+};
+
+export type DeliveryAttemptRecord = {
+  eventId: string;
+  n: number;
+  attemptedAt: number;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+};

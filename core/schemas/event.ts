@@ -1,0 +1,32 @@
+import { z } from "zod";
+import { EVENT_TYPES } from "../domain/state-machine.ts";
+import { Timestamp, listOf } from "./common.ts";
+import { Inspection } from "./inspection.ts";
+
+export const DELIVERY_STATUSES = ["pending", "succeeded", "failed", "none"] as const;
+
+export const DeliveryAttempt = z.object({
+  attempted_at: Timestamp,
+  status_code: z.number().int().nullable(),
+  latency_ms: z.number().int(),
+  error: z.string().nullable(),
+});
+
+export const Event = z
+  .object({
+    id: z.string(),
+    object: z.literal("event"),
+    type: z.enum(EVENT_TYPES),
+    created_at: Timestamp,
+    livemode: z.boolean(),
+    data: Inspection,
+    delivery: z.object({
+      status: z.enum(DELIVERY_STATUSES).meta({ description: "`none` when the inspection has no notify_url." }),
+      next_attempt_at: Timestamp.nullable(),
+      attempts: z.array(DeliveryAttempt),
+    }),
+  })
+  .meta({ id: "Event" });
+export type Event = z.infer<typeof Event>;
+
+export const EventList = listOf(Event, "EventList");

@@ -1,0 +1,61 @@
+import { z } from "zod";
+import { SEVERITIES } from "../domain/grading.ts";
+import { Timestamp } from "./common.ts";
+import { Grade, Summary } from "./inspection.ts";
+
+export const FINDING_TYPES = ["dent", "scratch", "crack", "glass_shatter", "lamp_broken", "tire_flat", "vin_mismatch"] as const;
+
+export const Quality = z.object({
+  brightness: z.number().meta({ description: "Mean luminance, 0 (black) to 1 (white)." }),
+  sharpness: z.number().meta({ description: "Variance of the Laplacian of the photo downscaled to 512 px on its long side." }),
+  glare: z.number().meta({ description: "Share of blown-out pixels (luminance 250 of 255 or more) in the central half of the frame." }),
+  passed: z.boolean(),
+  problems: z.array(z.enum(["too_dark", "too_bright", "blurry", "glare"])),
+});
+export type Quality = z.infer<typeof Quality>;
+
+export const ReportPhoto = z.object({
+  media_id: z.string(),
+  angle: z.string(),
+  url: z.string(),
+  width: z.number().int(),
+  height: z.number().int(),
+  captured_at: Timestamp,
+  quality: Quality,
+});
+
+export const Finding = z.object({
+  id: z.string(),
+  object: z.literal("finding"),
+  type: z.enum(FINDING_TYPES),
+  part: z.string().nullable(),
+  severity: z.enum(SEVERITIES),
+  confidence: z.number().nullable(),
+  media_id: z.string().nullable(),
+  bbox: z.tuple([z.number(), z.number(), z.number(), z.number()]).nullable(),
+  evidence_url: z.string().nullable(),
+});
+export type Finding = z.infer<typeof Finding>;
+
+export const Report = z
+  .object({
+    object: z.literal("report"),
+    inspection_id: z.string(),
+    livemode: z.boolean(),
+    created_at: Timestamp,
+    grade: Grade,
+    summary: Summary,
+    vehicle: z.object({
+      vin: z.string(),
+      vin_confirmed: z.boolean(),
+      vin_observed: z.string().nullable(),
+      make: z.string().nullable(),
+      model: z.string().nullable(),
+      year: z.number().int().nullable(),
+    }),
+    photos: z.array(ReportPhoto),
+    findings: z.array(Finding),
+    model: z.object({ name: z.string(), version: z.string() }).nullable(),
+  })
+  .meta({ id: "Report" });
+export type Report = z.infer<typeof Report>;

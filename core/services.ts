@@ -1,0 +1,26 @@
+import type { Logger } from "pino";
+import type { Config } from "./config.ts";
+import type { CaptureLinks } from "./capture-links.ts";
+import type { BlobStore } from "./ports/blob-store.ts";
+import type { EventStore } from "./ports/event-store.ts";
+import type { IdempotencyStore } from "./ports/idempotency-store.ts";
+import type { InspectionStore } from "./ports/inspection-store.ts";
+import type { KeyStore } from "./ports/key-store.ts";
+import type { Signals } from "./signals.ts";
+import type { Clock } from "./time.ts";
+import type { DecodedVehicle } from "./vin/vin-decoder.ts";
+
+/** Everything a component needs from the outside world, built once at boot (bin/) and passed in. */
+export type Services = {
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  inspections: InspectionStore;
+  events: EventStore;
+  keys: KeyStore;
+  idempotency: IdempotencyStore;
+  blobs: BlobStore;
+  vin: { decode(vin: string): Promise<DecodedVehicle> };
+  captureLinks: CaptureLinks;
+  signals: Signals;
+};

@@ -1,0 +1,42 @@
+import { EventEmitter, once } from "node:events";
+import { setTimeout as sleep } from "node:timers/promises";
+
+/**
+ * In-process wake-ups between the routes and the controller. They only shorten waits: the
+ * controller also polls the store, and waiters re-read it, so processes that share the store
+ * without sharing memory (the CLI, split api and operator processes) behave the same, just slower.
+ */
+export class Signals {
+  readonly #emitter = new EventEmitter().setMaxListeners(0);
+
+  /** An intent was recorded: the controller should reconcile soon. */
+  nudgeController(): void {
+    this.#emitter.emit("nudge");
+  }
+
+  onNudge(listener: () => void): () => void {
+    this.#emitter.on("nudge", listener);
+    return () => this.#emitter.off("nudge", listener);
+  }
+
+  /** The controller moved an inspection. */
+  changed(inspectionId: string): void {
+    this.#emitter.emit(`changed:${inspectionId}`);
+  }
+
+  /** Polls `read` until `done` holds or `timeoutMs` passes; returns the last value read. */
+  async waitFor<T>(inspectionId: string, read: () => T, done: (value: T) => boolean, timeoutMs: number, pollMs = 100): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    let value = read();
+    while (!done(value) && Date.now() < deadline) {
+      const ac = new AbortController();
+      await Promise.race([
+        once(this.#emitter, `changed:${inspectionId}`, { signal: ac.signal }).catch(() => {}),
+        sleep(Math.min(pollMs, Math.max(0, deadline - Date.now())), undefined, { signal: ac.signal }).catch(() => {}),
+      ]);
+      ac.abort();
+      value = read();
+    }
+    return value;
+  }
+}

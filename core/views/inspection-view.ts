@@ -1,0 +1,41 @@
+import type { Inspection } from "../schemas/inspection.ts";
+import type { InspectionRecord } from "../ports/records.ts";
+import { formatTimestamp } from "../time.ts";
+
+/** The public inspection object of the contract, from a stored record. */
+export function inspectionView(r: InspectionRecord, publicUrl: string, captureUrl: string | null): Inspection {
+  return {
+    id: r.id,
+    object: "inspection",
+    status: r.status,
+    livemode: r.livemode,
+    reference: r.reference,
+    vehicle: { vin: r.vin, make: r.make, model: r.model, year: r.year },
+    notify_url: r.notifyUrl,
+    capture_url: captureUrl,
+    expires_at: formatTimestamp(r.expiresAt)!,
+    created_at: formatTimestamp(r.createdAt)!,
+    updated_at: formatTimestamp(r.updatedAt)!,
+    submitted_at: formatTimestamp(r.submittedAt),
+    completed_at: formatTimestamp(r.completedAt),
+    canceled_at: formatTimestamp(r.canceledAt),
+    report_url: r.status === "completed" ? `${publicUrl}/v1/inspections/${r.id}/report` : null,
+    summary: r.summary,
+    failure: r.failure,
+  };
+}
+
+/**
+ * Event payloads carry the inspection without its capture_url: events are kept and re-sent for
+ * days, and the capture token must not sit in the outbox in the clear.
+ */
+export function eventPayload(id: string, type: string, r: InspectionRecord, publicUrl: string): string {
+  return JSON.stringify({
+    id,
+    object: "event",
+    type,
+    created_at: formatTimestamp(r.updatedAt),
+    livemode: r.livemode,
+    data: inspectionView(r, publicUrl, null),
+  });
+}

@@ -1,0 +1,174 @@
+import type { Logger } from "pino";
+import { photoBlobKey } from "../core/blob-keys.ts";
+import { buildReport } from "../core/domain/build-report.ts";
+import { eventTypeFor, isCancelable, nextStatus, type Trigger } from "../core/domain/state-machine.ts";
+import { newId } from "../core/ids.ts";
+import type { DetectionRunner } from "../core/ports/detection-runner.ts";
+import type { InspectionStore, TransitionPatch } from "../core/ports/inspection-store.ts";
+import type { InspectionRecord } from "../core/ports/records.ts";
+import type { Signals } from "../core/signals.ts";
+import type { Clock } from "../core/time.ts";
+import { eventPayload } from "../core/views/inspection-view.ts";
+import { EXTERIOR_ANGLES } from "../core/schemas/capture.ts";
+
+export type ControllerOptions = {
+  store: InspectionStore;
+  runner: DetectionRunner;
+  signals: Signals;
+  clock: Clock;
+  log: Logger;
+  publicUrl: string;
+  pollMs: number;
+  maxProcessingAttempts: number;
+};
+
+/** Waits between processing attempts: 5 s, then 30 s. */
+const PROCESSING_RETRY_MS = [5_000, 30_000];
+
+/**
+ * The only writer of inspection status. Level-driven: each pass reads what is due (intents, links
+ * past expires_at, processing without a result) and moves it by the state machine's table; a move
+ * and its event are one transaction, so a crash at any point leaves either both or neither, and the
+ * next pass (after a restart too) picks up where the last one stopped.
+ */
+export class Controller {
+  readonly #o: ControllerOptions;
+  /** Inspections whose detection runs in this process; a restart forgets them and re-runs detection. */
+  readonly #processing = new Set<string>();
+  #timer: NodeJS.Timeout | undefined;
+  #running = false;
+  #again = false;
+  #stopped = false;
+  #unsubscribe: (() => void) | undefined;
+
+  constructor(options: ControllerOptions) {
+    this.#o = options;
+  }
+
+  start(): void {
+    this.#unsubscribe = this.#o.signals.onNudge(() => this.#kick());
+    this.#kick();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#unsubscribe?.();
+    clearTimeout(this.#timer);
+    while (this.#running) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  /** Coalesces wake-ups: one pass at a time, and one more if woken during it. */
+  #kick(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = true;
+    clearTimeout(this.#timer);
+    try {
+      do {
+        this.#again = false;
+        this.reconcileDue();
+      } while (this.#again && !this.#stopped);
+    } catch (error) {
+      this.#o.log.error({ err: error }, "controller pass failed; retrying on the next poll");
+    } finally {
+      this.#running = false;
+      if (!this.#stopped) this.#timer = setTimeout(() => this.#kick(), this.#o.pollMs).unref();
+    }
+  }
+
+  reconcileDue(): void {
+    for (const inspection of this.#o.store.needingReconcile(this.#o.clock.now(), 200)) this.reconcile(inspection);
+  }
+
+  /** Reads top to bottom: cancel first, then the customer's moves, expiry, then processing. */
+  reconcile(initial: InspectionRecord): void {
+    let r: InspectionRecord | null = initial;
+    const generation = initial.reconcileGeneration;
+    for (let step = 0; r && step < 4; step++) {
+      const trigger = this.#due(r);
+      if (!trigger) break;
+      if (trigger === "processing") {
+        this.#startProcessing(r);
+        break;
+      }
+      r = this.#move(r, trigger.on, trigger.patch);
+    }
+    if (generation > 0) this.#o.store.clearReconcile(initial.id, generation);
+  }
+
+  #due(r: InspectionRecord): { on: Trigger; patch: TransitionPatch } | "processing" | null {
+    const now = this.#o.clock.now();
+    if (r.cancelRequestedAt !== null && isCancelable(r.status)) return { on: "cancel_requested", patch: { canceledAt: now } };
+    // A submission recorded before expires_at counts even if the controller sees it later.
+    const submitted = r.submitRequestedAt !== null && r.submitRequestedAt < r.expiresAt;
+    if (r.status === "created") {
+      if (r.openedAt !== null || submitted) return { on: "capture_opened", patch: {} };
+      if (r.expiresAt <= now) return { on: "link_expired", patch: {} };
+    }
+    if (r.status === "in_progress") {
+      if (submitted) return { on: "capture_submitted", patch: { submittedAt: r.submitRequestedAt! } };
+      if (r.expiresAt <= now) return { on: "link_expired", patch: {} };
+    }
+    if (r.status === "processing" && !this.#processing.has(r.id) && (r.processingDueAt ?? 0) <= now) return "processing";
+    return null;
+  }
+
+  #move(r: InspectionRecord, on: Trigger, patch: TransitionPatch): InspectionRecord | null {
+    const to = nextStatus(r.status, on);
+    if (!to) return null;
+    const after = this.#o.store.transition(r.id, r.status, to, this.#o.clock.now(), patch, (a) => {
+      const id = newId("evt");
+      return { id, type: eventTypeFor(a.status), data: eventPayload(id, eventTypeFor(a.status), a, this.#o.publicUrl) };
+    });
+    if (after) {
+      this.#o.log.info({ inspection_id: r.id, from: r.status, to }, "inspection moved");
+      this.#o.signals.changed(r.id);
+    }
+    return after;
+  }
+
+  #startProcessing(r: InspectionRecord): void {
+    this.#processing.add(r.id);
+    this.#process(r)
+      .catch((error) => this.#processingFailed(r, error))
+      .finally(() => {
+        this.#processing.delete(r.id);
+        this.#kick();
+      });
+  }
+
+  async #process(r: InspectionRecord): Promise<void> {
+    const photos = this.#o.store.photos(r.id);
+    const media = photos.map((p) => ({ mediaId: p.mediaId, angle: p.angle, blobKey: photoBlobKey(r.id, p.mediaId) }));
+    const result = await this.#o.runner.detect(r.id, media);
+    const current = this.#o.store.getById(r.id);
+    if (current?.status !== "processing") return; // canceled meanwhile: the result is not wanted
+    const exterior = new Set(photos.filter((p) => (EXTERIOR_ANGLES as readonly string[]).includes(p.angle)).map((p) => p.mediaId));
+    if (!result.photos.some((p) => p.readable && exterior.has(p.mediaId))) {
+      this.#move(current, "processing_failed", { failure: { code: "photos_unusable", message: "None of the vehicle photos could be read." } });
+      return;
+    }
+    const now = this.#o.clock.now();
+    const report = buildReport({
+      inspection: current, photos, result, publicUrl: this.#o.publicUrl, now,
+      newFindingId: () => newId("fnd"), evidenceMediaIds: result.detections.map(() => null),
+    });
+    this.#move(current, "report_stored", { completedAt: now, summary: report.summary, report: JSON.stringify(report) });
+  }
+
+  #processingFailed(r: InspectionRecord, error: unknown): void {
+    const attempts = r.processingAttempts + 1;
+    this.#o.log.error({ err: error, inspection_id: r.id, attempt: attempts }, "detection failed");
+    const current = this.#o.store.getById(r.id);
+    if (current?.status !== "processing") return;
+    if (attempts >= this.#o.maxProcessingAttempts) {
+      this.#move(current, "processing_failed", { failure: { code: "processing_error", message: "Detection and grading could not finish after several attempts." } });
+      return;
+    }
+    const wait = PROCESSING_RETRY_MS[Math.min(attempts - 1, PROCESSING_RETRY_MS.length - 1)]!;
+    this.#o.store.scheduleProcessingRetry(r.id, attempts, this.#o.clock.now() + wait);
+  }
+}

@@ -1,0 +1,133 @@
+import type { Logger } from "pino";
+import { Agent, request } from "undici";
+import { nextAttemptAt } from "../core/domain/delivery-schedule.ts";
+import { webhookHeaders } from "../core/domain/webhook-signature.ts";
+import { newWebhookSecret } from "../core/ids.ts";
+import { guardedLookup, resolvePublicAddresses } from "../core/net/ssrf-guard.ts";
+import type { EventStore } from "../core/ports/event-store.ts";
+import type { KeyStore } from "../core/ports/key-store.ts";
+import type { EventRecord } from "../core/ports/records.ts";
+import type { Clock } from "../core/time.ts";
+
+export type DispatcherOptions = {
+  events: EventStore;
+  keys: KeyStore;
+  clock: Clock;
+  log: Logger;
+  retryScheduleMs: number[];
+  timeoutMs: number;
+  allowPrivateTargets: boolean;
+  pollMs: number;
+  concurrency?: number;
+};
+
+/**
+ * Delivers events from the outbox: signed per Standard Webhooks, one attempt at a time per event,
+ * retried on the configured schedule, every attempt recorded. Nothing is kept in memory that a
+ * restart would lose: due deliveries are read from the store on every pass.
+ */
+export class WebhookDispatcher {
+  readonly #o: DispatcherOptions;
+  readonly #agent: Agent;
+  readonly #inFlight = new Set<string>();
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(options: DispatcherOptions) {
+    this.#o = options;
+    this.#agent = new Agent({
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      connectTimeout: Math.min(options.timeoutMs, 10_000),
+      // Checked at connect time as well as before the request, so DNS rebinding cannot slip through.
+      connect: options.allowPrivateTargets ? {} : { lookup: guardedLookup as never },
+    });
+  }
+
+  start(): void {
+    this.#tick();
+  }
+
+  /** Wakes the dispatcher now (a new event was written). */
+  nudge(): void {
+    if (!this.#stopped) this.#tick();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    while (this.#inFlight.size) await new Promise((r) => setTimeout(r, 10));
+    await this.#agent.close();
+  }
+
+  #tick(): void {
+    clearTimeout(this.#timer);
+    try {
+      const limit = (this.#o.concurrency ?? 16) - this.#inFlight.size;
+      if (limit > 0) {
+        for (const event of this.#o.events.due(this.#o.clock.now(), limit + this.#inFlight.size)) {
+          if (this.#inFlight.has(event.id) || this.#inFlight.size >= (this.#o.concurrency ?? 16)) continue;
+          this.#inFlight.add(event.id);
+          this.deliver(event)
+            .catch((error) => this.#o.log.error({ err: error, event_id: event.id }, "delivery bookkeeping failed"))
+            .finally(() => {
+              this.#inFlight.delete(event.id);
+              if (!this.#stopped) setImmediate(() => this.#tick());
+            });
+        }
+      }
+    } catch (error) {
+      this.#o.log.error({ err: error }, "dispatcher pass failed");
+    }
+    if (!this.#stopped) this.#timer = setTimeout(() => this.#tick(), this.#o.pollMs).unref();
+  }
+
+  /** One attempt: sign, POST, record, and schedule the next attempt or settle the event. */
+  async deliver(event: EventRecord): Promise<void> {
+    const o = this.#o;
+    const started = o.clock.now();
+    const secret = o.keys.webhookSecretFor(event.accountId, event.livemode, newWebhookSecret, started);
+    const headers = webhookHeaders(secret, event.id, Math.floor(started / 1000), event.data);
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    const t0 = performance.now();
+    try {
+      const url = new URL(event.notifyUrl!);
+      if (!o.allowPrivateTargets) await resolvePublicAddresses(url.hostname);
+      const response = await request(url, {
+        method: "POST",
+        headers,
+        body: event.data,
+        dispatcher: this.#agent,
+        signal: AbortSignal.timeout(o.timeoutMs),
+      });
+      statusCode = response.statusCode;
+      await response.body.dump({ limit: 64 * 1024 });
+      if (statusCode < 200 || statusCode > 299) error = statusCode >= 300 && statusCode < 400 ? `redirect to ${response.headers.location ?? "?"} not followed` : `HTTP ${statusCode}`;
+    } catch (e) {
+      error = describe(e);
+    }
+    const latencyMs = Math.round(performance.now() - t0);
+    const n = event.attemptCount + 1;
+    const attempt = { eventId: event.id, n, attemptedAt: started, statusCode, latencyMs, error };
+    if (error === null) {
+      o.events.recordAttempt(attempt, { status: "succeeded" });
+      return;
+    }
+    const next = nextAttemptAt(o.clock.now(), n, o.retryScheduleMs);
+    if (next === null) {
+      o.events.recordAttempt(attempt, { status: "failed" });
+      o.log.warn({ event_id: event.id, attempts: n, error }, "webhook delivery failed for good: attempts used up");
+    } else {
+      o.events.recordAttempt(attempt, { nextAttemptAt: next });
+      o.log.info({ event_id: event.id, attempt: n, error, next_attempt_at: new Date(next).toISOString() }, "webhook delivery failed; will retry");
+    }
+  }
+}
+
+function describe(e: unknown): string {
+  const err = e as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+  if (err.name === "TimeoutError" || err.code === "UND_ERR_HEADERS_TIMEOUT" || err.code === "UND_ERR_BODY_TIMEOUT") return "timed out";
+  const detail = err.cause?.message ?? err.message ?? String(e);
+  return (err.cause?.code ?? err.code ?? "error") + ": " + detail;
+}
