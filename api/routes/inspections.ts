@@ -81,7 +81,7 @@ export const inspectionRoutes =
         operationId: "cancelInspection",
         summary: "Cancel an inspection before completion",
         params: IdParams,
-        body: z.strictObject({}).optional(),
+        body: z.strictObject({}).nullish(),
         response: { 200: Inspection, 409: ErrorBody, 422: ErrorBody, 503: ErrorBody, ...commonErrorResponses },
       },
     }, async (request) => {

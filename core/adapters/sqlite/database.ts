@@ -27,9 +27,11 @@ const MIGRATIONS: string[] = [
     -- intents, written by the API and capture routes; the controller turns them into moves
     opened_at INTEGER, submit_requested_at INTEGER, cancel_requested_at INTEGER, vin_observed TEXT,
     needs_reconcile INTEGER NOT NULL DEFAULT 0,
-    processing_attempts INTEGER NOT NULL DEFAULT 0, processing_due_at INTEGER
+    processing_attempts INTEGER NOT NULL DEFAULT 0, processing_due_at INTEGER,
+    -- Lists order by created_at as shown (whole seconds), then id, as the contract says.
+    created_s INTEGER GENERATED ALWAYS AS (created_at / 1000) VIRTUAL
   );
-  CREATE INDEX inspections_page ON inspections (account_id, livemode, created_at DESC, id DESC);
+  CREATE INDEX inspections_page ON inspections (account_id, livemode, created_s DESC, id DESC);
   CREATE INDEX inspections_reconcile ON inspections (needs_reconcile) WHERE needs_reconcile > 0;
   CREATE INDEX inspections_open ON inspections (status, expires_at) WHERE status IN ('created', 'in_progress', 'processing');
   CREATE TABLE media (

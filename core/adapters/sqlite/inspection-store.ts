@@ -102,15 +102,15 @@ export class SqliteInspectionStore implements InspectionStore {
     const where = ["account_id = ?", "livemode = ?"];
     const params: (string | number)[] = [scope.accountId, scope.livemode ? 1 : 0];
     if (f.after) {
-      // Row-value comparison walks the (account, livemode, created_at, id) index from the cursor on.
-      where.push("(created_at, id) < (?, ?)");
-      params.push(f.after.createdAt, f.after.id);
+      // Row-value comparison walks the (account, livemode, created_s, id) index from the cursor on.
+      where.push("(created_s, id) < (?, ?)");
+      params.push(Math.floor(f.after.createdAt / 1000), f.after.id);
     }
     if (f.status) (where.push("status = ?"), params.push(f.status));
     if (f.reference) (where.push("reference = ?"), params.push(f.reference));
     if (f.vin) (where.push("vin = ?"), params.push(f.vin));
     params.push(f.limit);
-    const rows = this.#sql(`SELECT * FROM inspections WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ?`).all(...params);
+    const rows = this.#sql(`SELECT * FROM inspections WHERE ${where.join(" AND ")} ORDER BY created_s DESC, id DESC LIMIT ?`).all(...params);
     return rows.map((r) => toRecord(r as Row));
   }
 

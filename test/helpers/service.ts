@@ -1,0 +1,60 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { start } from "../../bin/commands/start.ts";
+import { createKey, webhookSecret } from "../../bin/commands/keys.ts";
+import { loadConfig, type Config } from "../../core/config.ts";
+
+export type TestService = {
+  url: string;
+  config: Config;
+  dataDir: string;
+  key(env?: "test" | "live", account?: string): string;
+  secret(env?: "test" | "live", account?: string): string;
+  api(key: string, path: string, init?: RequestInit & { json?: unknown }): Promise<Response>;
+  close(): Promise<void>;
+};
+
+/** The whole embedded service, in this process, on a free port on loopback, with its own data directory. */
+export async function startService(env: Record<string, string> = {}): Promise<TestService> {
+  const dataDir = mkdtempSync(join(tmpdir(), "vi-test-"));
+  const baseEnv = { DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true", RATE_LIMIT_TEST_PER_SECOND: "10000", RATE_LIMIT_LIVE_PER_SECOND: "10000", CONTROLLER_POLL_MS: "100", ...env };
+  const port = await freePort();
+  const config = loadConfig({ ...baseEnv, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
+  const service = await start(config);
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    config,
+    dataDir,
+    key: (e = "test", account = "acme") => createKey(config, e, account),
+    secret: (e = "test", account = "acme") => webhookSecret(config, e, account),
+    api: (key, path, init = {}) => {
+      const headers = new Headers(init.headers);
+      headers.set("authorization", `Bearer ${key}`);
+      let body = init.body;
+      if (init.json !== undefined) {
+        headers.set("content-type", "application/json");
+        body = JSON.stringify(init.json);
+      }
+      return fetch(url + path, { ...init, headers, body });
+    },
+    close: async () => {
+      await service.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** PUBLIC_URL must name the port before the service starts, so a free one is found first. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+export const VALID_VIN = "1HGCM82633A004352";
+export const OTHER_VALID_VIN = "5YJ3E1EA2KF317000";

@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+
+let svc: TestService;
+let key: string;
+
+beforeAll(async () => {
+  svc = await startService({ RATE_LIMIT_TEST_PER_SECOND: "10000" });
+  key = svc.key("test");
+});
+afterAll(() => svc.close());
+
+const post = (k: string, idem: string, body: unknown, path = "/v1/inspections") =>
+  svc.api(k, path, { method: "POST", json: body, headers: { "idempotency-key": idem } });
+
+describe("Idempotency-Key", () => {
+  it("replays the first response with Idempotent-Replayed: true", async () => {
+    const first = await post(key, "order-1", { vehicle: { vin: VALID_VIN }, reference: "r1" });
+    expect(first.status).toBe(201);
+    expect(first.headers.get("idempotent-replayed")).toBeNull();
+    const body = await first.text();
+    const again = await post(key, "order-1", { vehicle: { vin: VALID_VIN }, reference: "r1" });
+    expect(again.status).toBe(201);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.headers.get("location")).toBe(first.headers.get("location"));
+    expect(await again.text()).toBe(body);
+    const list = await (await svc.api(key, "/v1/inspections?reference=r1")).json();
+    expect(list.data).toHaveLength(1);
+  });
+
+  it("422 idempotency_key_reused for a different request under the same key", async () => {
+    await post(key, "order-2", { vehicle: { vin: VALID_VIN }, reference: "a" });
+    const res = await post(key, "order-2", { vehicle: { vin: VALID_VIN }, reference: "b" });
+    expect(res.status).toBe(422);
+    const body = await res.json();
+    expect(body.error).toMatchObject({ type: "idempotency_error", code: "idempotency_key_reused" });
+    const otherPath = await svc.api(key, `/v1/inspections/insp_000000000000000000000000/cancel`, { method: "POST", headers: { "idempotency-key": "order-2" } });
+    expect(otherPath.status).toBe(422);
+  });
+
+  it("replays errors too (a 400 stays a 400), but not 5xx", async () => {
+    const bad = await post(key, "order-3", { vehicle: { vin: "nope" } });
+    expect(bad.status).toBe(400);
+    const again = await post(key, "order-3", { vehicle: { vin: "nope" } });
+    expect(again.status).toBe(400);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+  });
+
+  it("keys are scoped per account and environment", async () => {
+    const other = svc.key("test", "someone-else");
+    const live = svc.key("live", "acme");
+    const a = await post(key, "shared-key", { vehicle: { vin: VALID_VIN } });
+    const b = await post(other, "shared-key", { vehicle: { vin: VALID_VIN }, reference: "different" });
+    const c = await post(live, "shared-key", { vehicle: { vin: VALID_VIN }, reference: "different" });
+    expect([a.status, b.status, c.status]).toEqual([201, 201, 201]);
+    expect(b.headers.get("idempotent-replayed")).toBeNull();
+    expect(c.headers.get("idempotent-replayed")).toBeNull();
+  });
+
+  it("of 40 concurrent requests with one key, one runs; the rest get 409 in flight or the replay", async () => {
+    const body = { vehicle: { vin: VALID_VIN }, reference: "race" };
+    const results = await Promise.all(Array.from({ length: 40 }, () => post(key, "race-key", body)));
+    const statuses = results.map((r) => r.status);
+    const created = results.filter((r) => r.status === 201);
+    const fresh = created.filter((r) => r.headers.get("idempotent-replayed") !== "true");
+    expect(fresh).toHaveLength(1);
+    expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
+    const conflicts = results.filter((r) => r.status === 409);
+    for (const r of conflicts) expect((await r.json()).error.code).toBe("idempotency_key_in_use");
+    const ids = new Set(await Promise.all(created.map(async (r) => (await r.json()).id)));
+    expect(ids.size).toBe(1);
+    const list = await (await svc.api(key, "/v1/inspections?reference=race")).json();
+    expect(list.data).toHaveLength(1);
+  });
+
+  it("refuses a malformed key", async () => {
+    const res = await post(key, "x".repeat(256), { vehicle: { vin: VALID_VIN } });
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.param).toBe("Idempotency-Key");
+  });
+});
+
+describe("rate limits", () => {
+  it("sends RateLimit-* on every response and 429 with Retry-After past the limit", async () => {
+    const limited = await startService({ RATE_LIMIT_TEST_PER_SECOND: "5" });
+    try {
+      const k = limited.key("test");
+      const results = await Promise.all(Array.from({ length: 8 }, () => limited.api(k, "/v1/inspections")));
+      for (const r of results) {
+        expect(r.headers.get("ratelimit-limit")).toBe("5");
+        expect(r.headers.get("ratelimit-remaining")).toMatch(/^\d+$/);
+        expect(r.headers.get("ratelimit-reset")).toMatch(/^\d+$/);
+      }
+      const rejected = results.filter((r) => r.status === 429);
+      expect(rejected.length).toBe(3);
+      const body = await rejected[0]!.json();
+      expect(body.error).toMatchObject({ type: "rate_limit_error", code: "rate_limited" });
+      expect(body.error.request_id).toMatch(/^req_/);
+      expect(Number(rejected[0]!.headers.get("retry-after"))).toBeGreaterThanOrEqual(0);
+      // Another key has its own budget.
+      expect((await limited.api(limited.key("test", "other"), "/v1/inspections")).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+});
