@@ -1,0 +1,14 @@
+import { newId } from "../../core/ids.ts";
+import type { InspectionRecord } from "../../core/ports/records.ts";
+
+export function sampleInspection(overrides: Partial<InspectionRecord> = {}): InspectionRecord {
+  const now = Date.now();
+  return {
+    id: newId("insp"), accountId: "acct_a", livemode: false, status: "created", reference: null,
+    vin: "1HGCM82633A004352", make: null, model: null, year: null, notifyUrl: null,
+    expiresAt: now + 3_600_000, createdAt: now, updatedAt: now, submittedAt: null, completedAt: null, canceledAt: null,
+    summary: null, failure: null, openedAt: null, submitRequestedAt: null, cancelRequestedAt: null, vinObserved: null,
+    processingAttempts: 0, processingDueAt: null, reconcileGeneration: 0,
+    ...overrides,
+  };
+}

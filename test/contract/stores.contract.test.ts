@@ -1,0 +1,185 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { FsBlobStore } from "../../core/adapters/fs/fs-blob-store.ts";
+import { openDatabase } from "../../core/adapters/sqlite/database.ts";
+import { SqliteEventStore } from "../../core/adapters/sqlite/event-store.ts";
+import { SqliteIdempotencyStore } from "../../core/adapters/sqlite/idempotency-store.ts";
+import { SqliteInspectionStore } from "../../core/adapters/sqlite/inspection-store.ts";
+import { SqliteKeyStore } from "../../core/adapters/sqlite/key-store.ts";
+import type { BlobStore } from "../../core/ports/blob-store.ts";
+import type { EventStore } from "../../core/ports/event-store.ts";
+import type { IdempotencyStore } from "../../core/ports/idempotency-store.ts";
+import type { InspectionStore } from "../../core/ports/inspection-store.ts";
+import type { KeyStore } from "../../core/ports/key-store.ts";
+import { newId } from "../../core/ids.ts";
+import { sampleInspection } from "./fixtures.ts";
+
+/**
+ * One contract suite per port, run against every adapter of it. The cluster adapters (NATS
+ * JetStream KV, Kubernetes custom resources, S3) join these lists when they land.
+ */
+type Stores = { inspections: InspectionStore; events: EventStore; keys: KeyStore; idempotency: IdempotencyStore };
+const tmp = (p: string) => mkdtempSync(join(tmpdir(), p));
+
+const STORE_ADAPTERS: { name: string; make: () => Stores }[] = [
+  {
+    name: "sqlite",
+    make: () => {
+      const db = openDatabase(tmp("vi-contract-"));
+      return { inspections: new SqliteInspectionStore(db), events: new SqliteEventStore(db), keys: new SqliteKeyStore(db), idempotency: new SqliteIdempotencyStore(db) };
+    },
+  },
+];
+const BLOB_ADAPTERS: { name: string; make: () => BlobStore }[] = [{ name: "fs", make: () => new FsBlobStore(tmp("vi-blobs-")) }];
+
+const event = (type = "inspection.created") => () => ({ id: newId("evt"), type, data: "{}" });
+const scope = { accountId: "acct_a", livemode: false };
+
+for (const adapter of STORE_ADAPTERS) {
+  describe(`InspectionStore contract: ${adapter.name}`, () => {
+    it("creates with its event, and scopes reads by account and environment", () => {
+      const { inspections, events } = adapter.make();
+      const r = sampleInspection();
+      inspections.create(r, "tok-hash", event());
+      expect(inspections.get(scope, r.id)).toEqual(r);
+      expect(inspections.get({ ...scope, livemode: true }, r.id)).toBeNull();
+      expect(inspections.get({ ...scope, accountId: "acct_b" }, r.id)).toBeNull();
+      expect(inspections.getByCaptureTokenHash("tok-hash")?.id).toBe(r.id);
+      expect(events.list(scope, 10)!.map((e) => e.inspectionId)).toEqual([r.id]);
+    });
+
+    it("transition is a compare-and-set that appends exactly one event", () => {
+      const { inspections, events } = adapter.make();
+      const r = sampleInspection();
+      inspections.create(r, "h", event());
+      const moved = inspections.transition(r.id, "created", "in_progress", r.createdAt + 1000, {}, event("inspection.in_progress"));
+      expect(moved?.status).toBe("in_progress");
+      expect(inspections.transition(r.id, "created", "canceled", r.createdAt + 2000, { canceledAt: 1 }, event("inspection.canceled"))).toBeNull();
+      expect(events.list(scope, 10)!.map((e) => e.type)).toEqual(["inspection.in_progress", "inspection.created"]);
+      expect(inspections.get(scope, r.id)!.canceledAt).toBeNull();
+    });
+
+    it("stores the report with the completing move, atomically", () => {
+      const { inspections } = adapter.make();
+      const r = sampleInspection({ status: "processing" });
+      inspections.create(r, "h", event());
+      inspections.transition(r.id, "processing", "completed", r.createdAt, { completedAt: r.createdAt, summary: { findings: 0, grade: "none" }, report: '{"a":1}' }, event());
+      expect(inspections.getReport(r.id)).toBe('{"a":1}');
+      expect(inspections.get(scope, r.id)!.summary).toEqual({ findings: 0, grade: "none" });
+    });
+
+    it("keyset pages by (created_at seconds, id) descending, and filters", () => {
+      const { inspections } = adapter.make();
+      const t = Date.now();
+      const rows = Array.from({ length: 7 }, (_, i) => sampleInspection({ createdAt: t + Math.floor(i / 3) * 1000, reference: i % 2 ? "odd" : "even" }));
+      rows.forEach((r, i) => inspections.create(r, `h${i}`, event()));
+      const expected = [...rows].sort((a, b) => Math.floor(b.createdAt / 1000) - Math.floor(a.createdAt / 1000) || (a.id < b.id ? 1 : -1)).map((r) => r.id);
+      const page1 = inspections.list(scope, { limit: 4 });
+      const last = page1.at(-1)!;
+      const page2 = inspections.list(scope, { limit: 4, after: { createdAt: last.createdAt, id: last.id } });
+      expect([...page1, ...page2].map((r) => r.id)).toEqual(expected);
+      expect(inspections.list(scope, { limit: 10, reference: "odd" })).toHaveLength(3);
+    });
+
+    it("intents mark an inspection for reconcile until the controller clears that generation", () => {
+      const { inspections } = adapter.make();
+      const r = sampleInspection();
+      inspections.create(r, "h", event());
+      expect(inspections.needingReconcile(Date.now(), 10)).toHaveLength(0);
+      inspections.recordOpened(r.id, Date.now());
+      const [due] = inspections.needingReconcile(Date.now(), 10);
+      expect(due!.openedAt).not.toBeNull();
+      inspections.recordCancelRequested(r.id, Date.now());
+      inspections.clearReconcile(r.id, due!.reconcileGeneration);
+      // The cancel arrived after the read: it must still be due.
+      expect(inspections.needingReconcile(Date.now(), 10).map((x) => x.id)).toEqual([r.id]);
+      const again = inspections.needingReconcile(Date.now(), 10)[0]!;
+      inspections.clearReconcile(r.id, again.reconcileGeneration);
+      expect(inspections.needingReconcile(Date.now(), 10)).toHaveLength(0);
+      // Past expires_at it is due again, without any intent.
+      expect(inspections.needingReconcile(r.expiresAt + 1, 10).map((x) => x.id)).toEqual([r.id]);
+    });
+  });
+
+  describe(`EventStore contract: ${adapter.name}`, () => {
+    it("lists newest first with a cursor, and settles deliveries by attempts", () => {
+      const { inspections, events } = adapter.make();
+      const r = sampleInspection({ notifyUrl: "https://example.com/h" });
+      inspections.create(r, "h", event());
+      inspections.transition(r.id, "created", "in_progress", Date.now(), {}, event("inspection.in_progress"));
+      const [newest, oldest] = events.list(scope, 10)!;
+      expect(events.list(scope, 10, newest!.id)!.map((e) => e.id)).toEqual([oldest!.id]);
+      expect(events.list(scope, 10, "evt_unknown")).toBeNull();
+      expect(events.list({ ...scope, livemode: true }, 10)).toEqual([]);
+      expect(events.due(Date.now(), 10)).toHaveLength(2);
+      events.recordAttempt({ eventId: oldest!.id, n: 1, attemptedAt: 1, statusCode: 500, latencyMs: 3, error: "HTTP 500" }, { nextAttemptAt: Date.now() + 60_000 });
+      events.recordAttempt({ eventId: newest!.id, n: 1, attemptedAt: 2, statusCode: 200, latencyMs: 4, error: null }, { status: "succeeded" });
+      expect(events.due(Date.now(), 10)).toHaveLength(0);
+      expect(events.due(Date.now() + 61_000, 10).map((e) => e.id)).toEqual([oldest!.id]);
+      expect(events.get(scope, newest!.id)!.deliveryStatus).toBe("succeeded");
+      expect(events.attempts([oldest!.id]).get(oldest!.id)!.map((a) => a.statusCode)).toEqual([500]);
+    });
+
+    it("an inspection without notify_url has events with delivery none", () => {
+      const { inspections, events } = adapter.make();
+      inspections.create(sampleInspection(), "h", event());
+      expect(events.list(scope, 1)![0]!.deliveryStatus).toBe("none");
+      expect(events.due(Date.now(), 10)).toHaveLength(0);
+    });
+  });
+
+  describe(`IdempotencyStore contract: ${adapter.name}`, () => {
+    it("started → in_flight → replay; mismatch; abandon frees the key; retention expires it", () => {
+      const { idempotency } = adapter.make();
+      const now = Date.now();
+      expect(idempotency.begin(scope, "k", "f1", now, 1000).kind).toBe("started");
+      expect(idempotency.begin(scope, "k", "f1", now, 1000).kind).toBe("in_flight");
+      expect(idempotency.begin(scope, "k", "f2", now, 1000).kind).toBe("mismatch");
+      idempotency.complete(scope, "k", { statusCode: 201, body: "{}", headers: { location: "/x" } });
+      expect(idempotency.begin(scope, "k", "f1", now, 1000)).toEqual({ kind: "replay", response: { statusCode: 201, body: "{}", headers: { location: "/x" } } });
+      expect(idempotency.begin({ ...scope, livemode: true }, "k", "f2", now, 1000).kind).toBe("started");
+      expect(idempotency.begin(scope, "k", "f2", now + 1000, 1000).kind).toBe("started");
+      expect(idempotency.begin(scope, "j", "f", now, 1000).kind).toBe("started");
+      idempotency.abandon(scope, "j");
+      expect(idempotency.begin(scope, "j", "other", now, 1000).kind).toBe("started");
+      expect(idempotency.purge(now + 10_000)).toBeGreaterThan(0);
+    });
+  });
+
+  describe(`KeyStore contract: ${adapter.name}`, () => {
+    it("finds keys by hash, revokes, and keeps one webhook secret per account and environment", () => {
+      const { keys } = adapter.make();
+      const k = keys.createKey("acme", "live", "hash1", "wxyz", "key_1", 1);
+      expect(keys.findByHash("hash1")).toMatchObject({ id: "key_1", accountName: "acme", livemode: true, revokedAt: null });
+      expect(keys.findByHash("nope")).toBeNull();
+      expect(keys.revoke("key_1", 5)).toBe(true);
+      expect(keys.findByHash("hash1")!.revokedAt).toBe(5);
+      expect(keys.revoke("key_missing", 5)).toBe(false);
+      let n = 0;
+      const make = () => `whsec_${++n}`;
+      const s1 = keys.webhookSecret("acme", "live", make, 1);
+      expect(keys.webhookSecret("acme", "live", make, 2)).toBe(s1);
+      expect(keys.webhookSecretFor(k.accountId, true, make, 3)).toBe(s1);
+      expect(keys.webhookSecret("acme", "test", make, 1)).not.toBe(s1);
+      expect(keys.list().map((x) => x.id)).toEqual(["key_1"]);
+    });
+  });
+}
+
+for (const adapter of BLOB_ADAPTERS) {
+  describe(`BlobStore contract: ${adapter.name}`, () => {
+    it("puts, gets, overwrites and deletes; a missing blob is null", async () => {
+      const blobs = adapter.make();
+      await blobs.put("photos/a/b.jpg", Buffer.from("one"), "image/jpeg");
+      expect((await blobs.get("photos/a/b.jpg"))!.toString()).toBe("one");
+      await blobs.put("photos/a/b.jpg", Buffer.from("two"), "image/jpeg");
+      expect((await blobs.get("photos/a/b.jpg"))!.toString()).toBe("two");
+      await blobs.delete("photos/a/b.jpg");
+      expect(await blobs.get("photos/a/b.jpg")).toBeNull();
+      await blobs.delete("photos/a/b.jpg");
+      await expect(blobs.get("../../etc/passwd")).rejects.toThrow();
+    });
+  });
+}
