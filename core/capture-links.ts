@@ -1,4 +1,4 @@
-import { createHmac } from "node:crypto";
+import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
 import { sha256 } from "./ids.ts";
 
 /**
@@ -7,16 +7,24 @@ import { sha256 } from "./ids.ts";
  * is open, as clients used to hosted checkout links expect.
  */
 export class CaptureLinks {
-  readonly #secret: Buffer;
+  readonly #secret: KeyObject;
   readonly #base: string;
+  /** Every retrieval and list item shows capture_url: recent tokens are kept rather than re-derived. */
+  readonly #recent = new Map<string, string>();
 
   constructor(secret: Buffer, publicUrl: string) {
-    this.#secret = secret;
+    this.#secret = createSecretKey(secret);
     this.#base = `${publicUrl}/c/`;
   }
 
   token(inspectionId: string): string {
-    return createHmac("sha256", this.#secret).update(inspectionId).digest("base64url");
+    let token = this.#recent.get(inspectionId);
+    if (token === undefined) {
+      token = createHmac("sha256", this.#secret).update(inspectionId).digest("base64url");
+      if (this.#recent.size >= 50_000) this.#recent.delete(this.#recent.keys().next().value!);
+      this.#recent.set(inspectionId, token);
+    }
+    return token;
   }
 
   url(inspectionId: string): string {

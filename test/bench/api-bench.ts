@@ -1,0 +1,95 @@
+/**
+ * `npm run bench`: the service against a bare Fastify server, in the same run, on loopback.
+ * Prints requests/s and p99 latency for GET /v1/inspections/:id, POST /v1/inspections and
+ * GET /v1/inspections?limit=100 (with 1,000 and with 1,000,000 stored inspections), each as a
+ * ratio to the bare server. A benchmark, not a test: it asserts nothing.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import autocannon from "autocannon";
+import { createKey } from "../../bin/commands/keys.ts";
+import { openDatabase, transaction } from "../../core/adapters/sqlite/database.ts";
+import { loadConfig } from "../../core/config.ts";
+import { newId } from "../../core/ids.ts";
+import { freePort } from "../helpers/service.ts";
+
+const DURATION_S = Number(process.env.BENCH_SECONDS ?? 8);
+const CONNECTIONS = 20;
+const BIG = Number(process.env.BENCH_BIG ?? 1_000_000);
+const root = join(import.meta.dirname, "../..");
+
+function startChild(args: string[], env: Record<string, string>, ready: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((resolve) => child.stdout!.on("data", (d) => String(d).includes(ready) && resolve(child)));
+}
+
+type Figures = { rps: number; p99: number; non2xx: number };
+async function load(url: string, opts: { method?: "GET" | "POST"; headers?: Record<string, string>; body?: string } = {}): Promise<Figures> {
+  const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, method: opts.method ?? "GET", headers: opts.headers, body: opts.body });
+  return { rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx };
+}
+
+/** Inserts inspections straight into the store: a million through the API would take the whole run. */
+function seed(dataDir: string, accountId: string, count: number, startAt: number): void {
+  const db = openDatabase(dataDir);
+  const insert = db.prepare(
+    `INSERT INTO inspections (id, account_id, livemode, status, vin, capture_token_hash, expires_at, created_at, updated_at)
+     VALUES (?, ?, 0, 'completed', '1HGCM82633A004352', ?, ?, ?, ?)`,
+  );
+  for (let done = 0; done < count; ) {
+    const batch = Math.min(50_000, count - done);
+    transaction(db, () => {
+      for (let i = 0; i < batch; i++) {
+        const t = startAt - (done + i) * 10;
+        insert.run(newId("insp"), accountId, newId("key"), t + 86_400_000, t, t);
+      }
+    });
+    done += batch;
+  }
+  db.close();
+}
+
+const dataDir = mkdtempSync(join(tmpdir(), "vi-bench-"));
+const [svcPort, barePort] = [await freePort(), await freePort()];
+const env = { DATA_DIR: dataDir, PORT: String(svcPort), HOST: "127.0.0.1", LOG_LEVEL: "info", RATE_LIMIT_TEST_PER_SECOND: "1000000", RATE_LIMIT_LIVE_PER_SECOND: "1000000" };
+const key = createKey(loadConfig(env), "test", "bench");
+const auth = { authorization: `Bearer ${key}` };
+
+const bare = await startChild(["test/bench/bare-server.ts"], { PORT: String(barePort) }, "ready");
+const svc = await startChild(["bin/vehicle-inspection.ts", "start"], env, "vehicle inspection service started");
+const base = `http://127.0.0.1:${svcPort}`;
+const createBody = JSON.stringify({ vehicle: { vin: "1HGCM82633A004352" }, reference: "bench" });
+const made = await (await fetch(`${base}/v1/inspections`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: createBody })).json() as { id: string };
+const accountId = (openDatabase(dataDir).prepare("SELECT account_id FROM inspections WHERE id = ?").get(made.id) as { account_id: string }).account_id;
+
+const rows: [string, Figures, Figures][] = [];
+const bareUrl = `http://127.0.0.1:${barePort}/`;
+try {
+  rows.push(["GET /v1/inspections/:id", await load(`${base}/v1/inspections/${made.id}`, { headers: auth }), await load(bareUrl)]);
+  rows.push(["POST /v1/inspections", await load(`${base}/v1/inspections`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: createBody }), await load(bareUrl, { method: "POST", headers: { "content-type": "application/json" }, body: createBody })]);
+
+  // The POST run above stored some inspections; top up to 1,000 for the small list.
+  const stored = () => (openDatabase(dataDir).prepare("SELECT count(*) AS n FROM inspections").get() as { n: number }).n;
+  seed(dataDir, accountId, Math.max(0, 1000 - stored()), Date.now() - 1000);
+  const small = stored();
+  rows.push([`GET /v1/inspections?limit=100 (${small.toLocaleString("en")} stored)`, await load(`${base}/v1/inspections?limit=100`, { headers: auth }), await load(bareUrl)]);
+  const t0 = Date.now();
+  seed(dataDir, accountId, BIG - small, Date.now() - 10_000_000);
+  console.error(`seeded ${(BIG - small).toLocaleString("en")} inspections in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  rows.push([`GET /v1/inspections?limit=100 (${stored().toLocaleString("en")} stored)`, await load(`${base}/v1/inspections?limit=100`, { headers: auth }), await load(bareUrl)]);
+} finally {
+  svc.kill("SIGTERM");
+  bare.kill("SIGTERM");
+}
+
+console.log(`\n${CONNECTIONS} connections, ${DURATION_S} s a run, loopback, Node ${process.version}; each service run is paired with a bare Fastify run right after it\n`);
+console.log("| endpoint | req/s | p99 ms | bare req/s | bare p99 ms | req/s ratio to bare |");
+console.log("|---|---:|---:|---:|---:|---:|");
+for (const [name, s, b] of rows) {
+  console.log(`| ${name} | ${s.rps.toFixed(0)} | ${s.p99} | ${b.rps.toFixed(0)} | ${b.p99} | ${(s.rps / b.rps).toFixed(2)} |${s.non2xx ? ` (${s.non2xx} non-2xx!)` : ""}`);
+}
+const [, , small, big] = rows;
+if (small && big) console.log(`\nlist p99 with ${BIG.toLocaleString("en")} stored / with ~1,000 stored: ${(big[1].p99 / small[1].p99).toFixed(2)}`);
+rmSync(dataDir, { recursive: true, force: true });
