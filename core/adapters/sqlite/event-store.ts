@@ -1,5 +1,6 @@
 import type { EventStore } from "../../ports/event-store.ts";
 import type { DeliveryAttemptRecord, EventRecord, InspectionRecord, Scope } from "../../ports/records.ts";
+import type { StatementSync } from "node:sqlite";
 import { transaction, type Database } from "./database.ts";
 
 type Row = Record<string, string | number | null>;
@@ -20,13 +21,20 @@ function toEvent(r: Row): EventRecord {
   };
 }
 
+const insertStatements = new WeakMap<Database, StatementSync>();
+
 /** Appends an event to the outbox; called inside the transaction that made the change it reports. */
 export function insertEvent(db: Database, inspection: InspectionRecord, at: number, e: { id: string; type: string; data: string }): void {
   const deliver = inspection.notifyUrl !== null;
-  db.prepare(
-    `INSERT INTO events (id, account_id, livemode, inspection_id, type, created_at, data, notify_url, delivery_status, next_attempt_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(e.id, inspection.accountId, inspection.livemode ? 1 : 0, inspection.id, e.type, at, e.data, inspection.notifyUrl,
+  let insert = insertStatements.get(db);
+  if (!insert) {
+    insert = db.prepare(
+      `INSERT INTO events (id, account_id, livemode, inspection_id, type, created_at, data, notify_url, delivery_status, next_attempt_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    insertStatements.set(db, insert);
+  }
+  insert.run(e.id, inspection.accountId, inspection.livemode ? 1 : 0, inspection.id, e.type, at, e.data, inspection.notifyUrl,
     deliver ? "pending" : "none", deliver ? at : null);
 }
 

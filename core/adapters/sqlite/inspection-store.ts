@@ -134,7 +134,7 @@ export class SqliteInspectionStore implements InspectionStore {
     const rows = this.#sql(
       `SELECT * FROM inspections WHERE needs_reconcile > 0
        UNION SELECT * FROM inspections WHERE status IN ('created', 'in_progress') AND expires_at <= ?
-       UNION SELECT * FROM inspections WHERE status = 'processing' AND COALESCE(processing_due_at, 0) <= ?
+       UNION SELECT * FROM inspections WHERE status = 'processing' AND (processing_due_at IS NULL OR processing_due_at <= ?)
        LIMIT ?`,
     ).all(now, now, limit);
     return rows.map((r) => toRecord(r as Row));

@@ -1,0 +1,71 @@
+import { z } from "zod";
+import { InspectionSpec, InspectionStatus } from "../../core/schemas/inspection-resource.ts";
+
+type JsonSchema = Record<string, unknown>;
+
+/** Kubernetes wants a structural OpenAPI v3.0 schema: no $schema, no refs, no formats it does not know. */
+function structural(schema: z.ZodType): JsonSchema {
+  const json = z.toJSONSchema(schema, { target: "openapi-3.0", io: "input", unrepresentable: "any", reused: "inline" }) as JsonSchema;
+  const clean = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(clean);
+    if (node && typeof node === "object") {
+      const out: JsonSchema = {};
+      for (const [k, v] of Object.entries(node)) {
+        if (k === "$schema" || k === "id" || k === "example" || k === "additionalProperties") continue;
+        if (k === "format" && v === "uri") continue;
+        out[k] = clean(v);
+      }
+      return out;
+    }
+    return node;
+  };
+  return clean(json) as JsonSchema;
+}
+
+/** The Inspection CustomResourceDefinition, from the zod schemas. */
+export function buildCrd(): JsonSchema {
+  const spec = structural(InspectionSpec);
+  spec["x-kubernetes-validations"] = [
+    { rule: "self.vehicle == oldSelf.vehicle && self.accountId == oldSelf.accountId && self.livemode == oldSelf.livemode", message: "the creation request is immutable" },
+    { rule: "!has(oldSelf.cancelRequested) || !oldSelf.cancelRequested || self.cancelRequested", message: "a cancel request cannot be withdrawn" },
+  ];
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: "inspections.inspection.dev" },
+    spec: {
+      group: "inspection.dev",
+      names: { kind: "Inspection", listKind: "InspectionList", plural: "inspections", singular: "inspection", shortNames: ["insp"] },
+      scope: "Namespaced",
+      versions: [
+        {
+          name: "v1",
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: [
+            { name: "Phase", type: "string", jsonPath: ".status.phase" },
+            { name: "Grade", type: "string", jsonPath: ".status.grade" },
+            { name: "Findings", type: "integer", jsonPath: ".status.findings" },
+            { name: "VIN", type: "string", jsonPath: ".spec.vehicle.vin" },
+            { name: "Reference", type: "string", jsonPath: ".spec.reference" },
+            { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+          ],
+          schema: {
+            openAPIV3Schema: {
+              type: "object",
+              required: ["spec"],
+              properties: {
+                apiVersion: { type: "string" },
+                kind: { type: "string" },
+                metadata: { type: "object" },
+                spec,
+                status: structural(InspectionStatus),
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+}

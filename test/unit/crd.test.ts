@@ -1,0 +1,25 @@
+import { readFileSync } from "node:fs";
+import { parse } from "yaml";
+import { describe, expect, it } from "vitest";
+import { CRD_PATH, renderCrd } from "../../operator/crd/write-crd.ts";
+
+describe("crds/inspections.yaml", () => {
+  it("is what the zod schemas generate (run `npm run crd` after changing them)", () => {
+    expect(readFileSync(CRD_PATH, "utf8")).toBe(renderCrd());
+  });
+
+  it("is structural: every property typed, no refs, no unions with null", () => {
+    const crd = parse(readFileSync(CRD_PATH, "utf8"));
+    const schema = crd.spec.versions[0].schema.openAPIV3Schema;
+    const walk = (node: any, path: string) => {
+      expect(node.type, path).toBeDefined();
+      expect(node.$ref, path).toBeUndefined();
+      expect(node.anyOf, path).toBeUndefined();
+      for (const [k, v] of Object.entries(node.properties ?? {})) walk(v, `${path}.${k}`);
+      if (node.items) walk(node.items, `${path}[]`);
+    };
+    walk(schema, "");
+    expect(crd.spec.names.shortNames).toEqual(["insp"]);
+    expect(crd.spec.versions[0].additionalPrinterColumns.map((c: any) => c.name)).toEqual(["Phase", "Grade", "Findings", "VIN", "Reference", "Age"]);
+  });
+});
