@@ -8,5 +8,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Two cores: integration suites start real servers, so run files two at a time at most.
     maxWorkers: 2,
+    // Browser steps upload photos and wait for the server; on a loaded 2-core machine 1 s is too short.
+    expect: { poll: { timeout: 15_000, interval: 100 } },
   },
 });

@@ -6,6 +6,7 @@ import { ApiError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import type { Services } from "../core/services.ts";
 import { captureRoutes } from "../capture/routes/capture-routes.ts";
+import { pageRoutes } from "../capture/routes/page-routes.ts";
 import { authenticate } from "./plugins/auth.ts";
 import { errorHandler } from "./plugins/error-handler.ts";
 import { idempotency } from "./plugins/idempotency.ts";
@@ -79,6 +80,7 @@ export async function buildApp(s: Services) {
     });
     await capture.register(captureRoutes(s));
   });
+  await app.register(pageRoutes(s));
 
   app.get("/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   return app;

@@ -45,3 +45,45 @@ export const VIN_PROBLEM_MESSAGES: Record<VinProblem, string> = {
   alphabet: "A VIN uses only A-Z and 0-9, without the letters I, O and Q.",
   check_digit: "The VIN's check digit (position 9) does not match the rest of the VIN; check it for a typo.",
 };
+
+/** Letters OCR reads where the VIN has a digit, and back. */
+const DIGIT_FOR_LETTER: Record<string, string> = { D: "0", B: "8", S: "5", Z: "2", G: "6" };
+const LETTER_FOR_DIGIT: Record<string, string> = { "0": "D", "8": "B", "5": "S", "2": "Z", "6": "G" };
+
+/** A valid VIN whose last four characters are digits (the serial part of ISO 3779), unlike a word read off a label. */
+const plausible = (vin: string) => vinProblem(vin) === null && /\d{4}$/.test(vin);
+
+/** The run as a VIN: positions 13–17 read as digits, then one letter/digit swap, letter→digit first. */
+function repair(run: string): string | null {
+  const r = run.slice(0, 12) + run.slice(12).replace(/[DBSZG]/g, (c) => DIGIT_FOR_LETTER[c]!);
+  if (plausible(r)) return r;
+  for (const swaps of [DIGIT_FOR_LETTER, LETTER_FOR_DIGIT]) {
+    for (let i = 0; i < 17; i++) {
+      const alt = swaps[r[i]!];
+      if (!alt) continue;
+      const candidate = r.slice(0, i) + alt + r.slice(i + 1);
+      if (plausible(candidate)) return candidate;
+    }
+  }
+  return null;
+}
+
+/**
+ * The VIN in OCR text: 17-character runs of the VIN alphabet (I, O, Q read as 1, 0, 0), each repaired
+ * with what a VIN must be (serial digits, check digit); the first that comes out plausible wins.
+ * Failing that, the most VIN-like run, for the customer to correct. Null when nothing looks like a VIN.
+ */
+export function vinFromOcr(text: string): string | null {
+  const cleaned = text.toUpperCase().replace(/I/g, "1").replace(/[OQ]/g, "0");
+  const runs = cleaned.replace(/[^A-HJ-NPR-Z0-9]+/g, " ").split(" ").flatMap((word) => {
+    const out: string[] = [];
+    for (let i = 0; i + 17 <= word.length; i++) out.push(word.slice(i, i + 17));
+    return out;
+  });
+  for (const run of runs) {
+    const vin = repair(run);
+    if (vin) return vin;
+  }
+  const digits = (run: string) => run.replace(/\D/g, "").length;
+  return runs.filter((run) => digits(run) >= 4).sort((a, b) => digits(b) - digits(a))[0] ?? null;
+}

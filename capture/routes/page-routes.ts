@@ -1,0 +1,68 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import fastifyStatic from "@fastify/static";
+import type { FastifyPluginAsync } from "fastify";
+import { CaptureLinks } from "../../core/capture-links.ts";
+import { isCaptureOpen } from "../../core/domain/state-machine.ts";
+import type { Services } from "../../core/services.ts";
+
+const PAGE_DIR = join(import.meta.dirname, "../page");
+export const PAGE_DIST = join(PAGE_DIR, "dist");
+
+/**
+ * The token is a secret in the URL: no referrer leaves the page, no inline script can run, nothing
+ * loads from elsewhere. The OCR worker is a same-origin script; WebAssembly compiles inside it.
+ */
+export const PAGE_HEADERS = {
+  "content-security-policy": [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' blob: data:",
+    "media-src 'self' blob: mediastream:",
+    "connect-src 'self'",
+    "worker-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join("; "),
+  "referrer-policy": "no-referrer",
+  "x-content-type-options": "nosniff",
+  "permissions-policy": "camera=(self), microphone=(), geolocation=()",
+  "cache-control": "no-store",
+} as const;
+
+/** The hosted capture page at capture_url, and its assets. */
+export const pageRoutes =
+  (s: Services): FastifyPluginAsync =>
+  async (app) => {
+    if (!existsSync(join(PAGE_DIST, "main.js"))) {
+      s.log.warn("the capture page is not built (npm run build:page): capture links will show an error page");
+    }
+    const template = readFileSync(join(PAGE_DIR, "index.html"), "utf8");
+
+    app.get("/c/:token", { schema: { hide: true } }, async (request, reply) => {
+      const { token } = request.params as { token: string };
+      const inspection = s.inspections.getByCaptureTokenHash(CaptureLinks.hash(token));
+      // The server decides which page this is; the script only renders it.
+      let state = "invalid";
+      if (inspection) {
+        const expired = isCaptureOpen(inspection.status) && inspection.expiresAt <= s.clock.now();
+        state = expired ? "expired" : isCaptureOpen(inspection.status) ? "active" : inspection.status;
+      }
+      reply.headers(PAGE_HEADERS).type("text/html; charset=utf-8");
+      return template.replace("{{state}}", state);
+    });
+
+    await app.register(fastifyStatic, {
+      root: PAGE_DIST,
+      prefix: "/capture/assets/",
+      decorateReply: false,
+      index: false,
+      cacheControl: false,
+      setHeaders: (res) => {
+        res.header("cache-control", "public, max-age=300");
+        res.header("x-content-type-options", "nosniff");
+      },
+    });
+  };
