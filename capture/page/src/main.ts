@@ -65,8 +65,9 @@ function show(index: number): void {
     (step.done || !step.required) && h("button", { type: "button", class: "button secondary", onclick: () => show(index + 1) }, step.done ? t("step.next") : t("step.skip")),
   );
   const view = h("main", { class: "step" },
-    h("h1", {}, t(`angle.${step.angle}` as MessageKey)),
-    h("p", { class: "prompt" }, t(`prompt.${step.angle}` as MessageKey)),
+    // Focus goes to the heading on each step; its description makes a screen reader read the prompt too.
+    h("h1", { "aria-describedby": "prompt" }, t(`angle.${step.angle}` as MessageKey)),
+    h("p", { class: "prompt", id: "prompt" }, t(`prompt.${step.angle}` as MessageKey)),
     finder, status, actions, fileInput, nav,
   );
   const attachCamera = () => {
