@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../core/config.ts";
 import { createKey, listKeys, revokeKey, webhookSecret } from "./commands/keys.ts";
+import { evaluate } from "./commands/eval.ts";
 import { start } from "./commands/start.ts";
 
 const USAGE = `usage: vehicle-inspection <command>
@@ -11,6 +12,7 @@ const USAGE = `usage: vehicle-inspection <command>
   keys list                                list API keys (never their secrets)
   keys revoke KEY_ID                       revoke an API key
   webhooks secret --env test|live [--account NAME]   print the webhook signing secret (whsec_…)
+  eval --data DIR [--model PATH]           score the damage detector on a YOLO-format folder; prints JSON last
 
 Configuration comes from the environment: PORT, DATA_DIR, PUBLIC_URL, WEBHOOKS_ALLOW_PRIVATE_TARGETS,
 RATE_LIMIT_LIVE_PER_SECOND, RATE_LIMIT_TEST_PER_SECOND (see README).`;
@@ -26,7 +28,7 @@ async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { env: { type: "string" }, account: { type: "string", default: "default" }, help: { type: "boolean", short: "h" } },
+    options: { env: { type: "string" }, account: { type: "string", default: "default" }, data: { type: "string" }, model: { type: "string" }, help: { type: "boolean", short: "h" } },
   });
   const [command, sub, arg] = positionals;
   if (values.help || !command) {
@@ -59,6 +61,11 @@ async function main(argv: string[]): Promise<number> {
       }
       console.error(`revoked ${arg}`);
       return 0;
+    case "eval": {
+      if (!values.data) throw new UsageError("eval needs --data DIR (a YOLO-format folder: images/ and labels/)");
+      await evaluate(config, values.data, values.model);
+      return 0;
+    }
     case "webhooks secret":
       console.log(webhookSecret(config, envOption(values), values.account!));
       return 0;

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { z } from "zod";
 
@@ -8,6 +9,13 @@ const retrySchedule = z
   .transform((v) => v.split(",").map(Number));
 
 /** The contract's retry schedule: after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (8 attempts in all). */
+/** The models shipped with the repository (see their model cards). */
+const MODELS_DIR = resolve(import.meta.dirname, "../inference/models");
+const DEFAULT_DAMAGE_MODEL = resolve(MODELS_DIR, "damage/model.onnx");
+const DEFAULT_PARTS_MODEL = resolve(MODELS_DIR, "parts/model.onnx");
+/** Per-class score thresholds chosen on the validation split (see inference/models/damage/MODEL_CARD.md). */
+export const DEFAULT_DETECTION_THRESHOLDS: Record<string, number> = {};
+
 export const DEFAULT_RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 
 const EnvSchema = z.object({
@@ -26,6 +34,15 @@ const EnvSchema = z.object({
   CONTROLLER_POLL_MS: z.coerce.number().int().positive().default(500),
   DETECTION_THREADS: z.coerce.number().int().positive().default(1),
   PROCESSING_MAX_ATTEMPTS: z.coerce.number().int().positive().default(3),
+  // Detection: a path to an Ultralytics-format ONNX detection model, or "none".
+  DAMAGE_MODEL: z.string().default(DEFAULT_DAMAGE_MODEL),
+  PARTS_MODEL: z.string().default(DEFAULT_PARTS_MODEL),
+  ONNX_PROVIDER: z.enum(["cpu", "cuda"]).default("cpu"),
+  DETECTION_THRESHOLDS: z
+    .string()
+    .regex(/^([\w ]+=(0(\.\d+)?|1(\.0+)?))(,[\w ]+=(0(\.\d+)?|1(\.0+)?))*$/, "class=score pairs, comma-separated, scores 0-1")
+    .transform((v) => Object.fromEntries(v.split(",").map((pair) => pair.split("=")).map(([k, n]) => [k!.trim(), Number(n)])))
+    .optional(),
 });
 
 export type Config = {
@@ -40,9 +57,17 @@ export type Config = {
   controllerPollMs: number;
   detectionThreads: number;
   processingMaxAttempts: number;
+  models: { damageModel: string | null; partsModel: string | null; provider: "cpu" | "cuda"; thresholds: Record<string, number> };
 };
 
 export class ConfigError extends Error {}
+
+/** "none" turns a model off; the default path counts only if the repository has that model. */
+function modelPath(value: string): string | null {
+  if (value === "none") return null;
+  if ((value === DEFAULT_DAMAGE_MODEL || value === DEFAULT_PARTS_MODEL) && !existsSync(value)) return null;
+  return resolve(value);
+}
 
 /** The one place that reads process.env: validated once at boot into a typed object. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -68,5 +93,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     controllerPollMs: e.CONTROLLER_POLL_MS,
     detectionThreads: e.DETECTION_THREADS,
     processingMaxAttempts: e.PROCESSING_MAX_ATTEMPTS,
+    models: {
+      damageModel: modelPath(e.DAMAGE_MODEL),
+      partsModel: modelPath(e.PARTS_MODEL),
+      provider: e.ONNX_PROVIDER,
+      thresholds: { ...DEFAULT_DETECTION_THRESHOLDS, ...e.DETECTION_THRESHOLDS },
+    },
   };
 }

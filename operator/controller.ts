@@ -152,9 +152,15 @@ export class Controller {
       return;
     }
     const now = this.#o.clock.now();
+    // Evidence photos were stored by the detection runner; they become media of the inspection here.
+    for (const d of result.detections) {
+      if (!d.evidence) continue;
+      const e = d.evidence;
+      this.#o.store.putMedia({ id: e.mediaId, accountId: current.accountId, livemode: current.livemode, inspectionId: current.id, kind: "evidence", blobKey: e.blobKey, bytes: e.bytes, etag: e.etag, width: e.width, height: e.height, createdAt: now });
+    }
     const report = buildReport({
       inspection: current, photos, result, publicUrl: this.#o.publicUrl, now,
-      newFindingId: () => newId("fnd"), evidenceMediaIds: result.detections.map(() => null),
+      newFindingId: () => newId("fnd"), evidenceMediaIds: result.detections.map((d) => d.evidence?.mediaId ?? null),
     });
     this.#move(current, "report_stored", { completedAt: now, summary: report.summary, report: JSON.stringify(report) });
   }

@@ -12,7 +12,7 @@ import { embeddedServices } from "../embedded-services.ts";
 export async function start(config: Config): Promise<{ close(): Promise<void>; port: number }> {
   const log = createLogger(config.logLevel);
   const s = embeddedServices(config, log);
-  const runner = new WorkerPoolRunner({ blobDir: join(config.dataDir, "blobs"), threads: config.detectionThreads });
+  const runner = new WorkerPoolRunner({ blobDir: join(config.dataDir, "blobs"), threads: config.detectionThreads, models: config.models });
   const controller = new Controller({
     store: s.inspections, runner, signals: s.signals, clock: s.clock, log: log.child({ component: "controller" }),
     publicUrl: config.publicUrl, pollMs: config.controllerPollMs, maxProcessingAttempts: config.processingMaxAttempts,

@@ -3,6 +3,32 @@ export type Severity = (typeof SEVERITIES)[number];
 export const GRADES = ["none", "minor", "moderate", "severe"] as const;
 export type Grade = (typeof GRADES)[number];
 
+export const DAMAGE_TYPES = ["dent", "scratch", "crack", "glass_shatter", "lamp_broken", "tire_flat"] as const;
+export type DamageType = (typeof DAMAGE_TYPES)[number];
+
+/**
+ * A finding's severity from its type and its size relative to the part it is on (area of the damage
+ * box over area of the part box). Each row: the least severity the type can have, then the shares
+ * of the part from which it is moderate and severe. The README shows this table.
+ */
+export const SEVERITY_TABLE: Record<DamageType, { least: Severity; moderateFrom: number; severeFrom: number }> = {
+  scratch: { least: "minor", moderateFrom: 0.15, severeFrom: 0.4 },
+  dent: { least: "minor", moderateFrom: 0.08, severeFrom: 0.3 },
+  crack: { least: "minor", moderateFrom: 0.05, severeFrom: 0.2 },
+  glass_shatter: { least: "moderate", moderateFrom: 0, severeFrom: 0.2 },
+  lamp_broken: { least: "moderate", moderateFrom: 0, severeFrom: 0.6 },
+  tire_flat: { least: "severe", moderateFrom: 0, severeFrom: 0 },
+};
+
+/** Without a part, the damage is measured against the photo, where a typical part covers this share. */
+export const PART_SHARE_OF_PHOTO = 0.2;
+
+export function findingSeverity(type: DamageType, shareOfPart: number): Severity {
+  const row = SEVERITY_TABLE[type];
+  const bySize: Severity = shareOfPart >= row.severeFrom ? "severe" : shareOfPart >= row.moderateFrom ? "moderate" : "minor";
+  return SEVERITIES.indexOf(bySize) > SEVERITIES.indexOf(row.least) ? bySize : row.least;
+}
+
 /**
  * The contract's overall grade: `none` without findings, else the worst finding severity,
  * raised one step (up to `severe`) when three or more findings share that worst severity.

@@ -11,8 +11,8 @@ export type Detection = {
   confidence: number;
   /** Relative to the photo: x, y, width, height, each 0–1. */
   bbox: [number, number, number, number];
-  /** Blob key of the evidence photo drawn for this detection, if one was made. */
-  evidenceBlobKey: string | null;
+  /** The evidence photo drawn for this detection, already stored as a blob; the controller records it as media. */
+  evidence: { mediaId: string; blobKey: string; bytes: number; etag: string; width: number; height: number } | null;
 };
 
 export type PhotoOutcome = { mediaId: string; readable: boolean; quality: Quality | null };

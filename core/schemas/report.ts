@@ -10,7 +10,9 @@ export const Quality = z.object({
   sharpness: z.number().meta({ description: "Variance of the Laplacian of the photo downscaled to 512 px on its long side." }),
   glare: z.number().meta({ description: "Share of blown-out pixels (luminance 250 of 255 or more) in the central half of the frame." }),
   passed: z.boolean(),
-  problems: z.array(z.enum(["too_dark", "too_bright", "blurry", "glare"])),
+  problems: z.array(z.enum(["too_dark", "too_bright", "blurry", "glare", "too_small", "unreadable", "no_vehicle"])).meta({
+    description: "too_dark, too_bright, blurry, glare: measured on upload. too_small, unreadable, no_vehicle: found during processing, where the photo is then left out of detection.",
+  }),
 });
 export type Quality = z.infer<typeof Quality>;
 

@@ -1,27 +1,106 @@
 import sharp from "sharp";
+import { evidenceBlobKey } from "../../core/blob-keys.ts";
+import { DAMAGE_TYPES, PART_SHARE_OF_PHOTO, findingSeverity, type DamageType } from "../../core/domain/grading.ts";
+import { newId } from "../../core/ids.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
+import type { Detection, DetectionResult, PhotoOutcome, PhotoToInspect } from "../../core/ports/detection-runner.ts";
+import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import type { Quality } from "../../core/schemas/report.ts";
+import { drawEvidence } from "../evidence/draw-evidence.ts";
 import { measureQuality } from "../quality/measure-quality.ts";
-import type { DetectionResult, PhotoOutcome, PhotoToInspect } from "../../core/ports/detection-runner.ts";
+import { letterbox } from "./letterbox.ts";
+import type { Detected, OnnxDetector } from "./onnx-detector.ts";
+import { relativeBbox, type Box } from "./postprocess.ts";
+
+export type Models = { damage: OnnxDetector | null; parts: OnnxDetector | null };
+
+/** Shorter sides than this carry too little detail to find damage on; such photos are reported, not searched. */
+export const MIN_SIDE_PX = 256;
+/** A damage is on the part that holds at least this share of its box (the most, if several). */
+const MIN_PART_OVERLAP = 0.3;
+
+const area = (b: Box) => Math.max(0, b.x2 - b.x1) * Math.max(0, b.y2 - b.y1);
+const overlapShare = (inner: Box, outer: Box) =>
+  area({ x1: Math.max(inner.x1, outer.x1), y1: Math.max(inner.y1, outer.y1), x2: Math.min(inner.x2, outer.x2), y2: Math.min(inner.y2, outer.y2) }) / Math.max(area(inner), 1e-9);
+
+/** The part a damage box is on: the part box that holds most of it, if it holds enough. */
+export function partOf(damage: Box, parts: Detected[]): Detected | null {
+  let best: Detected | null = null;
+  let bestShare = MIN_PART_OVERLAP;
+  for (const p of parts) {
+    const share = overlapShare(damage, p);
+    if (share > bestShare || (share === bestShare && best && p.score > best.score)) (best = p), (bestShare = share);
+  }
+  return best;
+}
+
+const flagged = (q: Quality, problem: Quality["problems"][number]): Quality => ({ ...q, passed: false, problems: [...q.problems, problem] });
+const UNREADABLE: Quality = { brightness: 0, sharpness: 0, glare: 0, passed: false, problems: ["unreadable"] };
 
 /**
- * The detection pipeline for one inspection. No damage model is wired in yet (it is its own
- * issue), so it checks that each photo is readable and measures its quality, and reports no findings
- * with `model: null` rather than inventing any.
+ * The detection pipeline for one inspection: each photo is read and measured; the exterior photos
+ * go through the damage model (and the parts model) in one batch each; every damage gets its part,
+ * its severity from the grading table and an evidence photo. A photo that cannot be read, is too
+ * small, or shows no vehicle is reported as such and yields no findings.
  */
-export async function detectPhotos(blobs: BlobStore, photos: PhotoToInspect[]): Promise<DetectionResult> {
+export async function detectPhotos(blobs: BlobStore, inspectionId: string, photos: PhotoToInspect[], models: Models): Promise<DetectionResult> {
   const outcomes: PhotoOutcome[] = [];
+  const searched: { photo: PhotoToInspect; bytes: Buffer; outcome: PhotoOutcome; width: number; height: number }[] = [];
   for (const photo of photos) {
     const bytes = await blobs.get(photo.blobKey);
-    if (!bytes) {
-      outcomes.push({ mediaId: photo.mediaId, readable: false, quality: null });
+    let outcome: PhotoOutcome = { mediaId: photo.mediaId, readable: false, quality: UNREADABLE };
+    let size = { width: 0, height: 0 };
+    if (bytes) {
+      try {
+        const meta = await sharp(bytes, { failOn: "error" }).metadata();
+        size = { width: meta.width ?? 0, height: meta.height ?? 0 };
+        outcome = { mediaId: photo.mediaId, readable: true, quality: await measureQuality(bytes) };
+      } catch {
+        // Stays unreadable.
+      }
+    }
+    outcomes.push(outcome);
+    if (!outcome.readable || !bytes) continue;
+    if (Math.min(size.width, size.height) < MIN_SIDE_PX) {
+      outcome.quality = flagged(outcome.quality!, "too_small");
       continue;
     }
-    try {
-      await sharp(bytes, { failOn: "error" }).stats();
-      outcomes.push({ mediaId: photo.mediaId, readable: true, quality: await measureQuality(bytes) });
-    } catch {
-      outcomes.push({ mediaId: photo.mediaId, readable: false, quality: null });
+    if ((EXTERIOR_ANGLES as readonly string[]).includes(photo.angle)) searched.push({ photo, bytes, outcome, ...size });
+  }
+  if (!models.damage) return { model: null, photos: outcomes, detections: [] };
+
+  const damage = await models.damage.detect(await Promise.all(searched.map((s) => letterbox(s.bytes, models.damage!.size))));
+  const parts = models.parts ? await models.parts.detect(await Promise.all(searched.map((s) => letterbox(s.bytes, models.parts!.size)))) : null;
+
+  const detections: Detection[] = [];
+  for (const [i, s] of searched.entries()) {
+    const photoParts = parts?.[i] ?? [];
+    if (parts && photoParts.length === 0) {
+      // No car part anywhere in the photo: whatever the damage model sees there is not a finding.
+      s.outcome.quality = flagged(s.outcome.quality!, "no_vehicle");
+      continue;
+    }
+    for (const d of damage[i]!) {
+      const type = d.name.replace(/\s+/g, "_") as DamageType;
+      if (!DAMAGE_TYPES.includes(type)) continue;
+      const part = partOf(d, photoParts);
+      const share = part ? area(d) / area(part) : area(d) / (s.width * s.height * PART_SHARE_OF_PHOTO);
+      const severity = findingSeverity(type, share);
+      const label = [type.replace("_", " "), part?.name, `${Math.round(d.score * 100)}%`].filter(Boolean).join(" · ");
+      const drawn = await drawEvidence(s.bytes, d, label, type);
+      const mediaId = newId("med");
+      const blobKey = evidenceBlobKey(inspectionId, mediaId);
+      await blobs.put(blobKey, drawn.jpeg, "image/jpeg");
+      detections.push({
+        mediaId: s.photo.mediaId,
+        type,
+        part: part?.name ?? null,
+        severity,
+        confidence: Math.round(d.score * 1000) / 1000,
+        bbox: relativeBbox(d, s.width, s.height),
+        evidence: { mediaId, blobKey, bytes: drawn.jpeg.length, etag: `"${mediaId}"`, width: drawn.width, height: drawn.height },
+      });
     }
   }
-  return { model: null, photos: outcomes, detections: [] };
+  return { model: models.damage.info, photos: outcomes, detections };
 }

@@ -1,0 +1,50 @@
+import { readFileSync } from "node:fs";
+import type { Config } from "../../core/config.ts";
+import { letterbox } from "../../inference/detection/letterbox.ts";
+import { OnnxDetector } from "../../inference/detection/onnx-detector.ts";
+import { boxMap, type Scored, type Truth } from "../../inference/evaluation/box-map.ts";
+import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
+
+/** The contract's class order for evaluation folders (datasets/car-damage/data.yaml). */
+export const EVAL_CLASSES = ["crack", "dent", "glass shatter", "lamp broken", "scratch", "tire flat"];
+const BATCH = 8;
+
+/**
+ * `vehicle-inspection eval --data DIR`: the detector over a YOLO-format folder, scored as COCO scores
+ * boxes (all detections down to 0.001, at most 300 an image). Prints a line per class, then, last,
+ * the contract's JSON object.
+ */
+export async function evaluate(config: Config, dataDir: string, modelPath?: string, log: (line: string) => void = console.log): Promise<Record<string, unknown>> {
+  const path = modelPath ?? config.models.damageModel;
+  if (!path) throw new Error("no damage model is configured (DAMAGE_MODEL)");
+  const model = await OnnxDetector.load(path, { provider: config.models.provider, fallback: 0.001, iou: 0.6 });
+  // Model classes are matched to the folder's classes by name.
+  const toEval = model.names.map((n) => EVAL_CLASSES.indexOf(n.replace(/_/g, " ")));
+  const images = readYoloFolder(dataDir);
+  const detections: Scored[][] = [];
+  const truths: Truth[][] = [];
+  let inferenceMs = 0;
+  for (let i = 0; i < images.length; i += BATCH) {
+    const chunk = images.slice(i, i + BATCH);
+    const t0 = performance.now();
+    const inputs = await Promise.all(chunk.map((img) => letterbox(readFileSync(img.image), model.size)));
+    const found = await model.detect(inputs);
+    inferenceMs += performance.now() - t0;
+    chunk.forEach((img, j) => {
+      const { width, height } = inputs[j]!.lb;
+      detections.push(found[j]!.filter((d) => toEval[d.cls]! >= 0).map((d) => ({ ...d, cls: toEval[d.cls]! })));
+      truths.push(img.boxes.map((b) => ({ cls: b.cls, x1: b.x1 * width, y1: b.y1 * height, x2: b.x2 * width, y2: b.y2 * height })));
+    });
+  }
+  await model.close();
+  const result = boxMap(detections, truths, EVAL_CLASSES.length);
+  const perClass: Record<string, { ap50: number; ap50_95: number; instances: number }> = {};
+  const r4 = (v: number) => Math.round(v * 10_000) / 10_000;
+  for (const [c, v] of result.perClass) {
+    perClass[EVAL_CLASSES[c]!] = { ap50: r4(v.ap50), ap50_95: r4(v.ap50_95), instances: v.instances };
+    log(`${EVAL_CLASSES[c]!.padEnd(14)} instances ${String(v.instances).padStart(5)}  AP50 ${v.ap50.toFixed(3)}  AP50-95 ${v.ap50_95.toFixed(3)}`);
+  }
+  const summary = { images: images.length, map50: r4(result.map50), map50_95: r4(result.map50_95), per_class: perClass, ms_per_image: Math.round((inferenceMs / images.length) * 10) / 10 };
+  log(JSON.stringify(summary));
+  return summary;
+}

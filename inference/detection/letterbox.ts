@@ -1,0 +1,36 @@
+import sharp from "sharp";
+import type { Letterbox } from "./postprocess.ts";
+
+export const PAD_GREY = 114;
+
+/**
+ * The photo scaled to fit a size×size square without stretching (phone photos are 4:3 or 16:9),
+ * padded with grey, as a CHW float tensor in 0–1. Returns the geometry to map boxes back.
+ */
+export async function letterbox(image: Buffer, size: number): Promise<{ chw: Float32Array; lb: Letterbox }> {
+  const { data: rgb, info } = await sharp(image, { failOn: "error", limitInputPixels: 40_000_000 })
+    .rotate()
+    .removeAlpha()
+    .toColourspace("srgb")
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  const { width, height } = info;
+  const scale = Math.min(size / width, size / height);
+  const w = Math.max(1, Math.round(width * scale));
+  const h = Math.max(1, Math.round(height * scale));
+  const padX = Math.floor((size - w) / 2);
+  const padY = Math.floor((size - h) / 2);
+  const square = await sharp(rgb, { raw: { width, height, channels: 3 } })
+    .resize(w, h, { fit: "fill" })
+    .extend({ left: padX, right: size - w - padX, top: padY, bottom: size - h - padY, background: { r: PAD_GREY, g: PAD_GREY, b: PAD_GREY } })
+    .raw()
+    .toBuffer();
+  const plane = size * size;
+  const chw = new Float32Array(3 * plane);
+  for (let i = 0, p = 0; p < plane; i += 3, p++) {
+    chw[p] = square[i]! / 255;
+    chw[plane + p] = square[i + 1]! / 255;
+    chw[2 * plane + p] = square[i + 2]! / 255;
+  }
+  return { chw, lb: { scale: w / width, padX, padY, width, height } };
+}

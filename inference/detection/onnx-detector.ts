@@ -1,0 +1,83 @@
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { basename } from "node:path";
+import * as ort from "onnxruntime-node";
+import { classNames, onnxMetadata } from "./onnx-metadata.ts";
+import { candidates, nms, unletterbox, type Box, type Candidate, type Letterbox } from "./postprocess.ts";
+
+export type Provider = "cpu" | "cuda";
+export type Detected = Box & { score: number; cls: number; name: string };
+
+/**
+ * A detection model in Ultralytics' export format ([B, 4 + C, N] out, class names in metadata):
+ * ours, or any Ultralytics detection export dropped in by configuration. One session per instance,
+ * created once and reused; photos go through it in batches.
+ */
+export class OnnxDetector {
+  readonly names: string[];
+  readonly size: number;
+  /** For the report's `model`: the description and version from the model's metadata, else its file. */
+  readonly info: { name: string; version: string };
+  readonly session: ort.InferenceSession;
+  readonly #thresholds: Float32Array;
+  readonly #iou: number;
+
+  private constructor(session: ort.InferenceSession, names: string[], size: number, thresholds: Float32Array, iou: number, info: { name: string; version: string }) {
+    this.session = session;
+    this.info = info;
+    this.names = names;
+    this.size = size;
+    this.#thresholds = thresholds;
+    this.#iou = iou;
+  }
+
+  /** `thresholds`: per class name; `fallback` for the rest. Throws with the reason when the model cannot be used. */
+  static async load(path: string, options: { provider?: Provider; thresholds?: Record<string, number>; fallback?: number; iou?: number } = {}): Promise<OnnxDetector> {
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(path);
+    } catch (error) {
+      throw new Error(`cannot read the model at ${path}: ${(error as Error).message}`);
+    }
+    const meta = onnxMetadata(bytes);
+    const names = classNames(meta);
+    const size = Number(/\d+/.exec(meta.imgsz ?? "")?.[0] ?? 640);
+    const session = await ort.InferenceSession.create(bytes, {
+      executionProviders: [options.provider ?? "cpu"],
+      graphOptimizationLevel: "all",
+    });
+    const thresholds = Float32Array.from(names, (n) => options.thresholds?.[n] ?? options.fallback ?? 0.25);
+    const digest = createHash("sha256").update(bytes).digest("hex").slice(0, 12);
+    const info = { name: meta.description ?? basename(path, ".onnx"), version: meta.version ? `${meta.version}+${digest}` : digest };
+    return new OnnxDetector(session, names, size, thresholds, options.iou ?? 0.5, info);
+  }
+
+  /** Raw model output for a batch of letterboxed CHW tensors. */
+  async forward(batch: Float32Array[]): Promise<{ data: Float32Array; n: number }> {
+    const plane = 3 * this.size * this.size;
+    const input = new Float32Array(batch.length * plane);
+    batch.forEach((chw, i) => input.set(chw, i * plane));
+    const feeds = { [this.session.inputNames[0]!]: new ort.Tensor("float32", input, [batch.length, 3, this.size, this.size]) };
+    const out = (await this.session.run(feeds))[this.session.outputNames[0]!]!;
+    const dims = out.dims as number[];
+    if (dims.length !== 3 || dims[1] !== 4 + this.names.length) {
+      throw new Error(`model output is [${dims.join(", ")}], expected [batch, ${4 + this.names.length}, anchors] (Ultralytics detection format)`);
+    }
+    return { data: out.data as Float32Array, n: dims[2]! };
+  }
+
+  /** Detections per photo, in the photo's own pixels. */
+  async detect(batch: { chw: Float32Array; lb: Letterbox }[], thresholds?: ArrayLike<number>): Promise<Detected[][]> {
+    if (batch.length === 0) return [];
+    const { data, n } = await this.forward(batch.map((b) => b.chw));
+    return batch.map(({ lb }, b) =>
+      nms(candidates(data, b, this.names.length, n, thresholds ?? this.#thresholds), this.#iou).map((c: Candidate) => ({
+        ...unletterbox(c, lb), score: c.score, cls: c.cls, name: this.names[c.cls]!,
+      })),
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.session.release();
+  }
+}

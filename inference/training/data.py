@@ -1,0 +1,135 @@
+"""Datasets for training, preloaded into memory at the training size (the whole car-damage train
+split at 384 px is about 1.2 GB of uint8), with augmentation done per batch in torch."""
+import json
+import math
+import os
+import random
+
+import torch
+from PIL import Image
+
+
+def _load(path, size):
+    img = Image.open(path).convert("RGB")
+    w, h = img.size
+    return torch.from_numpy(__import__("numpy").asarray(img.resize((size, size), Image.BILINEAR))).permute(2, 0, 1).contiguous(), (w, h)
+
+
+def yolo_folder(root, size):
+    """A YOLO-format folder (images/, labels/). A label line is `class cx cy w h` or a polygon
+    `class x1 y1 x2 y2 ...`, normalised; a polygon's box is its extent. Images are resized to a
+    square (these datasets are square already); boxes are returned normalised xyxy."""
+    images, targets, names = [], [], []
+    files = sorted(f for f in os.listdir(os.path.join(root, "images")) if f.lower().endswith((".jpg", ".jpeg", ".png")))
+    for f in files:
+        img, _ = _load(os.path.join(root, "images", f), size)
+        boxes = []
+        label = os.path.join(root, "labels", os.path.splitext(f)[0] + ".txt")
+        if os.path.exists(label):
+            for line in open(label):
+                v = line.split()
+                if len(v) < 5:
+                    continue
+                c, nums = int(v[0]), list(map(float, v[1:]))
+                if len(nums) == 4:
+                    cx, cy, w, h = nums
+                    box = [cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2]
+                else:
+                    xs, ys = nums[0::2], nums[1::2]
+                    box = [min(xs), min(ys), max(xs), max(ys)]
+                box = [min(max(b, 0.0), 1.0) for b in box]
+                if box[2] - box[0] > 1e-3 and box[3] - box[1] > 1e-3:
+                    boxes.append([c] + box)
+        images.append(img)
+        targets.append(torch.tensor(boxes, dtype=torch.float32).reshape(-1, 5))
+        names.append(f)
+    return images, targets, names
+
+
+def coco_folder(root, size, skip_background=True):
+    """The car-parts layout: JPEGImages/ and a COCO annotations.json; classes in category order,
+    `_background_` left out. Returns the same shapes as yolo_folder, plus the class names."""
+    d = json.load(open(os.path.join(root, "annotations.json")))
+    cats = [c for c in sorted(d["categories"], key=lambda c: c["id"]) if not (skip_background and c["name"] == "_background_")]
+    index = {c["id"]: i for i, c in enumerate(cats)}
+    by_image = {}
+    for a in d["annotations"]:
+        by_image.setdefault(a["image_id"], []).append(a)
+    images, targets, names = [], [], []
+    for im in sorted(d["images"], key=lambda i: i["id"]):
+        path = os.path.join(root, "JPEGImages", im["file_name"])
+        if not os.path.exists(path):
+            continue
+        img, (w, h) = _load(path, size)
+        boxes = []
+        for a in by_image.get(im["id"], []):
+            if a["category_id"] not in index:
+                continue
+            x, y, bw, bh = a["bbox"]
+            if bw > 1 and bh > 1:
+                boxes.append([index[a["category_id"]], x / w, y / h, (x + bw) / w, (y + bh) / h])
+        images.append(img)
+        targets.append(torch.tensor(boxes, dtype=torch.float32).reshape(-1, 5))
+        names.append(im["file_name"])
+    return images, targets, [c["name"] for c in cats]
+
+
+def augment(img, boxes, size, flip_map=None):
+    """Random zoom (crop in or pad out), horizontal flip and colour jitter. `flip_map` swaps class
+    ids on a flip (left_door <-> right_door for parts)."""
+    img = img.float()
+    boxes = boxes.clone()
+    s = random.uniform(0.6, 1.25)
+    new = max(8, int(size * s))
+    scaled = torch.nn.functional.interpolate(img[None], size=(new, new), mode="bilinear", align_corners=False)[0]
+    canvas = torch.full((3, size, size), 114.0)
+    if new >= size:
+        ox, oy = random.randint(0, new - size), random.randint(0, new - size)
+        canvas = scaled[:, oy:oy + size, ox:ox + size]
+        shift = (-ox, -oy)
+    else:
+        ox, oy = random.randint(0, size - new), random.randint(0, size - new)
+        canvas[:, oy:oy + new, ox:ox + new] = scaled
+        shift = (ox, oy)
+    if len(boxes):
+        xyxy = boxes[:, 1:] * new
+        xyxy[:, [0, 2]] += shift[0]
+        xyxy[:, [1, 3]] += shift[1]
+        area0 = (xyxy[:, 2] - xyxy[:, 0]) * (xyxy[:, 3] - xyxy[:, 1])
+        xyxy = xyxy.clamp(0, size)
+        area1 = (xyxy[:, 2] - xyxy[:, 0]) * (xyxy[:, 3] - xyxy[:, 1])
+        keep = (area1 > 0.35 * area0) & (xyxy[:, 2] - xyxy[:, 0] > 2) & (xyxy[:, 3] - xyxy[:, 1] > 2)
+        boxes = torch.cat([boxes[:, :1], xyxy / size], 1)[keep]
+    if random.random() < 0.5:
+        canvas = canvas.flip(2)
+        if len(boxes):
+            x1 = 1 - boxes[:, 3]
+            x2 = 1 - boxes[:, 1]
+            boxes[:, 1], boxes[:, 3] = x1, x2
+            if flip_map:
+                boxes[:, 0] = torch.tensor([flip_map.get(int(c), int(c)) for c in boxes[:, 0]], dtype=torch.float32)
+    # Brightness, contrast and saturation, as phone photos in sun and shade differ.
+    b = random.uniform(0.7, 1.3)
+    c = random.uniform(0.7, 1.3)
+    mean = canvas.mean()
+    canvas = (canvas - mean) * c + mean * b
+    grey = canvas.mean(0, keepdim=True)
+    canvas = grey + (canvas - grey) * random.uniform(0.6, 1.4)
+    return canvas.clamp(0, 255), boxes
+
+
+def batches(images, targets, batch_size, size, train=True, flip_map=None):
+    order = list(range(len(images)))
+    if train:
+        random.shuffle(order)
+    for i in range(0, len(order), batch_size):
+        idx = order[i:i + batch_size]
+        imgs, tgts = [], []
+        for j in idx:
+            if train:
+                im, bx = augment(images[j], targets[j], size, flip_map)
+            else:
+                im, bx = images[j].float(), targets[j]
+            imgs.append(im)
+            tgts.append(bx)
+        yield torch.stack(imgs) / 255.0, tgts, idx

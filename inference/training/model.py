@@ -1,0 +1,117 @@
+"""A small anchor-free detector in the YOLOv8 mould (CSP blocks, PAN neck, decoupled head), sized to
+train from scratch on CPU. Its exported output is Ultralytics' detection format, [1, 4 + C, N]:
+boxes as centre x, centre y, width, height in input pixels, then per-class scores, so the product
+loads it and any Ultralytics export the same way."""
+import torch
+import torch.nn as nn
+
+
+class Conv(nn.Module):
+    def __init__(self, c_in, c_out, k=3, s=1):
+        super().__init__()
+        self.conv = nn.Conv2d(c_in, c_out, k, s, k // 2, bias=False)
+        self.bn = nn.BatchNorm2d(c_out, momentum=0.03, eps=1e-3)
+        self.act = nn.SiLU(inplace=True)
+
+    def forward(self, x):
+        return self.act(self.bn(self.conv(x)))
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, c, shortcut=True):
+        super().__init__()
+        self.cv1 = Conv(c, c, 3)
+        self.cv2 = Conv(c, c, 3)
+        self.add = shortcut
+
+    def forward(self, x):
+        y = self.cv2(self.cv1(x))
+        return x + y if self.add else y
+
+
+class C2f(nn.Module):
+    """CSP block with two convolutions: split, run n bottlenecks on one half, concatenate every stage."""
+
+    def __init__(self, c_in, c_out, n=1, shortcut=True):
+        super().__init__()
+        self.c = c_out // 2
+        self.cv1 = Conv(c_in, 2 * self.c, 1)
+        self.cv2 = Conv((2 + n) * self.c, c_out, 1)
+        self.m = nn.ModuleList(Bottleneck(self.c, shortcut) for _ in range(n))
+
+    def forward(self, x):
+        y = list(self.cv1(x).chunk(2, 1))
+        for m in self.m:
+            y.append(m(y[-1]))
+        return self.cv2(torch.cat(y, 1))
+
+
+class SPPF(nn.Module):
+    def __init__(self, c_in, c_out, k=5):
+        super().__init__()
+        c = c_in // 2
+        self.cv1 = Conv(c_in, c, 1)
+        self.cv2 = Conv(c * 4, c_out, 1)
+        self.m = nn.MaxPool2d(k, 1, k // 2)
+
+    def forward(self, x):
+        x = self.cv1(x)
+        y1 = self.m(x)
+        y2 = self.m(y1)
+        return self.cv2(torch.cat([x, y1, y2, self.m(y2)], 1))
+
+
+class Detector(nn.Module):
+    STRIDES = (8, 16, 32)
+
+    def __init__(self, num_classes, width=(16, 32, 64, 96, 160), depth=(1, 2, 2, 1)):
+        super().__init__()
+        w = width
+        self.nc = num_classes
+        self.stem = nn.Sequential(Conv(3, w[0], 3, 2), Conv(w[0], w[1], 3, 2), C2f(w[1], w[1], depth[0]))
+        self.p3 = nn.Sequential(Conv(w[1], w[2], 3, 2), C2f(w[2], w[2], depth[1]))
+        self.p4 = nn.Sequential(Conv(w[2], w[3], 3, 2), C2f(w[3], w[3], depth[2]))
+        self.p5 = nn.Sequential(Conv(w[3], w[4], 3, 2), C2f(w[4], w[4], depth[3]), SPPF(w[4], w[4]))
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.td4 = C2f(w[4] + w[3], w[3], 1, False)
+        self.td3 = C2f(w[3] + w[2], w[2], 1, False)
+        self.down3 = Conv(w[2], w[2], 3, 2)
+        self.bu4 = C2f(w[2] + w[3], w[3], 1, False)
+        self.down4 = Conv(w[3], w[3], 3, 2)
+        self.bu5 = C2f(w[3] + w[4], w[4], 1, False)
+        hid = max(w[2], 64)
+        self.box_heads = nn.ModuleList(nn.Sequential(Conv(c, hid, 3), Conv(hid, hid, 3), nn.Conv2d(hid, 4, 1)) for c in (w[2], w[3], w[4]))
+        self.cls_heads = nn.ModuleList(nn.Sequential(Conv(c, hid, 3), Conv(hid, hid, 3), nn.Conv2d(hid, num_classes, 1)) for c in (w[2], w[3], w[4]))
+        for head in self.cls_heads:
+            nn.init.constant_(head[-1].bias, -4.6)  # prior probability 0.01: training starts calm
+        self.export_mode = False
+
+    def features(self, x):
+        x = self.stem(x)
+        c3 = self.p3(x)
+        c4 = self.p4(c3)
+        c5 = self.p5(c4)
+        t4 = self.td4(torch.cat([self.up(c5), c4], 1))
+        t3 = self.td3(torch.cat([self.up(t4), c3], 1))
+        b4 = self.bu4(torch.cat([self.down3(t3), t4], 1))
+        b5 = self.bu5(torch.cat([self.down4(b4), c5], 1))
+        return [t3, b4, b5]
+
+    def forward(self, x):
+        """Training: per-level (ltrb distances in strides, class logits). Export: Ultralytics [B, 4+C, N]."""
+        outs = []
+        for i, f in enumerate(self.features(x)):
+            outs.append((self.box_heads[i](f), self.cls_heads[i](f)))
+        if not self.export_mode:
+            return outs
+        boxes, scores = [], []
+        for (box, cls), stride in zip(outs, self.STRIDES):
+            b, _, h, w = box.shape
+            ys, xs = torch.meshgrid(torch.arange(h, dtype=box.dtype), torch.arange(w, dtype=box.dtype), indexing="ij")
+            cx = (xs + 0.5).reshape(1, 1, -1)
+            cy = (ys + 0.5).reshape(1, 1, -1)
+            d = torch.nn.functional.softplus(box).reshape(b, 4, -1)
+            x1, y1, x2, y2 = cx - d[:, 0:1], cy - d[:, 1:2], cx + d[:, 2:3], cy + d[:, 3:4]
+            boxes.append(torch.cat([(x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1], 1) * stride)
+            scores.append(cls.reshape(b, self.nc, -1).sigmoid())
+        return torch.cat([torch.cat(boxes, 2), torch.cat(scores, 2)], 1)

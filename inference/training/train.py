@@ -1,0 +1,184 @@
+"""Trains the detector on a YOLO-format folder (car damage) or the car-parts COCO folder, selects the
+checkpoint on the validation split, and exports it to ONNX (opset 17) with Ultralytics-style
+metadata. CPU with Debian's torch by default; a CUDA GPU when one is present.
+
+  /usr/bin/python3 inference/training/train.py --data ../shared/datasets/car-damage --out models/damage --minutes 55
+  /usr/bin/python3 inference/training/train.py --parts ../shared/datasets/car-parts --out models/parts --minutes 15
+"""
+import argparse
+import copy
+import json
+import math
+import os
+import random
+import time
+
+import torch
+import torchvision
+
+from data import batches, coco_folder, yolo_folder
+from loss import detection_loss
+from metrics import evaluate
+from model import Detector
+
+p = argparse.ArgumentParser()
+p.add_argument("--data", help="YOLO-format dataset root with train/ and valid/ and data.yaml")
+p.add_argument("--parts", help="car-parts dataset root with trainingset/ and testset/")
+p.add_argument("--out", required=True)
+p.add_argument("--size", type=int, default=384)
+p.add_argument("--batch", type=int, default=16)
+p.add_argument("--minutes", type=float, default=55)
+p.add_argument("--max-epochs", type=int, default=300)
+p.add_argument("--eval-every", type=int, default=5)
+p.add_argument("--lr", type=float, default=2e-3)
+p.add_argument("--seed", type=int, default=0)
+args = p.parse_args()
+
+random.seed(args.seed)
+torch.manual_seed(args.seed)
+device = "cuda" if torch.cuda.is_available() else "cpu"
+torch.set_num_threads(max(1, os.cpu_count() or 1))
+os.makedirs(args.out, exist_ok=True)
+t0 = time.time()
+
+flip_map = None
+if args.data:
+    names = None
+    for line in open(os.path.join(args.data, "data.yaml")):
+        if line.startswith("names:"):
+            names = [n.strip().strip("'\"") for n in line.split(":", 1)[1].strip().strip("[]").split(",")]
+    train_set = yolo_folder(os.path.join(args.data, "train"), args.size)
+    valid_set = yolo_folder(os.path.join(args.data, "valid"), args.size)
+    train_imgs, train_tgts = train_set[0], train_set[1]
+    valid_imgs, valid_tgts = valid_set[0], valid_set[1]
+else:
+    train_imgs, train_tgts, names = coco_folder(os.path.join(args.parts, "trainingset"), args.size)
+    valid_imgs, valid_tgts, _ = coco_folder(os.path.join(args.parts, "testset"), args.size)
+    # A mirrored photo swaps left and right parts.
+    idx = {n: i for i, n in enumerate(names)}
+    flip_map = {}
+    for n, i in idx.items():
+        for a, b in (("left", "right"), ("right", "left")):
+            if a in n and n.replace(a, b) in idx:
+                flip_map[i] = idx[n.replace(a, b)]
+nc = len(names)
+print(f"{len(train_imgs)} train / {len(valid_imgs)} valid images, {nc} classes {names}, loaded in {time.time() - t0:.0f} s", flush=True)
+
+model = Detector(nc).to(device)
+print(f"parameters: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M", flush=True)
+ema = copy.deepcopy(model).eval()
+for p_ in ema.parameters():
+    p_.requires_grad_(False)
+decay_updates = 0
+
+decay, no_decay = [], []
+for n_, p_ in model.named_parameters():
+    (no_decay if p_.ndim <= 1 else decay).append(p_)
+opt = torch.optim.AdamW([{"params": decay, "weight_decay": 5e-4}, {"params": no_decay, "weight_decay": 0}], lr=args.lr, betas=(0.937, 0.999))
+
+
+@torch.no_grad()
+def predict(net, imgs, conf=0.001, iou=0.6, max_det=300):
+    net.export_mode = True
+    out = []
+    for i in range(0, len(imgs), 32):
+        x = torch.stack([im.float() for im in imgs[i:i + 32]]).to(device) / 255.0
+        y = net(x).cpu()  # B, 4+C, N
+        for pred in y:
+            boxes, scores = pred[:4].T, pred[4:].T
+            xyxy = torch.cat([boxes[:, :2] - boxes[:, 2:] / 2, boxes[:, :2] + boxes[:, 2:] / 2], 1)
+            s, c = scores.max(1)
+            keep = s > conf
+            xyxy, s, c = xyxy[keep], s[keep], c[keep]
+            k = torchvision.ops.batched_nms(xyxy, s, c, iou)[:max_det]
+            out.append(torch.cat([xyxy[k], s[k, None], c[k, None].float()], 1))
+    net.export_mode = False
+    return out
+
+
+def validate(net):
+    dets = predict(net, valid_imgs)
+    gts = [torch.cat([t[:, :1], t[:, 1:] * args.size], 1) for t in valid_tgts]
+    return evaluate(dets, gts, nc)
+
+
+budget = args.minutes * 60
+steps_per_epoch = math.ceil(len(train_imgs) / args.batch)
+planned_epochs = args.max_epochs
+warmup = min(3 * steps_per_epoch, 1000)
+best, best_fit, history = None, -1.0, []
+epoch, step = 0, 0
+train_start = time.time()
+while epoch < planned_epochs:
+    model.train()
+    e0 = time.time()
+    total = 0.0
+    for x, tgts, _ in batches(train_imgs, train_tgts, args.batch, args.size, True, flip_map):
+        progress = min(1.0, (epoch * steps_per_epoch + step % steps_per_epoch) / max(planned_epochs * steps_per_epoch, 1))
+        lr = args.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
+        if step < warmup:
+            lr *= (step + 1) / warmup
+        for g in opt.param_groups:
+            g["lr"] = lr
+        feats = model(x.to(device))
+        loss, lbox, lcls = detection_loss([(b.cpu(), c.cpu()) for b, c in feats] if device == "cuda" else feats, tgts, Detector.STRIDES, nc, args.size)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+        opt.step()
+        decay_updates += 1
+        d = 0.9999 * (1 - math.exp(-decay_updates / 2000))
+        with torch.no_grad():
+            msd = model.state_dict()
+            for k, v in ema.state_dict().items():
+                if v.dtype.is_floating_point:
+                    v.mul_(d).add_(msd[k].detach(), alpha=1 - d)
+                else:
+                    v.copy_(msd[k])
+        total += loss.item()
+        step += 1
+    epoch += 1
+    epoch_s = time.time() - e0
+    if epoch == 1:
+        # The schedule is fitted to the time budget once the cost of an epoch is known.
+        planned_epochs = max(2, min(args.max_epochs, int(budget / (epoch_s * 1.08))))
+        print(f"epoch takes {epoch_s:.0f} s: planning {planned_epochs} epochs", flush=True)
+    line = {"epoch": epoch, "loss": round(total / steps_per_epoch, 4), "lr": round(lr, 6), "epoch_s": round(epoch_s)}
+    if epoch % args.eval_every == 0 or epoch == planned_epochs:
+        r = validate(ema)
+        fit = 0.1 * r["map50"] + 0.9 * r["map50_95"]
+        line.update(map50=round(r["map50"], 4), map50_95=round(r["map50_95"], 4))
+        if fit > best_fit:
+            best_fit, best = fit, copy.deepcopy(ema.state_dict())
+            torch.save({"state_dict": best, "names": names, "size": args.size, "epoch": epoch, "metrics": r}, os.path.join(args.out, "best.pt"))
+            line["best"] = True
+    history.append(line)
+    print(json.dumps(line), flush=True)
+
+ema.load_state_dict(best)
+final = validate(ema)
+print("selected:", json.dumps({"map50": final["map50"], "map50_95": final["map50_95"], "per_class": {names[c]: v for c, v in final["per_class"].items()}}), flush=True)
+
+# Export: Ultralytics' layout and metadata, so the product treats it like any Ultralytics export.
+ema.export_mode = True
+onnx_path = os.path.join(args.out, "model.onnx")
+torch.onnx.export(ema.cpu(), torch.zeros(1, 3, args.size, args.size), onnx_path, opset_version=17,
+                  input_names=["images"], output_names=["output0"], dynamic_axes={"images": {0: "batch"}, "output0": {0: "batch"}})
+import onnx  # noqa: E402
+
+m = onnx.load(onnx_path)
+meta = {
+    "names": "{" + ", ".join(f"{i}: '{n}'" for i, n in enumerate(names)) + "}",
+    "imgsz": f"[{args.size}, {args.size}]",
+    "stride": "32",
+    "task": "detect",
+    "description": f"vehicle-inspection detector ({'car damage' if args.data else 'car parts'}), trained from scratch",
+    "version": time.strftime("%Y-%m-%d"),
+}
+for k, v in meta.items():
+    e = m.metadata_props.add()
+    e.key, e.value = k, v
+onnx.save(m, onnx_path)
+json.dump({"history": history, "selected_epoch": torch.load(os.path.join(args.out, "best.pt"))["epoch"], "train_minutes": round((time.time() - train_start) / 60, 1),
+           "images": {"train": len(train_imgs), "valid": len(valid_imgs)}, "size": args.size, "names": names}, open(os.path.join(args.out, "training.json"), "w"), indent=1)
+print(f"exported {onnx_path} ({os.path.getsize(onnx_path) / 1e6:.1f} MB) in {(time.time() - t0) / 60:.1f} min", flush=True)

@@ -1,0 +1,77 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import sharp from "sharp";
+import { describe, expect, it } from "vitest";
+import { photoBlobKey } from "../../core/blob-keys.ts";
+import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { carPhotos } from "../helpers/photos.ts";
+import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { until } from "../helpers/webhook-receiver.ts";
+
+/** Uploads one photo per required angle (`override` replaces some), submits, and returns the settled inspection. */
+async function inspect(svc: TestService, key: string, override: Record<string, Buffer> = {}, corrupt: string[] = []) {
+  const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
+  const base = made.capture_url.replace("/c/", "/capture/v1/");
+  await fetch(base);
+  const photos = carPhotos(9);
+  const media: Record<string, string> = {};
+  for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
+    const res = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: override[angle] ?? photos[i]!, headers: { "content-type": "image/jpeg" } });
+    media[angle] = (await res.json()).media_id;
+  }
+  // Storage damaged after upload: the stored photo is no longer a JPEG.
+  for (const angle of corrupt) writeFileSync(join(svc.dataDir, "blobs", photoBlobKey(made.id, media[angle]!)), "not a jpeg any more");
+  expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
+  const settled = await until("settled", async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(), (i: any) => ["completed", "failed"].includes(i.status), 30_000);
+  return { inspection: settled, media };
+}
+
+describe("bad photos and broken models never crash processing", () => {
+  it("reports unreadable, too small and car-less photos, with no findings on them", async () => {
+    const svc = await startService();
+    try {
+      const key = svc.key();
+      const tiny = await sharp(carPhotos(1)[0]!).resize(120, 90).jpeg().toBuffer();
+      // A photo with no car in it: a textured wall.
+      const wall = await sharp({ create: { width: 640, height: 480, channels: 3, background: "#9c8f80" } }).composite([{ input: Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="640" height="480">${Array.from({ length: 12 }, (_, r) => Array.from({ length: 8 }, (_, c) => `<rect x="${c * 80 + (r % 2) * 40}" y="${r * 40}" width="76" height="36" fill="#b5a592"/>`).join("")).join("")}</svg>`) }]).jpeg().toBuffer();
+      const { inspection, media } = await inspect(svc, key, { left: tiny, rear: wall }, ["right"]);
+      expect(inspection.status).toBe("completed");
+      const report = await (await svc.api(key, `/v1/inspections/${inspection.id}/report`)).json();
+      const photo = (angle: string) => report.photos.find((p: any) => p.media_id === media[angle]);
+      expect(photo("left").quality.problems).toContain("too_small");
+      expect(photo("right").quality.problems).toEqual(["unreadable"]);
+      const found = (angle: string) => report.findings.filter((f: any) => f.media_id === media[angle]);
+      expect(found("left")).toEqual([]);
+      expect(found("right")).toEqual([]);
+      if (report.model) {
+        // With the parts model, a photo without any car part is reported as showing no vehicle.
+        expect(photo("rear").quality.problems).toContain("no_vehicle");
+        expect(found("rear")).toEqual([]);
+      }
+    } finally {
+      await svc.close();
+    }
+  }, 90_000);
+
+  it("fails the inspection with processing_error when the model cannot load", async () => {
+    const svc = await startService({ DAMAGE_MODEL: "/nonexistent/model.onnx", PROCESSING_MAX_ATTEMPTS: "1" });
+    try {
+      const { inspection } = await inspect(svc, svc.key());
+      expect(inspection.status).toBe("failed");
+      expect(inspection.failure.code).toBe("processing_error");
+    } finally {
+      await svc.close();
+    }
+  }, 90_000);
+
+  it("fails with photos_unusable when no vehicle photo can be read", async () => {
+    const svc = await startService();
+    try {
+      const { inspection } = await inspect(svc, svc.key(), {}, [...EXTERIOR_ANGLES]);
+      expect(inspection.status).toBe("failed");
+      expect(inspection.failure.code).toBe("photos_unusable");
+    } finally {
+      await svc.close();
+    }
+  }, 90_000);
+});
