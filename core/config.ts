@@ -13,6 +13,7 @@ const retrySchedule = z
 const MODELS_DIR = resolve(import.meta.dirname, "../inference/models");
 const DEFAULT_DAMAGE_MODEL = resolve(MODELS_DIR, "damage/model.onnx");
 const DEFAULT_PARTS_MODEL = resolve(MODELS_DIR, "parts/model.onnx");
+export const DEFAULT_MODELS = { damage: DEFAULT_DAMAGE_MODEL, parts: DEFAULT_PARTS_MODEL };
 /** Per-class score thresholds chosen on the validation split (see inference/models/damage/MODEL_CARD.md). */
 export const DEFAULT_DETECTION_THRESHOLDS: Record<string, number> = {};
 

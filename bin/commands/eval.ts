@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import type { Config } from "../../core/config.ts";
 import { letterbox } from "../../inference/detection/letterbox.ts";
 import { OnnxDetector } from "../../inference/detection/onnx-detector.ts";
-import { boxMap, type Scored, type Truth } from "../../inference/evaluation/box-map.ts";
+import { boxMap, f1Thresholds, type Scored, type Truth } from "../../inference/evaluation/box-map.ts";
 import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
 
 /** The contract's class order for evaluation folders (datasets/car-damage/data.yaml). */
@@ -38,11 +38,13 @@ export async function evaluate(config: Config, dataDir: string, modelPath?: stri
   }
   await model.close();
   const result = boxMap(detections, truths, EVAL_CLASSES.length);
+  const operating = f1Thresholds(detections, truths, EVAL_CLASSES.length);
   const perClass: Record<string, { ap50: number; ap50_95: number; instances: number }> = {};
   const r4 = (v: number) => Math.round(v * 10_000) / 10_000;
   for (const [c, v] of result.perClass) {
     perClass[EVAL_CLASSES[c]!] = { ap50: r4(v.ap50), ap50_95: r4(v.ap50_95), instances: v.instances };
-    log(`${EVAL_CLASSES[c]!.padEnd(14)} instances ${String(v.instances).padStart(5)}  AP50 ${v.ap50.toFixed(3)}  AP50-95 ${v.ap50_95.toFixed(3)}`);
+    const op = operating.get(c)!;
+    log(`${EVAL_CLASSES[c]!.padEnd(14)} instances ${String(v.instances).padStart(5)}  AP50 ${v.ap50.toFixed(3)}  AP50-95 ${v.ap50_95.toFixed(3)}  best F1 ${op.f1.toFixed(3)} at score ${op.threshold.toFixed(3)} (P ${op.precision.toFixed(2)}, R ${op.recall.toFixed(2)})`);
   }
   const summary = { images: images.length, map50: r4(result.map50), map50_95: r4(result.map50_95), per_class: perClass, ms_per_image: Math.round((inferenceMs / images.length) * 10) / 10 };
   log(JSON.stringify(summary));

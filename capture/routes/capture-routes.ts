@@ -80,6 +80,16 @@ export const captureRoutes =
       return { media_id: mediaId, angle: request.params.angle, width: photo.width, height: photo.height, quality: photo.quality };
     });
 
+    app.get("/capture/v1/:token/vin", {
+      schema: { operationId: "captureVinDecode", summary: "Decode a VIN for the customer to check, without recording it", tags: ["capture"], params: TokenParams, querystring: VinBody, response: { 200: VinResult, ...errors } },
+    }, async (request) => {
+      const inspection = open(request.params.token);
+      const vin = normalizeVin(request.query.vin);
+      const problem = vinProblem(vin);
+      if (problem) throw new ApiError("parameter_invalid", VIN_PROBLEM_MESSAGES[problem], { param: "vin" });
+      return { vin, valid: true, matches_vehicle: vin === inspection.vin, ...(await s.vin.decode(vin)) };
+    });
+
     app.post("/capture/v1/:token/vin", {
       schema: { operationId: "captureVin", summary: "Confirm the VIN read from the vehicle or typed", tags: ["capture"], params: TokenParams, body: VinBody, response: { 200: VinResult, ...errors } },
     }, async (request) => {

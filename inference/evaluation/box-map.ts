@@ -61,3 +61,42 @@ export function boxMap(detections: Scored[][], truths: Truth[][], numClasses: nu
   const mean = (f: (r: ClassResult) => number) => (values.length ? values.reduce((s, r) => s + f(r), 0) / values.length : 0);
   return { map50: mean((r) => r.ap50), map50_95: mean((r) => r.ap50_95), perClass };
 }
+
+/**
+ * Per class, the score threshold that maximises F1 at IoU 0.5: the product's default operating
+ * point for each class, chosen on the validation split.
+ */
+export function f1Thresholds(detections: Scored[][], truths: Truth[][], numClasses: number): Map<number, { threshold: number; f1: number; precision: number; recall: number }> {
+  const out = new Map<number, { threshold: number; f1: number; precision: number; recall: number }>();
+  for (let c = 0; c < numClasses; c++) {
+    const instances = truths.reduce((n, t) => n + t.filter((g) => g.cls === c).length, 0);
+    if (instances === 0) continue;
+    const hits: { score: number; tp: boolean }[] = [];
+    detections.forEach((dets, img) => {
+      const gts = truths[img]!.filter((g) => g.cls === c);
+      const used = new Array<boolean>(gts.length).fill(false);
+      for (const d of dets.filter((x) => x.cls === c).sort((a, b) => b.score - a.score)) {
+        let best = -1;
+        let bestIou = 0.5;
+        gts.forEach((g, j) => {
+          const v = iou(d, g);
+          if (!used[j] && v >= bestIou) (bestIou = v), (best = j);
+        });
+        if (best >= 0) used[best] = true;
+        hits.push({ score: d.score, tp: best >= 0 });
+      }
+    });
+    hits.sort((a, b) => b.score - a.score);
+    let tp = 0;
+    let top = { threshold: 1, f1: 0, precision: 0, recall: 0 };
+    hits.forEach((h, i) => {
+      if (h.tp) tp++;
+      const precision = tp / (i + 1);
+      const recall = tp / instances;
+      const f1 = precision + recall > 0 ? (2 * precision * recall) / (precision + recall) : 0;
+      if (f1 > top.f1) top = { threshold: h.score, f1, precision, recall };
+    });
+    out.set(c, top);
+  }
+  return out;
+}

@@ -1,4 +1,5 @@
 import { mkdtempSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -131,6 +132,37 @@ describe("the hosted capture page", () => {
   }, 60_000);
 });
 
+describe("accessibility", () => {
+  it("has no WCAG 2 A or AA violations (axe-core, contrast included) on the step, review and end views", async () => {
+    const browser = await launch(await camera("car-a11y", carPhoto(3)));
+    try {
+      // axe is injected as a script, which the page's CSP would rightly refuse: bypassed for this check only.
+      const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, bypassCSP: true });
+      const page = await context.newPage();
+      const audit = async (view: string) => {
+        await page.addScriptTag({ path: createRequire(import.meta.url).resolve("axe-core/axe.min.js") });
+        const result = await page.evaluate(async () => (globalThis as any).axe.run({ runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } }));
+        const violations = result.violations.map((v: any) => `${view}: ${v.id} (${v.nodes.length}): ${v.help}`);
+        expect(violations).toEqual([]);
+      };
+      const { id, url } = await newInspection();
+      await page.goto(url);
+      await expect.poll(() => heading(page).textContent()).toBe("Front");
+      await expect.poll(() => page.getByRole("button", { name: "Take photo" }).count()).toBe(1);
+      await audit("step");
+      await page.getByRole("button", { name: "Ready to send" }).click();
+      await expect.poll(() => heading(page).textContent()).toBe("Ready to send");
+      await audit("review");
+      await svc.api(key, `/v1/inspections/${id}/cancel`, { method: "POST" });
+      await page.goto(url);
+      await expect.poll(() => heading(page).textContent()).toBe("Inspection canceled");
+      await audit("end");
+    } finally {
+      await browser.close();
+    }
+  }, 60_000);
+});
+
 describe("photo checks in the browser", () => {
   it("refuses a too-dark frame with its message, and allows keeping it after two tries", async () => {
     const dark = await sharp(carPhoto(1)).linear(0.1, 0).jpeg().toBuffer();
@@ -199,6 +231,9 @@ describe("VIN confirmation", () => {
       const input = page.getByLabel("VIN (17 characters)");
       await expect.poll(() => input.inputValue(), { timeout: 45_000 }).toBe(VALID_VIN);
       await expect.poll(() => page.locator(".status").textContent()).toContain("We read this VIN");
+      // Shown with what it decodes to, before the customer confirms it.
+      await expect.poll(() => page.locator(".decoded").textContent()).toBe("This VIN belongs to: 2003 Honda Accord");
+      expect((await (await fetch(`${svc.url}/capture/v1/${token}`)).json()).vin_confirmed).toBeNull();
       await shot(page, "09-vin-read");
       await page.getByRole("button", { name: "Confirm VIN" }).click();
       await expect.poll(() => heading(page).textContent(), { timeout: 10_000 }).toBe("Ready to send");

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { start } from "../../bin/commands/start.ts";
 import { createKey, webhookSecret } from "../../bin/commands/keys.ts";
-import { loadConfig, type Config } from "../../core/config.ts";
+import { DEFAULT_MODELS, loadConfig, type Config } from "../../core/config.ts";
 
 export type TestService = {
   url: string;
@@ -16,10 +16,14 @@ export type TestService = {
   close(): Promise<void>;
 };
 
-/** The whole embedded service, in this process, on a free port on loopback, with its own data directory. */
+/**
+ * The whole embedded service, in this process, on a free port on loopback, with its own data
+ * directory. Without the damage and parts models unless a test asks for them (`withModels`), so the
+ * backbone's tests do not depend on what a model sees in a photo.
+ */
 export async function startService(env: Record<string, string> = {}): Promise<TestService> {
   const dataDir = mkdtempSync(join(tmpdir(), "vi-test-"));
-  const baseEnv = { DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true", RATE_LIMIT_TEST_PER_SECOND: "10000", RATE_LIMIT_LIVE_PER_SECOND: "10000", CONTROLLER_POLL_MS: "100", ...env };
+  const baseEnv = { DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true", RATE_LIMIT_TEST_PER_SECOND: "10000", RATE_LIMIT_LIVE_PER_SECOND: "10000", CONTROLLER_POLL_MS: "100", DAMAGE_MODEL: "none", PARTS_MODEL: "none", ...env };
   const port = await freePort();
   const config = loadConfig({ ...baseEnv, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
   const service = await start(config);
@@ -48,6 +52,8 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
 }
 
 /** PUBLIC_URL must name the port before the service starts, so a free one is found first. */
+export const withModels = { DAMAGE_MODEL: DEFAULT_MODELS.damage, PARTS_MODEL: DEFAULT_MODELS.parts };
+
 export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));

@@ -99,6 +99,14 @@ describe("capture API", () => {
     expect(report.vehicle).toMatchObject({ vin_confirmed: false, vin_observed: OTHER_VALID_VIN });
   });
 
+  it("decodes a VIN without recording it, for the customer to check", async () => {
+    const { token } = await newInspection();
+    const res = await capture(token, `/vin?vin=${OTHER_VALID_VIN.toLowerCase()}`);
+    expect(await res.json()).toEqual({ vin: OTHER_VALID_VIN, valid: true, matches_vehicle: false, make: "Tesla", model: "Model 3", year: 2019 });
+    expect((await (await capture(token)).json()).vin_confirmed).toBeNull();
+    expect((await capture(token, "/vin?vin=nope")).status).toBe(400);
+  });
+
   it("an invalid VIN is 400 with param vin", async () => {
     const { token } = await newInspection();
     const res = await capture(token, "/vin", { method: "POST", body: JSON.stringify({ vin: "1HGCM82643A004352" }), headers: { "content-type": "application/json" } });

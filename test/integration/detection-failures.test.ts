@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { photoBlobKey } from "../../core/blob-keys.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos } from "../helpers/photos.ts";
-import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { startService, VALID_VIN, withModels, type TestService } from "../helpers/service.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
 /** Uploads one photo per required angle (`override` replaces some), submits, and returns the settled inspection. */
@@ -28,7 +28,7 @@ async function inspect(svc: TestService, key: string, override: Record<string, B
 
 describe("bad photos and broken models never crash processing", () => {
   it("reports unreadable, too small and car-less photos, with no findings on them", async () => {
-    const svc = await startService();
+    const svc = await startService(withModels);
     try {
       const key = svc.key();
       const tiny = await sharp(carPhotos(1)[0]!).resize(120, 90).jpeg().toBuffer();
@@ -65,7 +65,7 @@ describe("bad photos and broken models never crash processing", () => {
   }, 90_000);
 
   it("fails with photos_unusable when no vehicle photo can be read", async () => {
-    const svc = await startService();
+    const svc = await startService(withModels);
     try {
       const { inspection } = await inspect(svc, svc.key(), {}, [...EXTERIOR_ANGLES]);
       expect(inspection.status).toBe("failed");

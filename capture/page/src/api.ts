@@ -71,6 +71,11 @@ export class CaptureApi {
     return this.#request(`/photos/${angle}`, { method: "PUT", body: photo, headers: { "content-type": "image/jpeg" } });
   }
 
+  /** Decodes without recording: what the customer sees before confirming. */
+  decodeVin(vin: string): Promise<VinResult> {
+    return this.#request(`/vin?vin=${encodeURIComponent(vin)}`);
+  }
+
   confirmVin(vin: string): Promise<VinResult> {
     return this.#request("/vin", { method: "POST", body: JSON.stringify({ vin }), headers: { "content-type": "application/json" } });
   }

@@ -36,7 +36,7 @@ const requiredMissing = () => session.steps.filter((s) => s.required && !s.done)
 
 function progress(): HTMLElement {
   const items = session.steps.map((step, i) =>
-    h("li", {}, h("button", { type: "button", class: `dot${step.done ? " done" : ""}`, "aria-current": i === current ? "step" : false, "aria-label": `${t(`angle.${step.angle}` as MessageKey)}: ${step.done ? t("step.done") : t("step.todo")}`, onclick: () => show(i) }, String(i + 1))),
+    h("li", {}, h("button", { type: "button", class: `dot${step.done ? " done" : ""}`, "aria-current": i === current ? "step" : false, "aria-label": `${i + 1}. ${t(`angle.${step.angle}` as MessageKey)}: ${step.done ? t("step.done") : t("step.todo")}`, onclick: () => show(i) }, String(i + 1))),
   );
   const review = h("li", {}, h("button", { type: "button", class: "dot", "aria-current": current === session.steps.length ? "step" : false, "aria-label": t("submit.title"), onclick: () => show(session.steps.length) }, "✓"));
   return h("nav", { "aria-label": t("progress.nav") }, h("p", { class: "count" }, t("progress.label", { n: Math.min(current + 1, session.steps.length), total: session.steps.length })), h("ol", { class: "steps" }, ...items, review));
@@ -160,11 +160,18 @@ async function vinStep(still: HTMLCanvasElement): Promise<void> {
   app.replaceChildren(progress(), h("main", { class: "step" }, h("h1", {}, t("angle.vin")), h("p", { class: "prompt" }, t("vin.on_file", { vehicle: `${session.vehicle.vin} · ${vehicleText(session.vehicle)}` })), status, form));
   focusHeading(app);
 
+  const decoded = h("p", { class: "decoded", "aria-live": "polite" });
+  form.insertBefore(decoded, help);
   const check = () => {
     const vin = normalizeVin(input.value);
     const problem = vin ? vinProblem(vin) : "length";
     help.textContent = problem ? t("vin.invalid", { reason: VIN_PROBLEM_MESSAGES[problem] }) : vin === session.vehicle.vin ? t("vin.matches") : t("vin.differs");
     input.setAttribute("aria-invalid", String(Boolean(problem)));
+    decoded.textContent = "";
+    // A valid VIN is decoded at once, so the customer checks make, model and year before confirming.
+    if (!problem) {
+      api.decodeVin(vin).then((r) => normalizeVin(input.value) === vin && (decoded.textContent = t("vin.decoded", { vehicle: vehicleText(r) })), () => {});
+    }
     return problem ? null : vin;
   };
   input.addEventListener("input", check);
