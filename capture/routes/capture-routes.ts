@@ -16,6 +16,13 @@ import { ingestPhoto, PHOTO_LIMITS } from "../photos/ingest-photo.ts";
 const MOVE_WAIT_MS = 5_000;
 const errors = { 400: ErrorBody, 404: ErrorBody, 409: ErrorBody, 410: ErrorBody, 413: ErrorBody, 415: ErrorBody, 429: ErrorBody, 500: ErrorBody, 503: ErrorBody };
 
+function validVin(raw: string): string {
+  const vin = normalizeVin(raw);
+  const problem = vinProblem(vin);
+  if (problem) throw new ApiError("parameter_invalid", VIN_PROBLEM_MESSAGES[problem], { param: "vin" });
+  return vin;
+}
+
 /**
  * The capture API: what the hosted page (and native capture apps) use. Authenticated by the capture
  * token alone; usable while the inspection is created or in_progress and before expires_at.
@@ -84,9 +91,7 @@ export const captureRoutes =
       schema: { operationId: "captureVinDecode", summary: "Decode a VIN for the customer to check, without recording it", tags: ["capture"], params: TokenParams, querystring: VinBody, response: { 200: VinResult, ...errors } },
     }, async (request) => {
       const inspection = open(request.params.token);
-      const vin = normalizeVin(request.query.vin);
-      const problem = vinProblem(vin);
-      if (problem) throw new ApiError("parameter_invalid", VIN_PROBLEM_MESSAGES[problem], { param: "vin" });
+      const vin = validVin(request.query.vin);
       return { vin, valid: true, matches_vehicle: vin === inspection.vin, ...(await s.vin.decode(vin)) };
     });
 
@@ -94,9 +99,7 @@ export const captureRoutes =
       schema: { operationId: "captureVin", summary: "Confirm the VIN read from the vehicle or typed", tags: ["capture"], params: TokenParams, body: VinBody, response: { 200: VinResult, ...errors } },
     }, async (request) => {
       const inspection = open(request.params.token);
-      const vin = normalizeVin(request.body.vin);
-      const problem = vinProblem(vin);
-      if (problem) throw new ApiError("parameter_invalid", VIN_PROBLEM_MESSAGES[problem], { param: "vin" });
+      const vin = validVin(request.body.vin);
       s.inspections.recordVinObserved(inspection.id, vin);
       const decoded = await s.vin.decode(vin);
       return { vin, valid: true, matches_vehicle: vin === inspection.vin, ...decoded };

@@ -31,30 +31,36 @@ function averagePrecision(hits: { score: number; tp: boolean }[], instances: num
   return sum / 101;
 }
 
+/**
+ * Detections of class `c`, each marked a true positive when it takes the best still-unmatched ground
+ * truth at IoU ≥ `threshold`, in descending score order per image (COCO's greedy matching).
+ */
+function matchClass(detections: Scored[][], truths: Truth[][], c: number, threshold: number): { score: number; tp: boolean }[] {
+  const hits: { score: number; tp: boolean }[] = [];
+  detections.forEach((dets, img) => {
+    const gts = truths[img]!.filter((g) => g.cls === c);
+    const used = new Array<boolean>(gts.length).fill(false);
+    for (const d of dets.filter((x) => x.cls === c).sort((a, b) => b.score - a.score)) {
+      let best = -1;
+      let bestIou = threshold;
+      gts.forEach((g, j) => {
+        if (used[j]) return;
+        const v = iou(d, g);
+        if (v >= bestIou) (bestIou = v), (best = j);
+      });
+      if (best >= 0) used[best] = true;
+      hits.push({ score: d.score, tp: best >= 0 });
+    }
+  });
+  return hits;
+}
+
 export function boxMap(detections: Scored[][], truths: Truth[][], numClasses: number): { map50: number; map50_95: number; perClass: Map<number, ClassResult> } {
   const perClass = new Map<number, ClassResult>();
   for (let c = 0; c < numClasses; c++) {
     const instances = truths.reduce((n, t) => n + t.filter((g) => g.cls === c).length, 0);
     if (instances === 0) continue;
-    const aps = IOU_THRESHOLDS.map((threshold) => {
-      const hits: { score: number; tp: boolean }[] = [];
-      detections.forEach((dets, img) => {
-        const gts = truths[img]!.filter((g) => g.cls === c);
-        const used = new Array<boolean>(gts.length).fill(false);
-        for (const d of dets.filter((x) => x.cls === c).sort((a, b) => b.score - a.score)) {
-          let best = -1;
-          let bestIou = threshold;
-          gts.forEach((g, j) => {
-            if (used[j]) return;
-            const v = iou(d, g);
-            if (v >= bestIou) (bestIou = v), (best = j);
-          });
-          if (best >= 0) used[best] = true;
-          hits.push({ score: d.score, tp: best >= 0 });
-        }
-      });
-      return averagePrecision(hits, instances);
-    });
+    const aps = IOU_THRESHOLDS.map((threshold) => averagePrecision(matchClass(detections, truths, c, threshold), instances));
     perClass.set(c, { ap50: aps[0]!, ap50_95: aps.reduce((a, b) => a + b, 0) / aps.length, instances });
   }
   const values = [...perClass.values()];
@@ -71,22 +77,7 @@ export function f1Thresholds(detections: Scored[][], truths: Truth[][], numClass
   for (let c = 0; c < numClasses; c++) {
     const instances = truths.reduce((n, t) => n + t.filter((g) => g.cls === c).length, 0);
     if (instances === 0) continue;
-    const hits: { score: number; tp: boolean }[] = [];
-    detections.forEach((dets, img) => {
-      const gts = truths[img]!.filter((g) => g.cls === c);
-      const used = new Array<boolean>(gts.length).fill(false);
-      for (const d of dets.filter((x) => x.cls === c).sort((a, b) => b.score - a.score)) {
-        let best = -1;
-        let bestIou = 0.5;
-        gts.forEach((g, j) => {
-          const v = iou(d, g);
-          if (!used[j] && v >= bestIou) (bestIou = v), (best = j);
-        });
-        if (best >= 0) used[best] = true;
-        hits.push({ score: d.score, tp: best >= 0 });
-      }
-    });
-    hits.sort((a, b) => b.score - a.score);
+    const hits = matchClass(detections, truths, c, 0.5).sort((a, b) => b.score - a.score);
     let tp = 0;
     let top = { threshold: 1, f1: 0, precision: 0, recall: 0 };
     hits.forEach((h, i) => {
