@@ -4,7 +4,7 @@ import { CaptureLinks } from "../../core/capture-links.ts";
 import { isCancelable, isTerminal, eventTypeFor } from "../../core/domain/state-machine.ts";
 import { ApiError, notFound } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
-import type { InspectionRecord } from "../../core/ports/records.ts";
+import type { InspectionRecord, Scope } from "../../core/ports/records.ts";
 import { ErrorBody, commonErrorResponses } from "../../core/schemas/common.ts";
 import { CreateInspectionBody, IdParams, Inspection, InspectionList, InspectionListQuery } from "../../core/schemas/inspection.ts";
 import { Report } from "../../core/schemas/report.ts";
@@ -19,7 +19,11 @@ export const inspectionRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
     const view = (r: InspectionRecord) => inspectionView(r, s.config.publicUrl, isTerminal(r.status) || r.status === "processing" ? null : s.captureLinks.url(r.id));
-    const find = (scope: Parameters<typeof s.inspections.get>[0], id: string) => s.inspections.get(scope, id) ?? (() => { throw notFound("inspection", id); })();
+    const find = (scope: Scope, id: string): InspectionRecord => {
+      const found = s.inspections.get(scope, id);
+      if (!found) throw notFound("inspection", id);
+      return found;
+    };
 
     app.post("/v1/inspections", {
       schema: {
