@@ -32,6 +32,8 @@ p.add_argument("--max-epochs", type=int, default=300)
 p.add_argument("--eval-every", type=int, default=5)
 p.add_argument("--lr", type=float, default=2e-3)
 p.add_argument("--seed", type=int, default=0)
+p.add_argument("--init", help="start from this checkpoint's weights (a best.pt), to train on for longer")
+p.add_argument("--warmup-epochs", type=float, default=3)
 args = p.parse_args()
 
 random.seed(args.seed)
@@ -65,11 +67,15 @@ nc = len(names)
 print(f"{len(train_imgs)} train / {len(valid_imgs)} valid images, {nc} classes {names}, loaded in {time.time() - t0:.0f} s", flush=True)
 
 model = Detector(nc).to(device)
+if args.init:
+    model.load_state_dict(torch.load(args.init)["state_dict"])
+    print(f"starting from {args.init}", flush=True)
 print(f"parameters: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M", flush=True)
 ema = copy.deepcopy(model).eval()
 for p_ in ema.parameters():
     p_.requires_grad_(False)
-decay_updates = 0
+# A continued run starts its average from the loaded weights rather than warming it up again.
+decay_updates = 2000 if args.init else 0
 
 decay, no_decay = [], []
 for n_, p_ in model.named_parameters():
@@ -105,7 +111,7 @@ def validate(net):
 budget = args.minutes * 60
 steps_per_epoch = math.ceil(len(train_imgs) / args.batch)
 planned_epochs = args.max_epochs
-warmup = min(3 * steps_per_epoch, 1000)
+warmup = min(int(args.warmup_epochs * steps_per_epoch), 1000)
 best, best_fit, history = None, -1.0, []
 epoch, step = 0, 0
 train_start = time.time()
