@@ -8,21 +8,23 @@ export const PAD_GREY = 114;
  * padded with grey, as a CHW float tensor in 0–1. Returns the geometry to map boxes back.
  */
 export async function letterbox(image: Buffer, size: number): Promise<{ chw: Float32Array; lb: Letterbox }> {
-  const { data: rgb, info } = await sharp(image, { failOn: "error", limitInputPixels: 40_000_000 })
-    .rotate()
-    .removeAlpha()
-    .toColourspace("srgb")
-    .raw()
-    .toBuffer({ resolveWithObject: true });
-  const { width, height } = info;
+  // One decode: the header gives the upright size, then a single pipeline orients, scales (JPEG
+  // shrink-on-load does most of it), pads and hands back raw RGB.
+  const meta = await sharp(image, { failOn: "error", limitInputPixels: 40_000_000 }).metadata();
+  const width = meta.autoOrient?.width ?? meta.width ?? 0;
+  const height = meta.autoOrient?.height ?? meta.height ?? 0;
+  if (!width || !height) throw new Error("the image has no size");
   const scale = Math.min(size / width, size / height);
   const w = Math.max(1, Math.round(width * scale));
   const h = Math.max(1, Math.round(height * scale));
   const padX = Math.floor((size - w) / 2);
   const padY = Math.floor((size - h) / 2);
-  const square = await sharp(rgb, { raw: { width, height, channels: 3 } })
+  const square = await sharp(image, { failOn: "error", limitInputPixels: 40_000_000 })
+    .rotate()
     .resize(w, h, { fit: "fill" })
     .extend({ left: padX, right: size - w - padX, top: padY, bottom: size - h - padY, background: { r: PAD_GREY, g: PAD_GREY, b: PAD_GREY } })
+    .removeAlpha()
+    .toColourspace("srgb")
     .raw()
     .toBuffer();
   const plane = size * size;

@@ -1,17 +1,24 @@
 import type { Models } from "./detect-photos.ts";
 import { OnnxDetector, type Provider } from "./onnx-detector.ts";
 
+/**
+ * Parts count from this score, for telling whether a photo shows a vehicle and which part a damage
+ * is on. Measured: at 0.10 the parts model finds a part on 290 of 300 car-damage valid photos (close-ups
+ * included; 178 at 0.25), while a brick wall, a grey card and sky over grass score 0.054, 0.026, 0.073.
+ */
+export const PART_THRESHOLD = 0.1;
+
 export type ModelConfig = { damageModel: string | null; partsModel: string | null; provider: Provider; thresholds: Record<string, number> };
 
 /** Loads the configured models once for a worker; a model that cannot load is an error that says why. */
 export async function loadModels(c: ModelConfig): Promise<Models> {
-  const load = async (path: string | null, what: string, thresholds?: Record<string, number>) => {
+  const load = async (path: string | null, what: string, thresholds?: Record<string, number>, fallback?: number) => {
     if (!path) return null;
     try {
-      return await OnnxDetector.load(path, { provider: c.provider, thresholds });
+      return await OnnxDetector.load(path, { provider: c.provider, thresholds, fallback });
     } catch (error) {
       throw new Error(`the ${what} model at ${path} failed to load: ${(error as Error).message}`);
     }
   };
-  return { damage: await load(c.damageModel, "damage", c.thresholds), parts: await load(c.partsModel, "parts", undefined) };
+  return { damage: await load(c.damageModel, "damage", c.thresholds), parts: await load(c.partsModel, "parts", undefined, PART_THRESHOLD) };
 }
