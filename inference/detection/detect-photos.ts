@@ -23,11 +23,20 @@ const area = (b: Box) => Math.max(0, b.x2 - b.x1) * Math.max(0, b.y2 - b.y1);
 const overlapShare = (inner: Box, outer: Box) =>
   area({ x1: Math.max(inner.x1, outer.x1), y1: Math.max(inner.y1, outer.y1), x2: Math.min(inner.x2, outer.x2), y2: Math.min(inner.y2, outer.y2) }) / Math.max(area(inner), 1e-9);
 
-/** The part a damage box is on: the part box that holds most of it, if it holds enough. */
-export function partOf(damage: Box, parts: Detected[]): Detected | null {
+/**
+ * Parts a damage type can be on: shattered glass is on a window, a broken lamp on a light, a flat
+ * tyre on a wheel. Dents, scratches and cracks can be on any part. On close-ups the part boxes are
+ * rough, and a glass shatter "on the front bumper" is worse than no part at all.
+ */
+const PARTS_FOR: Partial<Record<DamageType, RegExp>> = { glass_shatter: /glass/, lamp_broken: /light/, tire_flat: /wheel/ };
+
+/** The part a damage box is on: of the parts its type can be on, the box that holds most of it, if it holds enough. */
+export function partOf(damage: Box, parts: Detected[], type?: DamageType): Detected | null {
   let best: Detected | null = null;
   let bestShare = MIN_PART_OVERLAP;
+  const allowed = type ? PARTS_FOR[type] : undefined;
   for (const p of parts) {
+    if (allowed && !allowed.test(p.name)) continue;
     const share = overlapShare(damage, p);
     if (share > bestShare || (share === bestShare && best && p.score > best.score)) (best = p), (bestShare = share);
   }
@@ -83,7 +92,7 @@ export async function detectPhotos(blobs: BlobStore, inspectionId: string, photo
     for (const d of damage[i]!) {
       const type = d.name.replace(/\s+/g, "_") as DamageType;
       if (!DAMAGE_TYPES.includes(type)) continue;
-      const part = partOf(d, photoParts);
+      const part = partOf(d, photoParts, type);
       const share = part ? area(d) / area(part) : area(d) / (s.width * s.height * PART_SHARE_OF_PHOTO);
       const severity = findingSeverity(type, share);
       const label = [type.replace("_", " "), part?.name, `${Math.round(d.score * 100)}%`].filter(Boolean).join(" · ");

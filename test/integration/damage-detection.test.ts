@@ -21,7 +21,7 @@ const CASES = [
 ];
 
 describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end", () => {
-  it("reports findings of the right type on the right photo, with a part, a severity and evidence", async () => {
+  it("reports findings of the right type on the right photo, with a severity and an evidence photo", async () => {
     const svc = await startService(withModels);
     try {
       const key = svc.key();

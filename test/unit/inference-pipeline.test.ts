@@ -81,6 +81,14 @@ describe("parts", () => {
     expect(partOf({ x1: 10, y1: 10, x2: 30, y2: 20 }, parts)!.name).toBe("hood");
     expect(partOf({ x1: 200, y1: 200, x2: 210, y2: 210 }, parts)).toBeNull();
   });
+
+  it("only puts a damage on a part its type can be on", () => {
+    const parts = [part("front_bumper", 0, 0, 100, 100), part("front_glass", 0, 0, 100, 40), part("wheel", 60, 60, 100, 100)];
+    expect(partOf({ x1: 10, y1: 10, x2: 90, y2: 90 }, parts, "glass_shatter")!.name).toBe("front_glass");
+    expect(partOf({ x1: 10, y1: 50, x2: 50, y2: 90 }, parts, "glass_shatter")).toBeNull();
+    expect(partOf({ x1: 10, y1: 50, x2: 50, y2: 90 }, parts, "dent")!.name).toBe("front_bumper");
+    expect(partOf({ x1: 65, y1: 65, x2: 95, y2: 95 }, parts, "tire_flat")!.name).toBe("wheel");
+  });
 });
 
 describe("evidence drawing", () => {
