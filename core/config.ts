@@ -20,8 +20,8 @@ export const DEFAULT_MODELS = { damage: DEFAULT_DAMAGE_MODEL, parts: DEFAULT_PAR
  * reported at precision 0.2 or less. Crack, which the model does not find, is held at 0.5.
  */
 export const DEFAULT_DETECTION_THRESHOLDS: Record<string, number> = {
-  "glass shatter": 0.4,
-  "tire flat": 0.46,
+  "glass shatter": 0.46,
+  "tire flat": 0.44,
   "lamp broken": 0.25,
   dent: 0.25,
   scratch: 0.25,
