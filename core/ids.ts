@@ -43,11 +43,6 @@ export function newApiKey(env: Environment): string {
   return `sk_${env}_${randomLowercase(40)}`;
 }
 
-/** Capture tokens: 43 base64url characters (256 bits). */
-export function newCaptureToken(): string {
-  return randomBytes(32).toString("base64url");
-}
-
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString("base64")}`;
 }

@@ -142,7 +142,7 @@ export class Controller {
 
   async #process(r: InspectionRecord): Promise<void> {
     const photos = this.#o.store.photos(r.id);
-    const media = photos.map((p) => ({ mediaId: p.mediaId, angle: p.angle, blobKey: photoBlobKey(r.id, p.mediaId) }));
+    const media = photos.map((p) => ({ mediaId: p.mediaId, angle: p.angle, blobKey: photoBlobKey(r.id, p.mediaId), quality: p.quality }));
     const result = await this.#o.runner.detect(r.id, media);
     const current = this.#o.store.getById(r.id);
     if (current?.status !== "processing") return; // canceled meanwhile: the result is not wanted

@@ -6,7 +6,7 @@ import { ApiError, isApiError, type ErrorCode } from "../../core/errors.ts";
 type ValidationIssue = { keyword: string; instancePath: string; message: string; params: Record<string, unknown> };
 
 /** A zod validation failure → the contract's parameter_missing / parameter_unknown / parameter_invalid. */
-function fromValidation(issues: ValidationIssue[], context: string | undefined): ApiError {
+function fromValidation(issues: ValidationIssue[], context: string | undefined, data: unknown): ApiError {
   const issue = issues[0]!;
   const path = issue.instancePath.split("/").filter(Boolean);
   if (issue.keyword === "unrecognized_keys") {
@@ -15,7 +15,8 @@ function fromValidation(issues: ValidationIssue[], context: string | undefined):
     return new ApiError("parameter_unknown", `Received unknown parameter: '${param}'.`, { param });
   }
   const param = path.length ? path.join(".") : context === "body" ? null : (context ?? null);
-  if (issue.keyword === "invalid_type" && /received undefined/.test(issue.message)) {
+  const value = path.reduce<unknown>((node, key) => (node !== null && typeof node === "object" ? (node as Record<string, unknown>)[key] : undefined), data);
+  if (issue.keyword === "invalid_type" && value === undefined) {
     return new ApiError("parameter_missing", `Missing required parameter: '${param}'.`, { param });
   }
   if (param === null) return new ApiError("parameter_invalid", "The request body must be a JSON object.", { param });
@@ -38,7 +39,11 @@ const FASTIFY_MESSAGES: Partial<Record<ErrorCode, string>> = {
 
 export function toApiError(error: FastifyError, request: FastifyRequest): ApiError {
   if (isApiError(error)) return error;
-  if (hasZodFastifySchemaValidationErrors(error)) return fromValidation(error.validation as unknown as ValidationIssue[], error.validationContext);
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    const context = error.validationContext;
+    const data = context === "body" ? request.body : context === "querystring" ? request.query : context === "params" ? request.params : request.headers;
+    return fromValidation(error.validation as unknown as ValidationIssue[], context, data);
+  }
   const code = error.code ? FASTIFY_CODES[error.code] : undefined;
   if (code) return new ApiError(code, FASTIFY_MESSAGES[code] ?? error.message);
   if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { CaptureLinks } from "../../core/capture-links.ts";
-import { isCancelable, isTerminal, eventTypeFor } from "../../core/domain/state-machine.ts";
+import { eventTypeFor, isCancelable, isCaptureOpen, isTerminal } from "../../core/domain/state-machine.ts";
 import { ApiError, notFound } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
 import type { InspectionRecord, Scope } from "../../core/ports/records.ts";
@@ -18,7 +18,7 @@ const CANCEL_WAIT_MS = 5_000;
 export const inspectionRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
-    const view = (r: InspectionRecord) => inspectionView(r, s.config.publicUrl, isTerminal(r.status) || r.status === "processing" ? null : s.captureLinks.url(r.id));
+    const view = (r: InspectionRecord) => inspectionView(r, s.config.publicUrl, isCaptureOpen(r.status) ? s.captureLinks.url(r.id) : null);
     const find = (scope: Scope, id: string): InspectionRecord => {
       const found = s.inspections.get(scope, id);
       if (!found) throw notFound("inspection", id);

@@ -8,7 +8,7 @@ export const PHOTO_LIMITS = {
   maxBytes: 15 * 1024 * 1024,
   /** Decompression bombs: a small file that decodes to a huge bitmap is refused before decoding. */
   maxPixels: 40_000_000,
-  /** Stored photos are bounded too; 4096 px keeps damage detail and caps storage near 2 MB a photo. */
+  /** Stored photos are bounded too: 4096 px on the long side keeps damage detail without keeping a 48 MP original. */
   maxStoredSide: 4096,
   jpegQuality: 85,
 } as const;

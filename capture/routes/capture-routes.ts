@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { photoBlobKey } from "../../core/blob-keys.ts";
 import { CaptureLinks } from "../../core/capture-links.ts";
-import { isCaptureOpen } from "../../core/domain/state-machine.ts";
+import { captureLinkState, isCaptureOpen } from "../../core/domain/state-machine.ts";
 import { normalizeVin, vinProblem, VIN_PROBLEM_MESSAGES } from "../../core/domain/vin.ts";
 import { ApiError } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
@@ -35,9 +35,8 @@ export const captureRoutes =
     const open = (token: string): InspectionRecord => {
       const inspection = s.inspections.getByCaptureTokenHash(CaptureLinks.hash(token));
       if (!inspection) throw new ApiError("resource_missing", "This capture link does not exist; check that it was copied whole.", { param: "token" });
-      if (!isCaptureOpen(inspection.status) || inspection.expiresAt <= s.clock.now()) {
-        throw new ApiError("capture_link_inactive", `This capture link is no longer active: the inspection is ${inspection.expiresAt <= s.clock.now() && isCaptureOpen(inspection.status) ? "expired" : inspection.status}.`);
-      }
+      const state = captureLinkState(inspection.status, inspection.expiresAt, s.clock.now());
+      if (state !== "active") throw new ApiError("capture_link_inactive", `This capture link is no longer active: the inspection is ${state}.`);
       return inspection;
     };
 

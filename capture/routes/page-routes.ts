@@ -3,7 +3,7 @@ import { join } from "node:path";
 import fastifyStatic from "@fastify/static";
 import type { FastifyPluginAsync } from "fastify";
 import { CaptureLinks } from "../../core/capture-links.ts";
-import { isCaptureOpen } from "../../core/domain/state-machine.ts";
+import { captureLinkState } from "../../core/domain/state-machine.ts";
 import type { Services } from "../../core/services.ts";
 
 const PAGE_DIR = join(import.meta.dirname, "../page");
@@ -45,11 +45,7 @@ export const pageRoutes =
       const { token } = request.params as { token: string };
       const inspection = s.inspections.getByCaptureTokenHash(CaptureLinks.hash(token));
       // The server decides which page this is; the script only renders it.
-      let state = "invalid";
-      if (inspection) {
-        const expired = isCaptureOpen(inspection.status) && inspection.expiresAt <= s.clock.now();
-        state = expired ? "expired" : isCaptureOpen(inspection.status) ? "active" : inspection.status;
-      }
+      const state = inspection ? captureLinkState(inspection.status, inspection.expiresAt, s.clock.now()) : "invalid";
       reply.headers(PAGE_HEADERS).type("text/html; charset=utf-8");
       return template.replace("{{state}}", state);
     });

@@ -32,6 +32,15 @@ export const isCancelable = (status: Status): boolean => nextStatus(status, "can
 /** The capture link works only while the customer can still move the inspection forward. */
 export const isCaptureOpen = (status: Status): boolean => status === "created" || status === "in_progress";
 
+/**
+ * What a capture link is now: "active", or the state that closed it. An open inspection past
+ * expires_at reads as "expired" even before the controller's sweep has moved it.
+ */
+export function captureLinkState(status: Status, expiresAt: number, now: number): "active" | Exclude<Status, "created" | "in_progress"> {
+  if (!isCaptureOpen(status)) return status as Exclude<Status, "created" | "in_progress">;
+  return expiresAt <= now ? "expired" : "active";
+}
+
 export type EventType = `inspection.${Status}`;
 export const EVENT_TYPES = STATUSES.map((s) => `inspection.${s}` as EventType);
 export const eventTypeFor = (status: Status): EventType => `inspection.${status}`;

@@ -1,7 +1,8 @@
 import type { Severity } from "../domain/grading.ts";
 import type { Quality } from "../schemas/report.ts";
 
-export type PhotoToInspect = { mediaId: string; angle: string; blobKey: string };
+/** A photo to inspect, with the quality measured when it was uploaded. */
+export type PhotoToInspect = { mediaId: string; angle: string; blobKey: string; quality: Quality };
 
 export type Detection = {
   mediaId: string;

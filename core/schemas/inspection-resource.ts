@@ -7,8 +7,6 @@ import { CreateInspectionBody, Failure, Grade } from "./inspection.ts";
  * schema the API validates with) plus the cancel intent; its status is written by the controller
  * only. crds/inspections.yaml is generated from these (npm run crd), never edited by hand.
  */
-export const CONDITION_TYPES = ["Captured", "Processed", "Ready"] as const;
-
 export const Condition = z.object({
   type: z.string().max(316),
   status: z.enum(["True", "False", "Unknown"]),

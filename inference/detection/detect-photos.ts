@@ -7,7 +7,6 @@ import type { Detection, DetectionResult, PhotoOutcome, PhotoToInspect } from ".
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import type { Quality } from "../../core/schemas/report.ts";
 import { drawEvidence } from "../evidence/draw-evidence.ts";
-import { measureQuality } from "../quality/measure-quality.ts";
 import { letterbox } from "./letterbox.ts";
 import type { Detected, OnnxDetector } from "./onnx-detector.ts";
 import { relativeBbox, type Box } from "./postprocess.ts";
@@ -63,7 +62,10 @@ export async function detectPhotos(blobs: BlobStore, inspectionId: string, photo
       try {
         const meta = await sharp(bytes, { failOn: "error" }).metadata();
         size = { width: meta.width ?? 0, height: meta.height ?? 0 };
-        outcome = { mediaId: photo.mediaId, readable: true, quality: await measureQuality(bytes) };
+        // A whole decode, but a cheap one (shrink-on-load straight to 32 px): a file whose header
+        // parses but whose data is cut short is unreadable too. Its quality was measured on upload.
+        await sharp(bytes, { failOn: "error" }).resize(32, 32, { fit: "inside" }).raw().toBuffer();
+        outcome = { mediaId: photo.mediaId, readable: true, quality: photo.quality };
       } catch {
         // Stays unreadable.
       }

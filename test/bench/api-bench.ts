@@ -65,7 +65,9 @@ const made = await (await fetch(`${base}/v1/inspections`, { method: "POST", head
 // The list runs use an account of their own, so the POST run's inspections do not count.
 const listKey = createKey(loadConfig(env), "test", "bench-list");
 const listAuth = { authorization: `Bearer ${listKey}` };
-const listAccount = (openDatabase(dataDir).prepare("SELECT a.id FROM accounts a WHERE a.name = 'bench-list'").get() as { id: string }).id;
+// One reading connection for the bench's own counts (the service has its own).
+const reader = openDatabase(dataDir);
+const listAccount = (reader.prepare("SELECT a.id FROM accounts a WHERE a.name = 'bench-list'").get() as { id: string }).id;
 
 const rows: [string, Figures, Figures][] = [];
 const bareUrl = `http://127.0.0.1:${barePort}/`;
@@ -73,7 +75,7 @@ try {
   rows.push(["GET /v1/inspections/:id", await load(`${base}/v1/inspections/${made.id}`, { headers: auth }), await load(bareUrl)]);
   rows.push(["POST /v1/inspections", await load(`${base}/v1/inspections`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: createBody }), await load(bareUrl, { method: "POST", headers: { "content-type": "application/json" }, body: createBody })]);
 
-  const stored = () => (openDatabase(dataDir).prepare("SELECT count(*) AS n FROM inspections WHERE account_id = ?").get(listAccount) as { n: number }).n;
+  const stored = () => (reader.prepare("SELECT count(*) AS n FROM inspections WHERE account_id = ?").get(listAccount) as { n: number }).n;
   seed(dataDir, listAccount, 1000, Date.now() - 1000);
   rows.push([`GET /v1/inspections?limit=100 (${stored().toLocaleString("en")} stored)`, await load(`${base}/v1/inspections?limit=100`, { headers: listAuth }), await load(bareUrl)]);
   const t0 = Date.now();
@@ -83,6 +85,7 @@ try {
 } finally {
   svc.kill("SIGTERM");
   bare.kill("SIGTERM");
+  reader.close();
 }
 
 console.log(`\n${CONNECTIONS} connections, ${DURATION_S} s a run, loopback, Node ${process.version}; each service run is paired with a bare Fastify run right after it\n`);

@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
@@ -9,7 +9,7 @@ import { startService, VALID_VIN, withModels, type TestService } from "../helper
 import { until } from "../helpers/webhook-receiver.ts";
 
 /** Uploads one photo per required angle (`override` replaces some), submits, and returns the settled inspection. */
-async function inspect(svc: TestService, key: string, override: Record<string, Buffer> = {}, corrupt: string[] = []) {
+async function inspect(svc: TestService, key: string, override: Record<string, Buffer> = {}, corrupt: string[] = [], truncate: string[] = []) {
   const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
   const base = made.capture_url.replace("/c/", "/capture/v1/");
   await fetch(base);
@@ -21,6 +21,12 @@ async function inspect(svc: TestService, key: string, override: Record<string, B
   }
   // Storage damaged after upload: the stored photo is no longer a JPEG.
   for (const angle of corrupt) writeFileSync(join(svc.dataDir, "blobs", photoBlobKey(made.id, media[angle]!)), "not a jpeg any more");
+  // Cut short: the header still parses, the image data ends half-way.
+  for (const angle of truncate) {
+    const path = join(svc.dataDir, "blobs", photoBlobKey(made.id, media[angle]!));
+    const bytes = readFileSync(path);
+    writeFileSync(path, bytes.subarray(0, Math.floor(bytes.length / 2)));
+  }
   expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
   const settled = await until("settled", async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(), (i: any) => ["completed", "failed"].includes(i.status), 30_000);
   return { inspection: settled, media };
@@ -34,20 +40,21 @@ describe("bad photos and broken models never crash processing", () => {
       const tiny = await sharp(carPhotos(1)[0]!).resize(120, 90).jpeg().toBuffer();
       // A photo with no car in it: a textured wall.
       const wall = await sharp({ create: { width: 640, height: 480, channels: 3, background: "#9c8f80" } }).composite([{ input: Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="640" height="480">${Array.from({ length: 12 }, (_, r) => Array.from({ length: 8 }, (_, c) => `<rect x="${c * 80 + (r % 2) * 40}" y="${r * 40}" width="76" height="36" fill="#b5a592"/>`).join("")).join("")}</svg>`) }]).jpeg().toBuffer();
-      const { inspection, media } = await inspect(svc, key, { left: tiny, rear: wall }, ["right"]);
+      const { inspection, media } = await inspect(svc, key, { left: tiny, rear: wall }, ["right"], ["front_right"]);
       expect(inspection.status).toBe("completed");
       const report = await (await svc.api(key, `/v1/inspections/${inspection.id}/report`)).json();
       const photo = (angle: string) => report.photos.find((p: any) => p.media_id === media[angle]);
       expect(photo("left").quality.problems).toContain("too_small");
       expect(photo("right").quality.problems).toEqual(["unreadable"]);
+      expect(photo("front_right").quality.problems).toEqual(["unreadable"]);
       const found = (angle: string) => report.findings.filter((f: any) => f.media_id === media[angle]);
       expect(found("left")).toEqual([]);
       expect(found("right")).toEqual([]);
-      if (report.model) {
-        // With the parts model, a photo without any car part is reported as showing no vehicle.
-        expect(photo("rear").quality.problems).toContain("no_vehicle");
-        expect(found("rear")).toEqual([]);
-      }
+      expect(found("front_right")).toEqual([]);
+      // The shipped parts model finds no car part on the wall: the photo shows no vehicle.
+      expect(report.model).not.toBeNull();
+      expect(photo("rear").quality.problems).toContain("no_vehicle");
+      expect(found("rear")).toEqual([]);
     } finally {
       await svc.close();
     }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { nextAttemptAt, maxAttempts } from "../../core/domain/delivery-schedule.ts";
 import { overallGrade } from "../../core/domain/grading.ts";
-import { STATUSES, TRANSITIONS, TRIGGERS, isCancelable, isTerminal, nextStatus } from "../../core/domain/state-machine.ts";
+import { STATUSES, TRANSITIONS, TRIGGERS, captureLinkState, isCancelable, isTerminal, nextStatus } from "../../core/domain/state-machine.ts";
 import { expectedCheckDigit, vinProblem } from "../../core/domain/vin.ts";
 import { signWebhook } from "../../core/domain/webhook-signature.ts";
 import { DEFAULT_RETRY_SCHEDULE_MS } from "../../core/config.ts";
@@ -32,6 +32,14 @@ describe("state machine", () => {
 
   it("cancels only before completion", () => {
     expect(STATUSES.filter(isCancelable)).toEqual(["created", "in_progress", "processing"]);
+  });
+
+  it("tells what a capture link is: active, expired past expires_at, or the state that closed it", () => {
+    expect(captureLinkState("created", 2000, 1000)).toBe("active");
+    expect(captureLinkState("in_progress", 2000, 1000)).toBe("active");
+    expect(captureLinkState("in_progress", 1000, 1000)).toBe("expired");
+    expect(captureLinkState("processing", 2000, 1000)).toBe("processing");
+    expect(captureLinkState("canceled", 500, 1000)).toBe("canceled");
   });
 
   it("cannot skip a step", () => {

@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
 
 /**
  * The embedded store: one SQLite file in WAL mode under DATA_DIR. The API, the controller and the
@@ -93,6 +93,20 @@ function migrate(db: Database): void {
       db.exec(`PRAGMA user_version = ${v + 1}`);
     });
   }
+}
+
+const statementCaches = new WeakMap<Database, Map<string, StatementSync>>();
+
+/**
+ * A prepared statement for `sql` on this connection, prepared once and reused: preparing costs more
+ * than running most of these queries, and the stores run them on every request and poll.
+ */
+export function sql(db: Database, text: string): StatementSync {
+  let cache = statementCaches.get(db);
+  if (!cache) statementCaches.set(db, (cache = new Map()));
+  let stmt = cache.get(text);
+  if (!stmt) cache.set(text, (stmt = db.prepare(text)));
+  return stmt;
 }
 
 /** Runs `fn` in an IMMEDIATE transaction, so concurrent writers from other processes wait instead of failing mid-way. */

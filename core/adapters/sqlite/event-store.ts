@@ -1,7 +1,6 @@
 import type { EventStore } from "../../ports/event-store.ts";
 import type { DeliveryAttemptRecord, EventRecord, InspectionRecord, Scope } from "../../ports/records.ts";
-import type { StatementSync } from "node:sqlite";
-import { transaction, type Database } from "./database.ts";
+import { sql, transaction, type Database } from "./database.ts";
 
 type Row = Record<string, string | number | null>;
 
@@ -21,20 +20,14 @@ function toEvent(r: Row): EventRecord {
   };
 }
 
-const insertStatements = new WeakMap<Database, StatementSync>();
-
 /** Appends an event to the outbox; called inside the transaction that made the change it reports. */
 export function insertEvent(db: Database, inspection: InspectionRecord, at: number, e: { id: string; type: string; data: string }): void {
   const deliver = inspection.notifyUrl !== null;
-  let insert = insertStatements.get(db);
-  if (!insert) {
-    insert = db.prepare(
-      `INSERT INTO events (id, account_id, livemode, inspection_id, type, created_at, data, notify_url, delivery_status, next_attempt_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    insertStatements.set(db, insert);
-  }
-  insert.run(e.id, inspection.accountId, inspection.livemode ? 1 : 0, inspection.id, e.type, at, e.data, inspection.notifyUrl,
+  sql(
+    db,
+    `INSERT INTO events (id, account_id, livemode, inspection_id, type, created_at, data, notify_url, delivery_status, next_attempt_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(e.id, inspection.accountId, inspection.livemode ? 1 : 0, inspection.id, e.type, at, e.data, inspection.notifyUrl,
     deliver ? "pending" : "none", deliver ? at : null);
 }
 
@@ -49,26 +42,24 @@ export class SqliteEventStore implements EventStore {
     const live = scope.livemode ? 1 : 0;
     let after = Number.MAX_SAFE_INTEGER;
     if (afterId !== undefined) {
-      const cursor = this.#db.prepare("SELECT seq FROM events WHERE id = ? AND account_id = ? AND livemode = ?").get(afterId, scope.accountId, live) as Row | undefined;
+      const cursor = sql(this.#db, "SELECT seq FROM events WHERE id = ? AND account_id = ? AND livemode = ?").get(afterId, scope.accountId, live) as Row | undefined;
       if (!cursor) return null;
       after = cursor.seq as number;
     }
-    const rows = this.#db
-      .prepare("SELECT * FROM events WHERE account_id = ? AND livemode = ? AND seq < ? ORDER BY seq DESC LIMIT ?")
+    const rows = sql(this.#db, "SELECT * FROM events WHERE account_id = ? AND livemode = ? AND seq < ? ORDER BY seq DESC LIMIT ?")
       .all(scope.accountId, live, after, limit);
     return rows.map((r) => toEvent(r as Row));
   }
 
   get(scope: Scope, id: string): EventRecord | null {
-    const row = this.#db.prepare("SELECT * FROM events WHERE id = ? AND account_id = ? AND livemode = ?").get(id, scope.accountId, scope.livemode ? 1 : 0);
+    const row = sql(this.#db, "SELECT * FROM events WHERE id = ? AND account_id = ? AND livemode = ?").get(id, scope.accountId, scope.livemode ? 1 : 0);
     return row ? toEvent(row as Row) : null;
   }
 
   attempts(eventIds: readonly string[]): Map<string, DeliveryAttemptRecord[]> {
     const out = new Map<string, DeliveryAttemptRecord[]>(eventIds.map((id) => [id, []]));
     if (eventIds.length === 0) return out;
-    const rows = this.#db
-      .prepare(`SELECT * FROM delivery_attempts WHERE event_id IN (${eventIds.map(() => "?").join(",")}) ORDER BY n`)
+    const rows = sql(this.#db, `SELECT * FROM delivery_attempts WHERE event_id IN (${eventIds.map(() => "?").join(",")}) ORDER BY n`)
       .all(...eventIds) as Row[];
     for (const r of rows) {
       out.get(r.event_id as string)!.push({
@@ -84,21 +75,19 @@ export class SqliteEventStore implements EventStore {
   }
 
   due(now: number, limit: number): EventRecord[] {
-    const rows = this.#db
-      .prepare("SELECT * FROM events WHERE delivery_status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?")
+    const rows = sql(this.#db, "SELECT * FROM events WHERE delivery_status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?")
       .all(now, limit);
     return rows.map((r) => toEvent(r as Row));
   }
 
   recordAttempt(a: DeliveryAttemptRecord, next: { nextAttemptAt: number } | { status: "succeeded" | "failed" }): void {
     transaction(this.#db, () => {
-      this.#db
-        .prepare("INSERT INTO delivery_attempts (event_id, n, attempted_at, status_code, latency_ms, error) VALUES (?, ?, ?, ?, ?, ?)")
+      sql(this.#db, "INSERT INTO delivery_attempts (event_id, n, attempted_at, status_code, latency_ms, error) VALUES (?, ?, ?, ?, ?, ?)")
         .run(a.eventId, a.n, a.attemptedAt, a.statusCode, a.latencyMs, a.error);
       if ("status" in next) {
-        this.#db.prepare("UPDATE events SET attempt_count = ?, delivery_status = ?, next_attempt_at = NULL WHERE id = ?").run(a.n, next.status, a.eventId);
+        sql(this.#db, "UPDATE events SET attempt_count = ?, delivery_status = ?, next_attempt_at = NULL WHERE id = ?").run(a.n, next.status, a.eventId);
       } else {
-        this.#db.prepare("UPDATE events SET attempt_count = ?, next_attempt_at = ? WHERE id = ?").run(a.n, next.nextAttemptAt, a.eventId);
+        sql(this.#db, "UPDATE events SET attempt_count = ?, next_attempt_at = ? WHERE id = ?").run(a.n, next.nextAttemptAt, a.eventId);
       }
     });
   }

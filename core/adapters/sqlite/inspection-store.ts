@@ -2,7 +2,7 @@ import type { StatementSync } from "node:sqlite";
 import type { Status } from "../../domain/state-machine.ts";
 import type { EventFactory, InspectionStore, ListFilter, TransitionPatch } from "../../ports/inspection-store.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
-import { transaction, type Database } from "./database.ts";
+import { sql, transaction, type Database } from "./database.ts";
 import { insertEvent } from "./event-store.ts";
 
 type Row = Record<string, string | number | null>;
@@ -55,20 +55,13 @@ function toMedia(r: Row): MediaRecord {
 
 export class SqliteInspectionStore implements InspectionStore {
   readonly #db: Database;
-  readonly #stmts = new Map<string, StatementSync>();
 
   constructor(db: Database) {
     this.#db = db;
   }
 
-  /** Statements are prepared once and reused: preparing is most of the cost of a point query. */
-  #sql(sql: string): StatementSync {
-    let stmt = this.#stmts.get(sql);
-    if (!stmt) {
-      stmt = this.#db.prepare(sql);
-      this.#stmts.set(sql, stmt);
-    }
-    return stmt;
+  #sql(text: string): StatementSync {
+    return sql(this.#db, text);
   }
 
   create(r: InspectionRecord, captureTokenHash: string, event: EventFactory): void {

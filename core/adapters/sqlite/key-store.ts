@@ -1,7 +1,7 @@
 import type { Environment } from "../../ids.ts";
 import { newId } from "../../ids.ts";
 import type { ApiKeyRecord, KeyStore } from "../../ports/key-store.ts";
-import { transaction, type Database } from "./database.ts";
+import { sql, transaction, type Database } from "./database.ts";
 
 type Row = Record<string, string | number | null>;
 
@@ -17,46 +17,41 @@ const toKey = (r: Row): ApiKeyRecord => ({
 
 export class SqliteKeyStore implements KeyStore {
   readonly #db: Database;
-  readonly #byHash;
 
   constructor(db: Database) {
     this.#db = db;
-    // Every authenticated request runs this lookup: prepared once.
-    this.#byHash = db.prepare("SELECT k.*, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?");
   }
 
   #account(name: string, now: number): string {
-    const row = this.#db.prepare("SELECT id FROM accounts WHERE name = ?").get(name) as Row | undefined;
+    const row = sql(this.#db, "SELECT id FROM accounts WHERE name = ?").get(name) as Row | undefined;
     if (row) return row.id as string;
     const id = newId("acct");
-    this.#db.prepare("INSERT INTO accounts (id, name, created_at) VALUES (?, ?, ?)").run(id, name, now);
+    sql(this.#db, "INSERT INTO accounts (id, name, created_at) VALUES (?, ?, ?)").run(id, name, now);
     return id;
   }
 
   createKey(accountName: string, env: Environment, keyHash: string, last4: string, keyId: string, now: number): ApiKeyRecord {
     return transaction(this.#db, () => {
       const accountId = this.#account(accountName, now);
-      this.#db
-        .prepare("INSERT INTO api_keys (id, account_id, livemode, hash, last4, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+      sql(this.#db, "INSERT INTO api_keys (id, account_id, livemode, hash, last4, created_at) VALUES (?, ?, ?, ?, ?, ?)")
         .run(keyId, accountId, env === "live" ? 1 : 0, keyHash, last4, now);
       return { id: keyId, accountId, accountName, livemode: env === "live", last4, createdAt: now, revokedAt: null };
     });
   }
 
   findByHash(keyHash: string): ApiKeyRecord | null {
-    const row = this.#byHash.get(keyHash);
+    const row = sql(this.#db, "SELECT k.*, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?").get(keyHash);
     return row ? toKey(row as Row) : null;
   }
 
   list(): ApiKeyRecord[] {
-    return this.#db
-      .prepare("SELECT k.*, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.created_at, k.id")
+    return sql(this.#db, "SELECT k.*, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.created_at, k.id")
       .all()
       .map((r) => toKey(r as Row));
   }
 
   revoke(keyId: string, now: number): boolean {
-    return this.#db.prepare("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?").run(now, keyId).changes === 1;
+    return sql(this.#db, "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?").run(now, keyId).changes === 1;
   }
 
   webhookSecret(accountName: string, env: Environment, make: () => string, now: number): string {
@@ -69,10 +64,10 @@ export class SqliteKeyStore implements KeyStore {
 
   #secret(accountId: string, livemode: boolean, make: () => string, now: number): string {
     const live = livemode ? 1 : 0;
-    const row = this.#db.prepare("SELECT secret FROM webhook_secrets WHERE account_id = ? AND livemode = ?").get(accountId, live) as Row | undefined;
+    const row = sql(this.#db, "SELECT secret FROM webhook_secrets WHERE account_id = ? AND livemode = ?").get(accountId, live) as Row | undefined;
     if (row) return row.secret as string;
     const secret = make();
-    this.#db.prepare("INSERT INTO webhook_secrets (account_id, livemode, secret, created_at) VALUES (?, ?, ?, ?)").run(accountId, live, secret, now);
+    sql(this.#db, "INSERT INTO webhook_secrets (account_id, livemode, secret, created_at) VALUES (?, ?, ?, ?)").run(accountId, live, secret, now);
     return secret;
   }
 }
