@@ -1,6 +1,5 @@
 import { readFileSync } from "node:fs";
 import type { Config } from "../../core/config.ts";
-import { letterbox } from "../../inference/detection/letterbox.ts";
 import { OnnxDetector } from "../../inference/detection/onnx-detector.ts";
 import { boxMap, f1Thresholds, type Scored, type Truth } from "../../inference/evaluation/box-map.ts";
 import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
@@ -23,19 +22,14 @@ export async function evaluate(config: Config, dataDir: string, modelPath?: stri
   const images = readYoloFolder(dataDir);
   const detections: Scored[][] = [];
   const truths: Truth[][] = [];
-  let inferenceMs = 0;
-  for (let i = 0; i < images.length; i += BATCH) {
-    const chunk = images.slice(i, i + BATCH);
-    const t0 = performance.now();
-    const inputs = await Promise.all(chunk.map((img) => letterbox(readFileSync(img.image), model.size)));
-    const found = await model.detect(inputs);
-    inferenceMs += performance.now() - t0;
-    chunk.forEach((img, j) => {
-      const { width, height } = inputs[j]!.lb;
-      detections.push(found[j]!.filter((d) => toEval[d.cls]! >= 0).map((d) => ({ ...d, cls: toEval[d.cls]! })));
-      truths.push(img.boxes.map((b) => ({ cls: b.cls, x1: b.x1 * width, y1: b.y1 * height, x2: b.x2 * width, y2: b.y2 * height })));
-    });
-  }
+  const t0 = performance.now();
+  const results = await model.detectImages(images.map((img) => readFileSync(img.image)), BATCH);
+  const inferenceMs = performance.now() - t0;
+  images.forEach((img, j) => {
+    const { found, lb: { width, height } } = results[j]!;
+    detections.push(found.filter((d) => toEval[d.cls]! >= 0).map((d) => ({ ...d, cls: toEval[d.cls]! })));
+    truths.push(img.boxes.map((b) => ({ cls: b.cls, x1: b.x1 * width, y1: b.y1 * height, x2: b.x2 * width, y2: b.y2 * height })));
+  });
   await model.close();
   const result = boxMap(detections, truths, EVAL_CLASSES.length);
   const operating = f1Thresholds(detections, truths, EVAL_CLASSES.length);

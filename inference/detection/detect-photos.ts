@@ -7,7 +7,6 @@ import type { Detection, DetectionResult, PhotoOutcome, PhotoToInspect } from ".
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import type { Quality } from "../../core/schemas/report.ts";
 import { drawEvidence } from "../evidence/draw-evidence.ts";
-import { letterbox } from "./letterbox.ts";
 import type { Detected, OnnxDetector } from "./onnx-detector.ts";
 import { relativeBbox, type Box } from "./postprocess.ts";
 
@@ -80,8 +79,9 @@ export async function detectPhotos(blobs: BlobStore, inspectionId: string, photo
   }
   if (!models.damage) return { model: null, photos: outcomes, detections: [] };
 
-  const damage = await models.damage.detect(await Promise.all(searched.map((s) => letterbox(s.bytes, models.damage!.size))));
-  const parts = models.parts ? await models.parts.detect(await Promise.all(searched.map((s) => letterbox(s.bytes, models.parts!.size)))) : null;
+  const images = searched.map((s) => s.bytes);
+  const damage = (await models.damage.detectImages(images)).map((r) => r.found);
+  const parts = models.parts ? (await models.parts.detectImages(images)).map((r) => r.found) : null;
 
   const detections: Detection[] = [];
   for (const [i, s] of searched.entries()) {

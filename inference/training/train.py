@@ -29,6 +29,7 @@ p.add_argument("--size", type=int, default=384)
 p.add_argument("--batch", type=int, default=16)
 p.add_argument("--minutes", type=float, default=55)
 p.add_argument("--max-epochs", type=int, default=300)
+p.add_argument("--epochs", type=int, help="a fixed number of epochs instead of fitting them to --minutes (0 with --init: validate and export that checkpoint)")
 p.add_argument("--eval-every", type=int, default=5)
 p.add_argument("--lr", type=float, default=2e-3)
 p.add_argument("--seed", type=int, default=0)
@@ -110,7 +111,7 @@ def validate(net):
 
 budget = args.minutes * 60
 steps_per_epoch = math.ceil(len(train_imgs) / args.batch)
-planned_epochs = args.max_epochs
+planned_epochs = args.max_epochs if args.epochs is None else args.epochs
 warmup = min(int(args.warmup_epochs * steps_per_epoch), 1000)
 best, best_fit, history = None, -1.0, []
 epoch, step = 0, 0
@@ -145,7 +146,7 @@ while epoch < planned_epochs:
         step += 1
     epoch += 1
     epoch_s = time.time() - e0
-    if epoch == 1:
+    if epoch == 1 and args.epochs is None:
         # The schedule is fitted to the time budget once the cost of an epoch is known.
         planned_epochs = max(2, min(args.max_epochs, int(budget / (epoch_s * 1.08))))
         print(f"epoch takes {epoch_s:.0f} s: planning {planned_epochs} epochs", flush=True)
@@ -161,6 +162,9 @@ while epoch < planned_epochs:
     history.append(line)
     print(json.dumps(line), flush=True)
 
+if best is None:
+    best = ema.state_dict()
+    torch.save({"state_dict": best, "names": names, "size": args.size, "epoch": 0}, os.path.join(args.out, "best.pt"))
 ema.load_state_dict(best)
 final = validate(ema)
 print("selected:", json.dumps({"map50": final["map50"], "map50_95": final["map50_95"], "per_class": {names[c]: v for c, v in final["per_class"].items()}}), flush=True)

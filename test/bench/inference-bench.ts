@@ -1,6 +1,6 @@
 /**
  * `npm run bench:inference`: the detection pipeline on this machine's CPU, on real photos.
- * Whole pipeline (read, letterbox with sharp, batched session.run, decode, NMS) against a bare
+ * Whole pipeline (OnnxDetector.detectImages: letterbox with sharp, batched session.run, decode, NMS) against a bare
  * session.run on the very same tensors, in the same run; and the resident memory of a process with
  * the model loaded, against a bare Node process. A benchmark: it prints, it asserts nothing.
  */
@@ -25,10 +25,7 @@ const model = await OnnxDetector.load(modelPath);
 
 async function pipeline(): Promise<number> {
   const t0 = performance.now();
-  for (let i = 0; i < files.length; i += BATCH) {
-    const inputs = await Promise.all(files.slice(i, i + BATCH).map((f) => letterbox(f, model.size)));
-    await model.detect(inputs);
-  }
+  await model.detectImages(files, BATCH);
   return performance.now() - t0;
 }
 
