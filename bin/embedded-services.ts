@@ -3,7 +3,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { FsBlobStore } from "../core/adapters/fs/fs-blob-store.ts";
-import { openDatabase, type Database } from "../core/adapters/sqlite/database.ts";
+import { Checkpointer } from "../core/adapters/sqlite/checkpointer.ts";
+import { commitGroup, databaseFile, openDatabase, type Database } from "../core/adapters/sqlite/database.ts";
 import { SqliteEventStore } from "../core/adapters/sqlite/event-store.ts";
 import { SqliteIdempotencyStore } from "../core/adapters/sqlite/idempotency-store.ts";
 import { SqliteInspectionStore } from "../core/adapters/sqlite/inspection-store.ts";
@@ -32,6 +33,7 @@ export type EmbeddedServices = Services & { db: Database; close(): Promise<void>
 /** The embedded adapters: SQLite under DATA_DIR for every store, a directory for blobs, in-process signals. */
 export function embeddedServices(config: Config, log: Logger, clock: Clock = systemClock): EmbeddedServices {
   const db = openDatabase(config.dataDir);
+  const checkpointer = new Checkpointer(db, databaseFile(config.dataDir));
   const vin = new VinDecoder(join(config.dataDir, "vpic"), { onError: (err) => log.warn({ err }, "VIN decoding failed") });
   return {
     config,
@@ -48,6 +50,8 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
     signals: new Signals(),
     async close() {
       await vin.close();
+      await checkpointer.close();
+      commitGroup(db);
       db.close();
     },
   };

@@ -48,7 +48,7 @@ export const inspectionRoutes =
         openedAt: null, submitRequestedAt: null, cancelRequestedAt: null, vinObserved: null,
         processingAttempts: 0, processingDueAt: null, reconcileGeneration: 0,
       };
-      s.inspections.create(record, CaptureLinks.hash(s.captureLinks.token(id)), (r) => {
+      await s.inspections.create(record, CaptureLinks.hash(s.captureLinks.token(id)), (r) => {
         const eventId = newId("evt");
         return { id: eventId, type: eventTypeFor(r.status), data: eventPayload(eventId, eventTypeFor(r.status), r, s.config.publicUrl) };
       });

@@ -24,7 +24,8 @@ export type EventFactory = (after: InspectionRecord) => { id: string; type: stri
  * to the outbox atomically, so no move is ever without its event.
  */
 export interface InspectionStore {
-  create(record: InspectionRecord, captureTokenHash: string, event: EventFactory): void;
+  /** Stores a new inspection with its first event; resolves once both are durable. */
+  create(record: InspectionRecord, captureTokenHash: string, event: EventFactory): Promise<void>;
   get(scope: Scope, id: string): InspectionRecord | null;
   getById(id: string): InspectionRecord | null;
   getByCaptureTokenHash(hash: string): InspectionRecord | null;

@@ -20,15 +20,20 @@ import { sampleInspection } from "./fixtures.ts";
  * One contract suite per port, run against every adapter of it. The cluster adapters (NATS
  * JetStream KV, Kubernetes custom resources, S3) join these lists when they land.
  */
-type Stores = { inspections: InspectionStore; events: EventStore; keys: KeyStore; idempotency: IdempotencyStore };
+type Stores = { inspections: InspectionStore; events: EventStore; keys: KeyStore; idempotency: IdempotencyStore; reopen: () => InspectionStore };
 const tmp = (p: string) => mkdtempSync(join(tmpdir(), p));
 
 const STORE_ADAPTERS: { name: string; make: () => Stores }[] = [
   {
     name: "sqlite",
     make: () => {
-      const db = openDatabase(tmp("vi-contract-"));
-      return { inspections: new SqliteInspectionStore(db), events: new SqliteEventStore(db), keys: new SqliteKeyStore(db), idempotency: new SqliteIdempotencyStore(db) };
+      const dir = tmp("vi-contract-");
+      const db = openDatabase(dir);
+      return {
+        inspections: new SqliteInspectionStore(db), events: new SqliteEventStore(db), keys: new SqliteKeyStore(db), idempotency: new SqliteIdempotencyStore(db),
+        // A second connection: what it reads, another process would.
+        reopen: () => new SqliteInspectionStore(openDatabase(dir)),
+      };
     },
   },
 ];
@@ -39,10 +44,10 @@ const scope = { accountId: "acct_a", livemode: false };
 
 for (const adapter of STORE_ADAPTERS) {
   describe(`InspectionStore contract: ${adapter.name}`, () => {
-    it("creates with its event, and scopes reads by account and environment", () => {
+    it("creates with its event, and scopes reads by account and environment", async () => {
       const { inspections, events } = adapter.make();
       const r = sampleInspection();
-      inspections.create(r, "tok-hash", event());
+      await inspections.create(r, "tok-hash", event());
       expect(inspections.get(scope, r.id)).toEqual(r);
       expect(inspections.get({ ...scope, livemode: true }, r.id)).toBeNull();
       expect(inspections.get({ ...scope, accountId: "acct_b" }, r.id)).toBeNull();
@@ -50,10 +55,38 @@ for (const adapter of STORE_ADAPTERS) {
       expect(events.list(scope, 10)!.map((e) => e.inspectionId)).toEqual([r.id]);
     });
 
-    it("transition is a compare-and-set that appends exactly one event", () => {
+    it("create resolves once the inspection is durable, also for many at once, and a failing one fails alone", async () => {
+      const { inspections, reopen } = adapter.make();
+      const rows = Array.from({ length: 20 }, () => sampleInspection());
+      const broken = sampleInspection();
+      const results = await Promise.allSettled([
+        ...rows.map((r, i) => inspections.create(r, `h${i}`, event())),
+        inspections.create(broken, "h-broken", () => { throw new Error("no event"); }),
+      ]);
+      expect(results.map((r) => r.status)).toEqual([...rows.map(() => "fulfilled"), "rejected"]);
+      const other = reopen();
+      for (const r of rows) expect(other.get(scope, r.id)).toEqual(r);
+      expect(other.get(scope, broken.id)).toBeNull();
+      expect(inspections.get(scope, broken.id)).toBeNull();
+    });
+
+    it("a transition while creates are pending keeps both", async () => {
+      const { inspections, reopen } = adapter.make();
+      const first = sampleInspection();
+      await inspections.create(first, "h1", event());
+      const pending = sampleInspection();
+      const created = inspections.create(pending, "h2", event());
+      expect(inspections.transition(first.id, "created", "in_progress", first.createdAt + 1, {}, event("inspection.in_progress"))?.status).toBe("in_progress");
+      await created;
+      const other = reopen();
+      expect(other.get(scope, first.id)?.status).toBe("in_progress");
+      expect(other.get(scope, pending.id)?.status).toBe("created");
+    });
+
+    it("transition is a compare-and-set that appends exactly one event", async () => {
       const { inspections, events } = adapter.make();
       const r = sampleInspection();
-      inspections.create(r, "h", event());
+      await inspections.create(r, "h", event());
       const moved = inspections.transition(r.id, "created", "in_progress", r.createdAt + 1000, {}, event("inspection.in_progress"));
       expect(moved?.status).toBe("in_progress");
       expect(inspections.transition(r.id, "created", "canceled", r.createdAt + 2000, { canceledAt: 1 }, event("inspection.canceled"))).toBeNull();
@@ -61,20 +94,20 @@ for (const adapter of STORE_ADAPTERS) {
       expect(inspections.get(scope, r.id)!.canceledAt).toBeNull();
     });
 
-    it("stores the report with the completing move, atomically", () => {
+    it("stores the report with the completing move, atomically", async () => {
       const { inspections } = adapter.make();
       const r = sampleInspection({ status: "processing" });
-      inspections.create(r, "h", event());
+      await inspections.create(r, "h", event());
       inspections.transition(r.id, "processing", "completed", r.createdAt, { completedAt: r.createdAt, summary: { findings: 0, grade: "none" }, report: '{"a":1}' }, event());
       expect(inspections.getReport(r.id)).toBe('{"a":1}');
       expect(inspections.get(scope, r.id)!.summary).toEqual({ findings: 0, grade: "none" });
     });
 
-    it("keyset pages by (created_at seconds, id) descending, and filters", () => {
+    it("keyset pages by (created_at seconds, id) descending, and filters", async () => {
       const { inspections } = adapter.make();
       const t = Date.now();
       const rows = Array.from({ length: 7 }, (_, i) => sampleInspection({ createdAt: t + Math.floor(i / 3) * 1000, reference: i % 2 ? "odd" : "even" }));
-      rows.forEach((r, i) => inspections.create(r, `h${i}`, event()));
+      await Promise.all(rows.map((r, i) => inspections.create(r, `h${i}`, event())));
       const expected = [...rows].sort((a, b) => Math.floor(b.createdAt / 1000) - Math.floor(a.createdAt / 1000) || (a.id < b.id ? 1 : -1)).map((r) => r.id);
       const page1 = inspections.list(scope, { limit: 4 });
       const last = page1.at(-1)!;
@@ -83,10 +116,10 @@ for (const adapter of STORE_ADAPTERS) {
       expect(inspections.list(scope, { limit: 10, reference: "odd" })).toHaveLength(3);
     });
 
-    it("intents mark an inspection for reconcile until the controller clears that generation", () => {
+    it("intents mark an inspection for reconcile until the controller clears that generation", async () => {
       const { inspections } = adapter.make();
       const r = sampleInspection();
-      inspections.create(r, "h", event());
+      await inspections.create(r, "h", event());
       expect(inspections.needingReconcile(Date.now(), 10)).toHaveLength(0);
       inspections.recordOpened(r.id, Date.now());
       const [due] = inspections.needingReconcile(Date.now(), 10);
@@ -104,10 +137,10 @@ for (const adapter of STORE_ADAPTERS) {
   });
 
   describe(`EventStore contract: ${adapter.name}`, () => {
-    it("lists newest first with a cursor, and settles deliveries by attempts", () => {
+    it("lists newest first with a cursor, and settles deliveries by attempts", async () => {
       const { inspections, events } = adapter.make();
       const r = sampleInspection({ notifyUrl: "https://example.com/h" });
-      inspections.create(r, "h", event());
+      await inspections.create(r, "h", event());
       inspections.transition(r.id, "created", "in_progress", Date.now(), {}, event("inspection.in_progress"));
       const [newest, oldest] = events.list(scope, 10)!;
       expect(events.list(scope, 10, newest!.id)!.map((e) => e.id)).toEqual([oldest!.id]);
@@ -122,9 +155,9 @@ for (const adapter of STORE_ADAPTERS) {
       expect(events.attempts([oldest!.id]).get(oldest!.id)!.map((a) => a.statusCode)).toEqual([500]);
     });
 
-    it("an inspection without notify_url has events with delivery none", () => {
+    it("an inspection without notify_url has events with delivery none", async () => {
       const { inspections, events } = adapter.make();
-      inspections.create(sampleInspection(), "h", event());
+      await inspections.create(sampleInspection(), "h", event());
       expect(events.list(scope, 1)![0]!.deliveryStatus).toBe("none");
       expect(events.due(Date.now(), 10)).toHaveLength(0);
     });

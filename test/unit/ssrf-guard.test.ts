@@ -57,7 +57,7 @@ describe("delivery-time check", () => {
     const { accountId } = keys.createKey("a", "test", "hash-of-key", "abcd", "key_1", Date.now());
     // As if the name resolved to a public address at creation and to loopback now.
     const record = sampleInspection({ notifyUrl: receiver.url, accountId });
-    inspections.create(record, "hash", () => ({ id: "evt_ssrf0000000000000000000000", type: "inspection.created", data: "{}" }));
+    await inspections.create(record, "hash", () => ({ id: "evt_ssrf0000000000000000000000", type: "inspection.created", data: "{}" }));
     const dispatcher = new WebhookDispatcher({
       events, keys, clock: systemClock, log: pino({ level: "silent" }),
       retryScheduleMs: [1000], timeoutMs: 2000, allowPrivateTargets: false, pollMs: 100,

@@ -75,9 +75,11 @@ const MIGRATIONS: string[] = [
 
 export type Database = DatabaseSync;
 
+export const databaseFile = (dataDir: string) => join(dataDir, "inspections.db");
+
 export function openDatabase(dataDir: string): Database {
   mkdirSync(dataDir, { recursive: true });
-  const db = new DatabaseSync(join(dataDir, "inspections.db"), { timeout: 5_000 });
+  const db = new DatabaseSync(databaseFile(dataDir), { timeout: 5_000 });
   // synchronous=NORMAL in WAL mode: a commit survives a process crash (the contract's restart promise);
   // only a power loss can take the last commits. 64 MB of page cache keeps list pages warm.
   db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536;");
@@ -111,6 +113,8 @@ export function sql(db: Database, text: string): StatementSync {
 
 /** Runs `fn` in an IMMEDIATE transaction, so concurrent writers from other processes wait instead of failing mid-way. */
 export function transaction<T>(db: Database, fn: () => T): T {
+  // A group still open on this connection commits first: a transaction cannot nest in it.
+  commitGroup(db);
   db.exec("BEGIN IMMEDIATE");
   try {
     const result = fn();
@@ -120,4 +124,55 @@ export function transaction<T>(db: Database, fn: () => T): T {
     db.exec("ROLLBACK");
     throw error;
   }
+}
+
+type Group = { settle: ((error?: unknown) => void)[] };
+const openGroups = new WeakMap<Database, Group>();
+
+/**
+ * Group commit: runs `fn` now, in a transaction shared by every grouped write of this turn of the
+ * event loop, and resolves once that transaction has committed. A commit costs far more than the
+ * inserts it carries (WAL frames for every page touched, checkpoints), so twenty creates arriving
+ * together pay for one. Each write has its own savepoint: one that throws is undone alone and
+ * rejects alone. The caller answers its client only after the promise resolves, so nothing
+ * acknowledged can be lost; if the commit itself fails, every write of the group rejects.
+ */
+export function groupCommit<T>(db: Database, fn: () => T): Promise<T> {
+  let group = openGroups.get(db);
+  if (!group) {
+    db.exec("BEGIN IMMEDIATE");
+    openGroups.set(db, (group = { settle: [] }));
+    setImmediate(() => commitGroup(db));
+  }
+  db.exec("SAVEPOINT grouped");
+  let result: T;
+  try {
+    result = fn();
+    db.exec("RELEASE grouped");
+  } catch (error) {
+    db.exec("ROLLBACK TO grouped");
+    db.exec("RELEASE grouped");
+    return Promise.reject(error);
+  }
+  const settle = group.settle;
+  return new Promise((resolve, reject) => settle.push((error) => (error === undefined ? resolve(result) : reject(error))));
+}
+
+/** Commits this connection's open group, if any, and settles its writes. Also called before closing. */
+export function commitGroup(db: Database): void {
+  const group = openGroups.get(db);
+  if (!group) return;
+  openGroups.delete(db);
+  let failure: unknown;
+  try {
+    db.exec("COMMIT");
+  } catch (error) {
+    failure = error ?? new Error("group commit failed");
+    try {
+      db.exec("ROLLBACK");
+    } catch {
+      // The failed COMMIT may already have rolled back.
+    }
+  }
+  for (const settle of group.settle) settle(failure);
 }

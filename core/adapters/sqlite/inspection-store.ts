@@ -2,7 +2,7 @@ import type { StatementSync } from "node:sqlite";
 import type { Status } from "../../domain/state-machine.ts";
 import type { EventFactory, InspectionStore, ListFilter, TransitionPatch } from "../../ports/inspection-store.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
-import { sql, transaction, type Database } from "./database.ts";
+import { groupCommit, sql, transaction, type Database } from "./database.ts";
 import { insertEvent } from "./event-store.ts";
 
 type Row = Record<string, string | number | null>;
@@ -64,8 +64,8 @@ export class SqliteInspectionStore implements InspectionStore {
     return sql(this.#db, text);
   }
 
-  create(r: InspectionRecord, captureTokenHash: string, event: EventFactory): void {
-    transaction(this.#db, () => {
+  create(r: InspectionRecord, captureTokenHash: string, event: EventFactory): Promise<void> {
+    return groupCommit(this.#db, () => {
       this.#sql(
         `INSERT INTO inspections (id, account_id, livemode, status, reference, vin, make, model, year, notify_url,
            capture_token_hash, expires_at, created_at, updated_at)

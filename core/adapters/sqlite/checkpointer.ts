@@ -1,0 +1,41 @@
+import { Worker } from "node:worker_threads";
+import type { Database } from "./database.ts";
+
+// Plain CommonJS, run with eval: the thread needs nothing of the project but a connection of its own.
+const WORKER = `
+const { DatabaseSync } = require("node:sqlite");
+const { parentPort, workerData } = require("node:worker_threads");
+const db = new DatabaseSync(workerData.file, { timeout: 5000 });
+const timer = setInterval(() => {
+  try { db.exec("PRAGMA wal_checkpoint(PASSIVE)"); } catch { /* busy: the next tick tries again */ }
+}, workerData.everyMs);
+parentPort.on("message", () => { clearInterval(timer); db.close(); parentPort.close(); });
+`;
+
+/** Past this many WAL pages the writer checkpoints itself: only if the checkpointer thread has stopped. */
+const SAFETY_NET_PAGES = 50_000;
+
+/**
+ * Copies the WAL back into the database file from a thread of its own. SQLite's automatic
+ * checkpoint runs inside whichever commit crosses the threshold, with a file sync, and that commit's
+ * request (and every request behind it on the event loop) waits: it set the POST p99. A passive
+ * checkpoint never blocks the writer or readers; the writer's own automatic checkpoint stays as a
+ * safety net, far above what the thread lets the WAL grow to.
+ */
+export class Checkpointer {
+  readonly #worker: Worker;
+
+  constructor(db: Database, file: string, everyMs = 200) {
+    db.exec(`PRAGMA wal_autocheckpoint = ${SAFETY_NET_PAGES}`);
+    this.#worker = new Worker(WORKER, { eval: true, workerData: { file, everyMs } });
+    // The thread holds no request: it must not keep the process alive, nor take it down.
+    this.#worker.unref();
+    this.#worker.on("error", () => {});
+  }
+
+  async close(): Promise<void> {
+    const exited = new Promise((resolve) => this.#worker.once("exit", resolve));
+    this.#worker.postMessage("stop");
+    await exited;
+  }
+}
