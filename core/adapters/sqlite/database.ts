@@ -131,11 +131,13 @@ const openGroups = new WeakMap<Database, Group>();
 
 /**
  * Group commit: runs `fn` now, in a transaction shared by every grouped write of this turn of the
- * event loop, and resolves once that transaction has committed. A commit costs far more than the
- * inserts it carries (WAL frames for every page touched, checkpoints), so twenty creates arriving
- * together pay for one. Each write has its own savepoint: one that throws is undone alone and
- * rejects alone. The caller answers its client only after the promise resolves, so nothing
- * acknowledged can be lost; if the commit itself fails, every write of the group rejects.
+ * event loop, and resolves once that transaction has committed. A lone create's COMMIT (WAL frames
+ * for every page touched, checkpoints) took 44% of a POST's CPU against 9% for its inserts, so the
+ * creates arriving together share one. Each write has its own savepoint: one that throws is undone
+ * alone and rejects alone. The caller answers its client only after the promise resolves, so
+ * nothing acknowledged can be lost; if the commit itself fails, every write of the group rejects.
+ * A statement run outside transaction() while a group is open (idempotency and delivery
+ * bookkeeping) joins the group and commits with it, within the same turn.
  */
 export function groupCommit<T>(db: Database, fn: () => T): Promise<T> {
   let group = openGroups.get(db);
