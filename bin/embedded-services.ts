@@ -33,7 +33,9 @@ export type EmbeddedServices = Services & { db: Database; close(): Promise<void>
 /** The embedded adapters: SQLite under DATA_DIR for every store, a directory for blobs, in-process signals. */
 export function embeddedServices(config: Config, log: Logger, clock: Clock = systemClock): EmbeddedServices {
   const db = openDatabase(config.dataDir);
-  const checkpointer = new Checkpointer(db, databaseFile(config.dataDir));
+  const checkpointer = new Checkpointer(db, databaseFile(config.dataDir), {
+    onStop: (err) => log.warn({ err }, "the WAL checkpoint thread stopped; SQLite checkpoints on commit again"),
+  });
   const vin = new VinDecoder(join(config.dataDir, "vpic"), { onError: (err) => log.warn({ err }, "VIN decoding failed") });
   return {
     config,

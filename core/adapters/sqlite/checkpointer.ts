@@ -14,6 +14,7 @@ parentPort.on("message", () => { clearInterval(timer); db.close(); parentPort.cl
 
 /** Past this many WAL pages the writer checkpoints itself: only if the checkpointer thread has stopped. */
 const SAFETY_NET_PAGES = 50_000;
+const SQLITE_DEFAULT_PAGES = 1000;
 
 /**
  * Copies the WAL back into the database file from a thread of its own. SQLite's automatic
@@ -24,18 +25,32 @@ const SAFETY_NET_PAGES = 50_000;
  */
 export class Checkpointer {
   readonly #worker: Worker;
+  readonly #exited: Promise<void>;
+  #closing = false;
 
-  constructor(db: Database, file: string, everyMs = 200) {
+  /** `onStop`: the thread stopped on its own (an error); the writer then checkpoints itself again. */
+  constructor(db: Database, file: string, options: { everyMs?: number; onStop?: (error: unknown) => void } = {}) {
     db.exec(`PRAGMA wal_autocheckpoint = ${SAFETY_NET_PAGES}`);
-    this.#worker = new Worker(WORKER, { eval: true, workerData: { file, everyMs } });
+    this.#worker = new Worker(WORKER, { eval: true, workerData: { file, everyMs: options.everyMs ?? 200 } });
     // The thread holds no request: it must not keep the process alive, nor take it down.
     this.#worker.unref();
-    this.#worker.on("error", () => {});
+    let failure: unknown;
+    this.#worker.on("error", (error) => (failure = error));
+    this.#exited = new Promise((resolve) =>
+      this.#worker.once("exit", () => {
+        if (!this.#closing) {
+          // Without the thread the WAL would grow to the safety net: back to SQLite's own default.
+          db.exec(`PRAGMA wal_autocheckpoint = ${SQLITE_DEFAULT_PAGES}`);
+          options.onStop?.(failure);
+        }
+        resolve();
+      }),
+    );
   }
 
   async close(): Promise<void> {
-    const exited = new Promise((resolve) => this.#worker.once("exit", resolve));
+    this.#closing = true;
     this.#worker.postMessage("stop");
-    await exited;
+    await this.#exited;
   }
 }
