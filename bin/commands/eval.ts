@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { Config } from "../../core/config.ts";
+import { detectImages } from "../../inference/detection/detect-images.ts";
 import { OnnxDetector } from "../../inference/detection/onnx-detector.ts";
 import { boxMap, f1Thresholds, type Scored, type Truth } from "../../inference/evaluation/box-map.ts";
 import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
@@ -23,10 +24,10 @@ export async function evaluate(config: Config, dataDir: string, modelPath?: stri
   const detections: Scored[][] = [];
   const truths: Truth[][] = [];
   const t0 = performance.now();
-  const results = await model.detectImages(images.map((img) => readFileSync(img.image)), BATCH);
+  const [results] = await detectImages([model], images.map((img) => readFileSync(img.image)), { batchSize: BATCH });
   const inferenceMs = performance.now() - t0;
   images.forEach((img, j) => {
-    const { found, lb: { width, height } } = results[j]!;
+    const { found, lb: { width, height } } = results![j]!;
     detections.push(found.filter((d) => toEval[d.cls]! >= 0).map((d) => ({ ...d, cls: toEval[d.cls]! })));
     truths.push(img.boxes.map((b) => ({ cls: b.cls, x1: b.x1 * width, y1: b.y1 * height, x2: b.x2 * width, y2: b.y2 * height })));
   });

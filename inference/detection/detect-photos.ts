@@ -7,6 +7,7 @@ import type { Detection, DetectionResult, PhotoOutcome, PhotoToInspect } from ".
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import type { Quality } from "../../core/schemas/report.ts";
 import { drawEvidence } from "../evidence/draw-evidence.ts";
+import { detectImages } from "./detect-images.ts";
 import type { Detected, OnnxDetector } from "./onnx-detector.ts";
 import { relativeBbox, type Box } from "./postprocess.ts";
 
@@ -79,9 +80,9 @@ export async function detectPhotos(blobs: BlobStore, inspectionId: string, photo
   }
   if (!models.damage) return { model: null, photos: outcomes, detections: [] };
 
-  const images = searched.map((s) => s.bytes);
-  const damage = (await models.damage.detectImages(images)).map((r) => r.found);
-  const parts = models.parts ? (await models.parts.detectImages(images)).map((r) => r.found) : null;
+  const [damageRuns, partsRuns] = await detectImages(models.parts ? [models.damage, models.parts] : [models.damage], searched.map((s) => s.bytes));
+  const damage = damageRuns!.map((r) => r.found);
+  const parts = partsRuns?.map((r) => r.found) ?? null;
 
   const detections: Detection[] = [];
   for (const [i, s] of searched.entries()) {

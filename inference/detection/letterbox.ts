@@ -3,42 +3,71 @@ import type { Letterbox } from "./postprocess.ts";
 
 export const PAD_GREY = 114;
 
+export type Letterboxed = { chw: Float32Array; lb: Letterbox };
+
+/** Scaled size and padding of a width×height photo fitted into a size×size square. */
+function fit(width: number, height: number, size: number) {
+  const scale = Math.min(size / width, size / height);
+  const w = Math.max(1, Math.round(width * scale));
+  const h = Math.max(1, Math.round(height * scale));
+  return { w, h, lb: { scale: w / width, padX: Math.floor((size - w) / 2), padY: Math.floor((size - h) / 2), width, height } };
+}
+
 /**
  * The photo scaled to fit a size×size square without stretching (phone photos are 4:3 or 16:9),
  * padded with grey, as a CHW float tensor in 0–1. Returns the geometry to map boxes back.
  */
-export async function letterbox(image: Buffer, size: number): Promise<{ chw: Float32Array; lb: Letterbox }> {
-  // One decode: the header gives the upright size, then a single pipeline orients, scales (JPEG
-  // shrink-on-load does most of it) and hands back raw RGB.
+export async function letterbox(image: Buffer, size: number): Promise<Letterboxed> {
+  return (await letterboxes(image, [size]))[0]!;
+}
+
+/**
+ * The photo letterboxed for several models at once (the damage and the parts model), decoded once:
+ * the JPEG decode is most of a letterbox's cost. For one model the decode goes straight to its
+ * square. For several it is scaled down only by the power of two that JPEG shrink-on-load gives for
+ * free (none for a 640 px photo, 4 for a 2400 px one) and each square is scaled from those pixels, so
+ * each model gets the tensor a decode of its own would have given it (the same bytes, at 640 px).
+ */
+export async function letterboxes(image: Buffer, sizes: number[]): Promise<Letterboxed[]> {
   const input = sharp(image, { failOn: "error", limitInputPixels: 40_000_000 });
   const meta = await input.metadata();
   const width = meta.autoOrient?.width ?? meta.width ?? 0;
   const height = meta.autoOrient?.height ?? meta.height ?? 0;
   if (!width || !height) throw new Error("the image has no size");
-  const scale = Math.min(size / width, size / height);
-  const w = Math.max(1, Math.round(width * scale));
-  const h = Math.max(1, Math.round(height * scale));
-  const padX = Math.floor((size - w) / 2);
-  const padY = Math.floor((size - h) / 2);
-  // The grey border is written here, with the float conversion, rather than by sharp's extend():
-  // padding in libvips cost about a millisecond of CPU on a 4:3 photo, a fifth of the whole letterbox.
-  const scaled = await input
+  const largest = fit(width, height, Math.max(...sizes));
+  const shrink = 2 ** Math.max(0, Math.min(3, Math.floor(Math.log2(width / largest.w))));
+  const decoded = sizes.length === 1 ? largest : { w: Math.round(width / shrink), h: Math.round(height / shrink) };
+  const pixels = await input
     .rotate()
     // Bilinear, as YOLO letterboxing conventionally is; sharp's default Lanczos-3 costs more for no gain at 384 px.
-    .resize(w, h, { fit: "fill", kernel: "linear" })
+    .resize(decoded.w, decoded.h, { fit: "fill", kernel: "linear" })
     .removeAlpha()
     .toColourspace("srgb")
     .raw()
     .toBuffer();
+  return Promise.all(sizes.map(async (size) => {
+    const { w, h, lb } = fit(width, height, size);
+    const scaled = w === decoded.w && h === decoded.h ? pixels
+      : await sharp(pixels, { raw: { width: decoded.w, height: decoded.h, channels: 3 } }).resize(w, h, { fit: "fill", kernel: "linear" }).raw().toBuffer();
+    return { chw: toChw(scaled, w, h, size, lb), lb };
+  }));
+}
+
+/**
+ * Interleaved RGB bytes into a size×size CHW float square, the grey border written here rather than
+ * by sharp's extend(): padding in libvips cost about a millisecond of CPU on a 4:3 photo, a fifth of
+ * the whole letterbox.
+ */
+function toChw(rgb: Buffer, w: number, h: number, size: number, { padX, padY }: Letterbox): Float32Array {
   const plane = size * size;
   const chw = new Float32Array(3 * plane).fill(PAD_GREY / 255);
   const k = 1 / 255;
   for (let y = 0, i = 0; y < h; y++) {
     for (let p = (y + padY) * size + padX, end = p + w; p < end; i += 3, p++) {
-      chw[p] = scaled[i]! * k;
-      chw[plane + p] = scaled[i + 1]! * k;
-      chw[2 * plane + p] = scaled[i + 2]! * k;
+      chw[p] = rgb[i]! * k;
+      chw[plane + p] = rgb[i + 1]! * k;
+      chw[2 * plane + p] = rgb[i + 2]! * k;
     }
   }
-  return { chw, lb: { scale: w / width, padX, padY, width, height } };
+  return chw;
 }

@@ -2,7 +2,6 @@ import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import * as ort from "onnxruntime-node";
-import { letterbox } from "./letterbox.ts";
 import { classNames, onnxMetadata } from "./onnx-metadata.ts";
 import { candidates, nms, unletterbox, type Box, type Candidate, type Letterbox } from "./postprocess.ts";
 
@@ -76,27 +75,6 @@ export class OnnxDetector {
         ...unletterbox(c, lb), score: c.score, cls: c.cls, name: this.names[c.cls]!,
       })),
     );
-  }
-
-  /**
-   * Encoded photos letterboxed and detected in batches. The next batch is decoded (sharp, on libuv's
-   * threads) while the current one runs (onnxruntime's threads), so the decode hides in whatever CPU
-   * the model leaves idle. Returns each photo's detections and letterbox geometry, in order.
-   */
-  async detectImages(images: Buffer[], batchSize = 8, thresholds?: ArrayLike<number>): Promise<{ found: Detected[]; lb: Letterbox }[]> {
-    const prepare = (from: number) => Promise.all(images.slice(from, from + batchSize).map((image) => letterbox(image, this.size)));
-    const out: { found: Detected[]; lb: Letterbox }[] = [];
-    let next = images.length > 0 ? prepare(0) : null;
-    for (let from = 0; next; from += batchSize) {
-      const inputs = await next;
-      next = from + batchSize < images.length ? prepare(from + batchSize) : null;
-      // A photo that fails to decode rejects the batch being prepared; keep that rejection from
-      // going unhandled while this batch runs.
-      next?.catch(() => {});
-      const found = await this.detect(inputs, thresholds);
-      inputs.forEach((input, i) => out.push({ found: found[i]!, lb: input.lb }));
-    }
-    return out;
   }
 
   async close(): Promise<void> {

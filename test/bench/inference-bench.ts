@@ -1,20 +1,24 @@
 /**
  * `npm run bench:inference`: the detection pipeline on this machine's CPU, on real photos.
- * Whole pipeline (OnnxDetector.detectImages: letterbox with sharp, batched session.run, decode, NMS) against a bare
+ * Whole pipeline (detectImages: letterbox with sharp, batched session.run, decode, NMS) against a bare
  * session.run on the very same tensors, in the same run; and the resident memory of a process with
- * the model loaded, against a bare Node process. A benchmark: it prints, it asserts nothing.
+ * the model loaded, against a bare Node process. With a parts model configured, also what processing
+ * runs: both models over the photos, decoded once for both against a decode per model.
+ * A benchmark: it prints, it asserts nothing.
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../../core/config.ts";
+import { detectImages } from "../../inference/detection/detect-images.ts";
 import { letterbox } from "../../inference/detection/letterbox.ts";
 import { OnnxDetector } from "../../inference/detection/onnx-detector.ts";
 import { DATASETS } from "../helpers/photos.ts";
 
 const PHOTOS = Number(process.env.BENCH_PHOTOS ?? 64);
 const BATCH = 8;
-const ROUNDS = 3;
+// Best of several rounds, pipeline and bare interleaved: on a shared host single rounds swing by 15%.
+const ROUNDS = 5;
 const config = loadConfig();
 const modelPath = process.env.DAMAGE_MODEL ?? config.models.damageModel;
 if (!modelPath) throw new Error("no damage model: set DAMAGE_MODEL or add inference/models/damage/model.onnx");
@@ -25,7 +29,7 @@ const model = await OnnxDetector.load(modelPath);
 
 async function pipeline(): Promise<number> {
   const t0 = performance.now();
-  await model.detectImages(files, BATCH);
+  await detectImages([model], files, { batchSize: BATCH });
   return performance.now() - t0;
 }
 
@@ -36,6 +40,24 @@ async function bare(): Promise<number> {
   return performance.now() - t0;
 }
 
+const partsPath = config.models.partsModel;
+const parts = partsPath ? await OnnxDetector.load(partsPath) : null;
+/** Processing's detection: both models, each photo decoded once (or, for comparison, once per model). */
+async function bothModels(decodeOnce: boolean): Promise<number> {
+  const t0 = performance.now();
+  if (decodeOnce) await detectImages([model, parts!], files, { batchSize: BATCH });
+  else for (const m of [model, parts!]) await detectImages([m], files, { batchSize: BATCH });
+  return performance.now() - t0;
+}
+const partsTensors = parts ? await Promise.all(files.map((f) => letterbox(f, parts.size))) : [];
+async function bothBare(): Promise<number> {
+  const t0 = performance.now();
+  for (const [m, ts] of [[model, tensors], [parts!, partsTensors]] as const) {
+    for (let i = 0; i < ts.length; i += BATCH) await m.forward(ts.slice(i, i + BATCH).map((t) => t.chw));
+  }
+  return performance.now() - t0;
+}
+
 await pipeline(); // warm-up: first runs allocate
 await bare();
 const p: number[] = [];
@@ -43,6 +65,18 @@ const b: number[] = [];
 for (let r = 0; r < ROUNDS; r++) {
   p.push(await pipeline());
   b.push(await bare());
+}
+const once: number[] = [];
+const each: number[] = [];
+const bb: number[] = [];
+if (parts) {
+  await bothModels(true);
+  await bothBare();
+  for (let r = 0; r < ROUNDS; r++) {
+    once.push(await bothModels(true));
+    each.push(await bothModels(false));
+    bb.push(await bothBare());
+  }
 }
 const best = (xs: number[]) => Math.min(...xs);
 const perPhoto = (ms: number) => ms / files.length;
@@ -64,4 +98,14 @@ console.log("|---|---:|---:|");
 console.log(`| whole pipeline (letterbox, run, decode, NMS) | ${(1000 / perPhoto(best(p))).toFixed(1)} | ${perPhoto(best(p)).toFixed(1)} |`);
 console.log(`| bare session.run, same tensors | ${(1000 / perPhoto(best(b))).toFixed(1)} | ${perPhoto(best(b)).toFixed(1)} |`);
 console.log(`pipeline / bare: ${(best(p) / best(b)).toFixed(2)} (overhead ${((best(p) / best(b) - 1) * 100).toFixed(0)}%)`);
+if (parts) {
+  const row = (label: string, xs: number[]) => console.log(`| ${label} | ${(1000 / perPhoto(best(xs))).toFixed(1)} | ${perPhoto(best(xs)).toFixed(1)} |`);
+  console.log(`\nprocessing's detection: the damage model and the parts model (${parts.size} px)`);
+  console.log("| run | photos/s | ms per photo |");
+  console.log("|---|---:|---:|");
+  row("whole pipeline, one decode a photo for both models", once);
+  row("whole pipeline, a decode per model", each);
+  row("bare session.run of both models, same tensors", bb);
+  console.log(`both models, pipeline / bare: ${(best(once) / best(bb)).toFixed(2)}; one decode against a decode per model: ${(best(once) / best(each)).toFixed(2)}`);
+}
 console.log(`resident memory: ${mb(modelRss)} MB with the model loaded and run once on a batch, ${mb(bareRss)} MB for a bare Node process`);

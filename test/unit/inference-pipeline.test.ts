@@ -4,7 +4,7 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
 import { partOf } from "../../inference/detection/detect-photos.ts";
-import { letterbox, PAD_GREY } from "../../inference/detection/letterbox.ts";
+import { letterbox, letterboxes, PAD_GREY } from "../../inference/detection/letterbox.ts";
 import { boxMap } from "../../inference/evaluation/box-map.ts";
 import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
 import { drawEvidence } from "../../inference/evidence/draw-evidence.ts";
@@ -70,6 +70,18 @@ describe("letterbox", () => {
     expect(chw[5 * 64 + 10]).toBeCloseTo(PAD_GREY / 255, 5); // padding (red channel)
     expect(chw[32 * 64 + 10]).toBeCloseTo(1, 2); // red photo
     expect(chw[plane + 32 * 64 + 10]).toBeCloseTo(0, 2); // green channel of the photo
+  });
+  it("letterboxes a photo for two models from one decode, each tensor as its own letterbox gives it", async () => {
+    // A gradient, so that a wrong scale or offset shows in the pixels.
+    const raw = Buffer.alloc(150 * 100 * 3);
+    for (let i = 0; i < 150 * 100; i++) raw.set([i % 150, (i / 150) & 255, (i * 7) & 255], i * 3);
+    const photo = await sharp(raw, { raw: { width: 150, height: 100, channels: 3 } }).jpeg().toBuffer();
+    const [big, small] = await letterboxes(photo, [96, 64]);
+    const [alone96, alone64] = [await letterbox(photo, 96), await letterbox(photo, 64)];
+    expect(big!.lb).toEqual(alone96.lb);
+    expect(small!.lb).toEqual({ scale: 64 / 150, padX: 0, padY: 10, width: 150, height: 100 });
+    expect(Buffer.from(big!.chw.buffer)).toEqual(Buffer.from(alone96.chw.buffer));
+    expect(Buffer.from(small!.chw.buffer)).toEqual(Buffer.from(alone64.chw.buffer));
   });
 });
 

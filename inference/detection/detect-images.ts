@@ -1,0 +1,43 @@
+import { letterboxes, type Letterboxed } from "./letterbox.ts";
+import type { Detected, OnnxDetector } from "./onnx-detector.ts";
+import type { Letterbox } from "./postprocess.ts";
+
+export type ImageDetections = { found: Detected[]; lb: Letterbox };
+
+/**
+ * Encoded photos through one or more detectors (the damage and the parts model) in batches. Each
+ * photo is decoded once for all of them. The first detector runs while the next batch is decoded
+ * (sharp, on libuv's threads, hiding in whatever CPU the model leaves idle); the others run after it
+ * over the tensors kept from that decode, one model at a time: alternating the models batch by batch
+ * measured 10% slower, each evicting the other's weights from the CPU caches.
+ * Returns, for each detector, each photo's detections and letterbox geometry, in order.
+ * `thresholds[k]` overrides detector k's own score thresholds (evaluation scores everything).
+ */
+export async function detectImages(
+  detectors: OnnxDetector[],
+  images: Buffer[],
+  { batchSize = 8, thresholds = [] }: { batchSize?: number; thresholds?: (ArrayLike<number> | undefined)[] } = {},
+): Promise<ImageDetections[][]> {
+  const sizes = detectors.map((d) => d.size);
+  const prepare = (from: number): Promise<Letterboxed[][]> => Promise.all(images.slice(from, from + batchSize).map((image) => letterboxes(image, sizes)));
+  const out: ImageDetections[][] = detectors.map(() => []);
+  const run = async (k: number, batch: Letterboxed[]) => {
+    const found = await detectors[k]!.detect(batch, thresholds[k]);
+    batch.forEach((input, i) => out[k]!.push({ found: found[i]!, lb: input.lb }));
+  };
+  const kept: Letterboxed[][] = [];
+  let next = images.length > 0 ? prepare(0) : null;
+  for (let from = 0; next; from += batchSize) {
+    const inputs = await next;
+    next = from + batchSize < images.length ? prepare(from + batchSize) : null;
+    // A photo that fails to decode rejects the batch being prepared; keep that rejection from
+    // going unhandled while this batch runs.
+    next?.catch(() => {});
+    await run(0, inputs.map((perModel) => perModel[0]!));
+    kept.push(...inputs.map((perModel) => perModel.slice(1)));
+  }
+  for (let k = 1; k < detectors.length; k++) {
+    for (let from = 0; from < kept.length; from += batchSize) await run(k, kept.slice(from, from + batchSize).map((perModel) => perModel[k - 1]!));
+  }
+  return out;
+}
