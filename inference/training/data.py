@@ -74,12 +74,13 @@ def coco_folder(root, size, skip_background=True):
     return images, targets, [c["name"] for c in cats]
 
 
-def augment(img, boxes, size, flip_map=None):
+def augment(img, boxes, size, flip_map=None, zoom_max=1.25):
     """Random zoom (crop in or pad out), horizontal flip and colour jitter. `flip_map` swaps class
-    ids on a flip (left_door <-> right_door for parts)."""
+    ids on a flip (left_door <-> right_door for parts). A `zoom_max` over 1.25 makes half the samples
+    close-ups, zoomed in 1.25 to `zoom_max` times, as damage is photographed."""
     img = img.float()
     boxes = boxes.clone()
-    s = random.uniform(0.6, 1.25)
+    s = random.uniform(0.6, 1.25) if zoom_max <= 1.25 or random.random() < 0.5 else random.uniform(1.25, zoom_max)
     new = max(8, int(size * s))
     scaled = torch.nn.functional.interpolate(img[None], size=(new, new), mode="bilinear", align_corners=False)[0]
     canvas = torch.full((3, size, size), 114.0)
@@ -98,7 +99,9 @@ def augment(img, boxes, size, flip_map=None):
         area0 = (xyxy[:, 2] - xyxy[:, 0]) * (xyxy[:, 3] - xyxy[:, 1])
         xyxy = xyxy.clamp(0, size)
         area1 = (xyxy[:, 2] - xyxy[:, 0]) * (xyxy[:, 3] - xyxy[:, 1])
-        keep = (area1 > 0.35 * area0) & (xyxy[:, 2] - xyxy[:, 0] > 2) & (xyxy[:, 3] - xyxy[:, 1] > 2)
+        # A box cut by the frame stays if enough of it shows, or if what shows fills a good part of
+        # the frame: on a close-up of a door, the door is still the door.
+        keep = ((area1 > 0.35 * area0) | (area1 > 0.15 * size * size)) & (xyxy[:, 2] - xyxy[:, 0] > 2) & (xyxy[:, 3] - xyxy[:, 1] > 2)
         boxes = torch.cat([boxes[:, :1], xyxy / size], 1)[keep]
     if random.random() < 0.5:
         canvas = canvas.flip(2)
@@ -118,7 +121,7 @@ def augment(img, boxes, size, flip_map=None):
     return canvas.clamp(0, 255), boxes
 
 
-def batches(images, targets, batch_size, size, train=True, flip_map=None):
+def batches(images, targets, batch_size, size, train=True, flip_map=None, zoom_max=1.25):
     order = list(range(len(images)))
     if train:
         random.shuffle(order)
@@ -127,7 +130,7 @@ def batches(images, targets, batch_size, size, train=True, flip_map=None):
         imgs, tgts = [], []
         for j in idx:
             if train:
-                im, bx = augment(images[j], targets[j], size, flip_map)
+                im, bx = augment(images[j], targets[j], size, flip_map, zoom_max)
             else:
                 im, bx = images[j].float(), targets[j]
             imgs.append(im)

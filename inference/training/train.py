@@ -35,6 +35,7 @@ p.add_argument("--lr", type=float, default=2e-3)
 p.add_argument("--seed", type=int, default=0)
 p.add_argument("--init", help="start from this checkpoint's weights (a best.pt), to train on for longer")
 p.add_argument("--warmup-epochs", type=float, default=3)
+p.add_argument("--zoom-max", type=float, default=1.25, help="over 1.25: half the training samples are close-ups zoomed in up to this much")
 args = p.parse_args()
 
 random.seed(args.seed)
@@ -120,7 +121,7 @@ while epoch < planned_epochs:
     model.train()
     e0 = time.time()
     total = 0.0
-    for x, tgts, _ in batches(train_imgs, train_tgts, args.batch, args.size, True, flip_map):
+    for x, tgts, _ in batches(train_imgs, train_tgts, args.batch, args.size, True, flip_map, args.zoom_max):
         progress = min(1.0, (epoch * steps_per_epoch + step % steps_per_epoch) / max(planned_epochs * steps_per_epoch, 1))
         lr = args.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
         if step < warmup:
