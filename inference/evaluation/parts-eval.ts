@@ -1,5 +1,6 @@
 /**
- * `npm run eval:parts [-- --model path.onnx]`: the parts model as the product uses it, on real photos.
+ * `npm run eval:parts [-- --model path.onnx --parts DIR --cars DIR]`: the parts model as the product uses
+ * it, on real photos (by default `../shared/datasets`: car-parts/testset and car-damage/valid).
  * - Naming the part of a damage on close-ups (how damage is photographed). car-parts has no
  *   close-ups, so they are cut from its test set: for every part whose polygon holds its own box
  *   centre, a square crop around that centre at two zooms (the part with some surroundings; inside
@@ -13,7 +14,6 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import sharp from "sharp";
-import { DATASETS } from "../../test/helpers/photos.ts";
 import { detectImages } from "../detection/detect-images.ts";
 import { partOf } from "../detection/detect-photos.ts";
 import { PART_THRESHOLD } from "../detection/load-models.ts";
@@ -42,9 +42,12 @@ function inside(x: number, y: number, polygon: number[]): boolean {
   return hit;
 }
 
-const { values } = parseArgs({ options: { model: { type: "string" } } });
-const modelPath = values.model ?? new URL("../models/parts/model.onnx", import.meta.url).pathname;
-const root = join(DATASETS, "car-parts/testset");
+const datasets = join(import.meta.dirname, "../../../shared/datasets");
+const { values } = parseArgs({
+  options: { model: { type: "string" }, parts: { type: "string", default: join(datasets, "car-parts/testset") }, cars: { type: "string", default: join(datasets, "car-damage/valid") } },
+});
+const modelPath = values.model ?? join(import.meta.dirname, "../models/parts/model.onnx");
+const root = values.parts;
 const coco = JSON.parse(readFileSync(join(root, "annotations.json"), "utf8")) as Coco;
 const names = new Map(coco.categories.map((c) => [c.id, c.name]));
 const model = await OnnxDetector.load(modelPath, { fallback: PART_THRESHOLD });
@@ -90,7 +93,7 @@ for (const im of coco.images) {
     if (width! >= MIN_CROP_PX && height! >= MIN_CROP_PX) backgrounds.push(await sharp(photos.get(im.id)!).extract({ left: left!, top: top!, width: width!, height: height! }).jpeg({ quality: 90 }).toBuffer());
   }
 }
-const cars = readYoloFolder(join(DATASETS, "car-damage/valid")).map((i) => readFileSync(i.image));
+const cars = readYoloFolder(values.cars).map((i) => readFileSync(i.image));
 const [onBackgrounds, onCars] = [(await detectImages([model], backgrounds))[0]!, (await detectImages([model], cars))[0]!];
 console.log(`vehicle gate: turns away ${pct(onCars.filter((r) => r.found.length === 0).length, cars.length)} car-damage valid photos; lets through ${pct(onBackgrounds.filter((r) => r.found.length > 0).length, backgrounds.length)} background crops of the test photos`);
 
