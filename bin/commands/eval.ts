@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import type { Config } from "../../core/config.ts";
 import { detectImages } from "../../inference/detection/detect-images.ts";
 import { OnnxDetector } from "../../inference/detection/onnx-detector.ts";
-import { boxMap, f1Thresholds, type Scored, type Truth } from "../../inference/evaluation/box-map.ts";
+import { SCORING, boxMap, f1Thresholds, type Scored, type Truth } from "../../inference/evaluation/box-map.ts";
 import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
 
 /** The contract's class order for evaluation folders (datasets/car-damage/data.yaml). */
@@ -17,7 +17,7 @@ const BATCH = 8;
 export async function evaluate(config: Config, dataDir: string, modelPath?: string, log: (line: string) => void = console.log): Promise<Record<string, unknown>> {
   const path = modelPath ?? config.models.damageModel;
   if (!path) throw new Error("no damage model is configured (DAMAGE_MODEL)");
-  const model = await OnnxDetector.load(path, { provider: config.models.provider, fallback: 0.001, iou: 0.6 });
+  const model = await OnnxDetector.load(path, { provider: config.models.provider, ...SCORING });
   // Model classes are matched to the folder's classes by name.
   const toEval = model.names.map((n) => EVAL_CLASSES.indexOf(n.replace(/_/g, " ")));
   const images = readYoloFolder(dataDir);

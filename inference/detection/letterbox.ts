@@ -35,8 +35,7 @@ export async function letterboxes(image: Buffer, sizes: number[]): Promise<Lette
   const height = meta.autoOrient?.height ?? meta.height ?? 0;
   if (!width || !height) throw new Error("the image has no size");
   const largest = fit(width, height, Math.max(...sizes));
-  const shrink = 2 ** Math.max(0, Math.min(3, Math.floor(Math.log2(width / largest.w))));
-  const decoded = sizes.length === 1 ? largest : { w: Math.round(width / shrink), h: Math.round(height / shrink) };
+  const decoded = sizes.length === 1 ? largest : shrunkOnLoad(width, height, largest.w);
   const pixels = await input
     .rotate()
     // Bilinear, as YOLO letterboxing conventionally is; sharp's default Lanczos-3 costs more for no gain at 384 px.
@@ -51,6 +50,12 @@ export async function letterboxes(image: Buffer, sizes: number[]): Promise<Lette
       : await sharp(pixels, { raw: { width: decoded.w, height: decoded.h, channels: 3 } }).resize(w, h, { fit: "fill", kernel: "linear" }).raw().toBuffer();
     return { chw: toChw(scaled, w, h, size, lb), lb };
   }));
+}
+
+/** The photo's size after JPEG shrink-on-load (1/2, 1/4 or 1/8) towards a target width, and no smaller. */
+function shrunkOnLoad(width: number, height: number, targetWidth: number): { w: number; h: number } {
+  const shrink = 2 ** Math.max(0, Math.min(3, Math.floor(Math.log2(width / targetWidth))));
+  return { w: Math.round(width / shrink), h: Math.round(height / shrink) };
 }
 
 /**

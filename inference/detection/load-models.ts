@@ -3,7 +3,7 @@ import { OnnxDetector, type Provider } from "./onnx-detector.ts";
 
 /**
  * Parts count from this score, for telling whether a photo shows a vehicle and which part a damage
- * is on. Measured (npm run eval:parts): at 0.10 the vehicle gate turns away 27 of the 799 car-damage
+ * is on. Measured (npm run eval:parts -- --threshold T): at 0.10 the vehicle gate turns away 27 of the 799 car-damage
  * valid photos (close-ups); at 0.15, 82; at 0.20, 147. It is a weak gate: at 0.10 it lets through 62
  * of 89 real street backgrounds, and only blank photos (a grey frame, noise) score nothing.
  */

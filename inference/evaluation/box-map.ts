@@ -7,6 +7,12 @@ import { iou, type Box } from "../detection/postprocess.ts";
  */
 export const IOU_THRESHOLDS = Array.from({ length: 10 }, (_, i) => 0.5 + 0.05 * i);
 
+/**
+ * How a detector is loaded to be scored, as COCO evaluations run detectors: every box down to score
+ * 0.001, NMS at IoU 0.6 (at most 300 an image, postprocess's default).
+ */
+export const SCORING = { fallback: 0.001, iou: 0.6 } as const;
+
 export type Scored = Box & { score: number; cls: number };
 export type Truth = Box & { cls: number };
 export type ClassResult = { ap50: number; ap50_95: number; instances: number };

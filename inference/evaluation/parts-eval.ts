@@ -1,11 +1,11 @@
 /**
- * `npm run eval:parts [-- --model path.onnx --parts DIR --cars DIR]`: the parts model as the product uses
+ * `npm run eval:parts [-- --model path.onnx --threshold T --parts DIR --cars DIR]`: the parts model as the product uses
  * it, on real photos (by default `../shared/datasets`: car-parts/testset and car-damage/valid).
  * - Naming the part of a damage on close-ups (how damage is photographed). car-parts has no
  *   close-ups, so they are cut from its test set: for every part whose polygon holds its own box
  *   centre, a square crop around that centre at two zooms (the part with some surroundings; inside
  *   the part). The "damage" is the crop's central fifth; the product's rule (partOf) names its part.
- * - The vehicle gate (a photo where no part scores PART_THRESHOLD shows no vehicle): how many
+ * - The vehicle gate (a photo where no part scores PART_THRESHOLD, or `--threshold`, shows no vehicle): how many
  *   car-damage `valid` photos it turns away, and how many crops of the test photos' backgrounds
  *   (the strips beside and above the car, at least 96 px each way) it lets through.
  * - Box mAP on the uncropped test photos, letterboxed as the product does.
@@ -18,7 +18,7 @@ import { detectImages } from "../detection/detect-images.ts";
 import { partOf } from "../detection/detect-photos.ts";
 import { PART_THRESHOLD } from "../detection/load-models.ts";
 import { OnnxDetector } from "../detection/onnx-detector.ts";
-import { boxMap, type Truth } from "./box-map.ts";
+import { SCORING, boxMap, type Truth } from "./box-map.ts";
 import { readYoloFolder } from "./yolo-folder.ts";
 
 type Coco = {
@@ -44,22 +44,24 @@ function inside(x: number, y: number, polygon: number[]): boolean {
 
 const datasets = join(import.meta.dirname, "../../../shared/datasets");
 const { values } = parseArgs({
-  options: { model: { type: "string" }, parts: { type: "string", default: join(datasets, "car-parts/testset") }, cars: { type: "string", default: join(datasets, "car-damage/valid") } },
+  options: { model: { type: "string" }, threshold: { type: "string", default: String(PART_THRESHOLD) }, parts: { type: "string", default: join(datasets, "car-parts/testset") }, cars: { type: "string", default: join(datasets, "car-damage/valid") } },
 });
 const modelPath = values.model ?? join(import.meta.dirname, "../models/parts/model.onnx");
 const root = values.parts;
 const coco = JSON.parse(readFileSync(join(root, "annotations.json"), "utf8")) as Coco;
 const names = new Map(coco.categories.map((c) => [c.id, c.name]));
-const model = await OnnxDetector.load(modelPath, { fallback: PART_THRESHOLD });
+const threshold = Number(values.threshold);
+const model = await OnnxDetector.load(modelPath, { fallback: threshold });
 const photos = new Map(coco.images.map((im) => [im.id, readFileSync(join(root, "JPEGImages", im.file_name))]));
+const imagesById = new Map(coco.images.map((im) => [im.id, im]));
 const pct = (n: number, of: number) => `${n} of ${of} (${((100 * n) / of).toFixed(1)}%)`;
 
-console.log(`parts model ${modelPath}, parts count from score ${PART_THRESHOLD}`);
+console.log(`parts model ${modelPath}, parts count from score ${threshold}`);
 for (const [label, zoom] of Object.entries(ZOOMS)) {
   const crops: Buffer[] = [];
   const expected: string[] = [];
   for (const a of coco.annotations) {
-    const im = coco.images.find((i) => i.id === a.image_id)!;
+    const im = imagesById.get(a.image_id)!;
     const [bx, by, bw, bh] = a.bbox;
     const cx = bx + bw / 2, cy = by + bh / 2;
     if (!a.segmentation.some((p) => inside(cx, cy, p))) continue;
@@ -97,8 +99,7 @@ const cars = readYoloFolder(values.cars).map((i) => readFileSync(i.image));
 const [onBackgrounds, onCars] = [(await detectImages([model], backgrounds))[0]!, (await detectImages([model], cars))[0]!];
 console.log(`vehicle gate: turns away ${pct(onCars.filter((r) => r.found.length === 0).length, cars.length)} car-damage valid photos; lets through ${pct(onBackgrounds.filter((r) => r.found.length > 0).length, backgrounds.length)} background crops of the test photos`);
 
-// Scored as `vehicle-inspection eval` scores: every box down to 0.001, NMS at 0.6.
-const scored = await OnnxDetector.load(modelPath, { fallback: 0.001, iou: 0.6 });
+const scored = await OnnxDetector.load(modelPath, SCORING);
 const [whole] = await detectImages([scored], [...photos.values()]);
 const truths: Truth[][] = [...photos.keys()].map((id) =>
   coco.annotations.filter((a) => a.image_id === id).map((a) => ({ cls: scored.names.indexOf(names.get(a.category_id)!), x1: a.bbox[0], y1: a.bbox[1], x2: a.bbox[0] + a.bbox[2], y2: a.bbox[1] + a.bbox[3] })),

@@ -27,58 +27,38 @@ const dir = join(DATASETS, "car-damage/valid/images");
 const files = readdirSync(dir).sort().slice(0, PHOTOS).map((f) => readFileSync(join(dir, f)));
 const model = await OnnxDetector.load(modelPath);
 
-async function pipeline(): Promise<number> {
-  const t0 = performance.now();
-  await detectImages([model], files, { batchSize: BATCH });
-  return performance.now() - t0;
+/** Best wall time of each run over ROUNDS interleaved rounds, after one warm-up round (first runs allocate). */
+async function bestOf(runs: (() => Promise<unknown>)[]): Promise<number[]> {
+  for (const run of runs) await run();
+  const best = runs.map(() => Infinity);
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [k, run] of runs.entries()) {
+      const t0 = performance.now();
+      await run();
+      best[k] = Math.min(best[k]!, performance.now() - t0);
+    }
+  }
+  return best;
 }
+const forwardAll = async (m: OnnxDetector, ts: { chw: Float32Array }[]) => {
+  for (let i = 0; i < ts.length; i += BATCH) await m.forward(ts.slice(i, i + BATCH).map((t) => t.chw));
+};
 
 const tensors = await Promise.all(files.map((f) => letterbox(f, model.size)));
-async function bare(): Promise<number> {
-  const t0 = performance.now();
-  for (let i = 0; i < tensors.length; i += BATCH) await model.forward(tensors.slice(i, i + BATCH).map((t) => t.chw));
-  return performance.now() - t0;
-}
+const [p, b] = (await bestOf([() => detectImages([model], files, { batchSize: BATCH }), () => forwardAll(model, tensors)])) as [number, number];
 
+// Processing's detection: both models, each photo decoded once; for comparison, a decode per model,
+// and both models' bare runs on the same tensors.
 const partsPath = config.models.partsModel;
 const parts = partsPath ? await OnnxDetector.load(partsPath) : null;
-/** Processing's detection: both models, each photo decoded once (or, for comparison, once per model). */
-async function bothModels(decodeOnce: boolean): Promise<number> {
-  const t0 = performance.now();
-  if (decodeOnce) await detectImages([model, parts!], files, { batchSize: BATCH });
-  else for (const m of [model, parts!]) await detectImages([m], files, { batchSize: BATCH });
-  return performance.now() - t0;
-}
 const partsTensors = parts ? await Promise.all(files.map((f) => letterbox(f, parts.size))) : [];
-async function bothBare(): Promise<number> {
-  const t0 = performance.now();
-  for (const [m, ts] of [[model, tensors], [parts!, partsTensors]] as const) {
-    for (let i = 0; i < ts.length; i += BATCH) await m.forward(ts.slice(i, i + BATCH).map((t) => t.chw));
-  }
-  return performance.now() - t0;
-}
-
-await pipeline(); // warm-up: first runs allocate
-await bare();
-const p: number[] = [];
-const b: number[] = [];
-for (let r = 0; r < ROUNDS; r++) {
-  p.push(await pipeline());
-  b.push(await bare());
-}
-const once: number[] = [];
-const each: number[] = [];
-const bb: number[] = [];
-if (parts) {
-  await bothModels(true);
-  await bothBare();
-  for (let r = 0; r < ROUNDS; r++) {
-    once.push(await bothModels(true));
-    each.push(await bothModels(false));
-    bb.push(await bothBare());
-  }
-}
-const best = (xs: number[]) => Math.min(...xs);
+const [once, each, bb] = parts
+  ? ((await bestOf([
+      () => detectImages([model, parts], files, { batchSize: BATCH }),
+      async () => { for (const m of [model, parts]) await detectImages([m], files, { batchSize: BATCH }); },
+      async () => { await forwardAll(model, tensors); await forwardAll(parts, partsTensors); },
+    ])) as [number, number, number])
+  : [];
 const perPhoto = (ms: number) => ms / files.length;
 
 const rss = (script: string) => Number(execFileSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" }).trim());
@@ -95,17 +75,17 @@ const mb = (v: number) => (v / 1024 / 1024).toFixed(0);
 console.log(`model ${model.info.name} (${model.info.version}), input ${model.size} px, ${files.length} photos from car-damage/valid, batches of ${BATCH}, best of ${ROUNDS}, Node ${process.version}, CPU`);
 console.log("| run | photos/s | ms per photo |");
 console.log("|---|---:|---:|");
-console.log(`| whole pipeline (letterbox, run, decode, NMS) | ${(1000 / perPhoto(best(p))).toFixed(1)} | ${perPhoto(best(p)).toFixed(1)} |`);
-console.log(`| bare session.run, same tensors | ${(1000 / perPhoto(best(b))).toFixed(1)} | ${perPhoto(best(b)).toFixed(1)} |`);
-console.log(`pipeline / bare: ${(best(p) / best(b)).toFixed(2)} (overhead ${((best(p) / best(b) - 1) * 100).toFixed(0)}%)`);
+console.log(`| whole pipeline (letterbox, run, decode, NMS) | ${(1000 / perPhoto(p)).toFixed(1)} | ${perPhoto(p).toFixed(1)} |`);
+console.log(`| bare session.run, same tensors | ${(1000 / perPhoto(b)).toFixed(1)} | ${perPhoto(b).toFixed(1)} |`);
+console.log(`pipeline / bare: ${(p / b).toFixed(2)} (overhead ${((p / b - 1) * 100).toFixed(0)}%)`);
 if (parts) {
-  const row = (label: string, xs: number[]) => console.log(`| ${label} | ${(1000 / perPhoto(best(xs))).toFixed(1)} | ${perPhoto(best(xs)).toFixed(1)} |`);
+  const row = (label: string, ms: number) => console.log(`| ${label} | ${(1000 / perPhoto(ms)).toFixed(1)} | ${perPhoto(ms).toFixed(1)} |`);
   console.log(`\nprocessing's detection: the damage model and the parts model (${parts.size} px)`);
   console.log("| run | photos/s | ms per photo |");
   console.log("|---|---:|---:|");
-  row("whole pipeline, one decode a photo for both models", once);
-  row("whole pipeline, a decode per model", each);
-  row("bare session.run of both models, same tensors", bb);
-  console.log(`both models, pipeline / bare: ${(best(once) / best(bb)).toFixed(2)}; one decode against a decode per model: ${(best(once) / best(each)).toFixed(2)}`);
+  row("whole pipeline, one decode a photo for both models", once!);
+  row("whole pipeline, a decode per model", each!);
+  row("bare session.run of both models, same tensors", bb!);
+  console.log(`both models, pipeline / bare: ${(once! / bb!).toFixed(2)}; one decode against a decode per model: ${(once! / each!).toFixed(2)}`);
 }
 console.log(`resident memory: ${mb(modelRss)} MB with the model loaded and run once on a batch, ${mb(bareRss)} MB for a bare Node process`);
