@@ -74,6 +74,36 @@ def coco_folder(root, size, skip_background=True):
     return images, targets, [c["name"] for c in cats]
 
 
+def background_strips(root, size, margin=8, min_px=96):
+    """Photos with no car in them, for the car-parts model: the strips of each car-parts photo
+    beside, above and below the car (its outermost part boxes, `margin` px out), where at least
+    `min_px` each way, letterboxed into the square as the product letterboxes photos. Without them
+    the model only ever sees cars and the "no vehicle" gate lets most street backgrounds through."""
+    import numpy as np
+    d = json.load(open(os.path.join(root, "annotations.json")))
+    by_image = {}
+    for a in d["annotations"]:
+        by_image.setdefault(a["image_id"], []).append(a["bbox"])
+    strips = []
+    for im in sorted(d["images"], key=lambda i: i["id"]):
+        path, boxes = os.path.join(root, "JPEGImages", im["file_name"]), by_image.get(im["id"])
+        if not boxes or not os.path.exists(path):
+            continue
+        W, H = im["width"], im["height"]
+        x1, y1 = math.floor(min(b[0] for b in boxes)) - margin, math.floor(min(b[1] for b in boxes)) - margin
+        x2, y2 = math.ceil(max(b[0] + b[2] for b in boxes)) + margin, math.ceil(max(b[1] + b[3] for b in boxes)) + margin
+        photo = Image.open(path).convert("RGB")
+        for left, top, w, h in ((0, 0, x1, H), (x2, 0, W - x2, H), (0, 0, W, y1), (0, y2, W, H - y2)):
+            if w < min_px or h < min_px:
+                continue
+            r = size / max(w, h)
+            nw, nh = max(1, round(w * r)), max(1, round(h * r))
+            canvas = Image.new("RGB", (size, size), (114, 114, 114))
+            canvas.paste(photo.crop((left, top, left + w, top + h)).resize((nw, nh), Image.BILINEAR), ((size - nw) // 2, (size - nh) // 2))
+            strips.append(torch.from_numpy(np.asarray(canvas)).permute(2, 0, 1).contiguous())
+    return strips
+
+
 def augment(img, boxes, size, flip_map=None, zoom_max=1.25):
     """Random zoom (crop in or pad out), horizontal flip and colour jitter. `flip_map` swaps class
     ids on a flip (left_door <-> right_door for parts). A `zoom_max` over 1.25 makes half the samples

@@ -16,7 +16,7 @@ import time
 import torch
 import torchvision
 
-from data import batches, coco_folder, yolo_folder
+from data import background_strips, batches, coco_folder, yolo_folder
 from loss import detection_loss
 from metrics import evaluate
 from model import Detector
@@ -35,6 +35,7 @@ p.add_argument("--lr", type=float, default=2e-3)
 p.add_argument("--seed", type=int, default=0)
 p.add_argument("--init", help="start from this checkpoint's weights (a best.pt), to train on for longer")
 p.add_argument("--warmup-epochs", type=float, default=3)
+p.add_argument("--negatives", action="store_true", help="car parts: also train on the training photos' backgrounds (no car, no boxes)")
 p.add_argument("--zoom-max", type=float, default=1.25, help="over 1.25: half the training samples are close-ups zoomed in up to this much")
 args = p.parse_args()
 
@@ -58,6 +59,10 @@ if args.data:
 else:
     train_imgs, train_tgts, names = coco_folder(os.path.join(args.parts, "trainingset"), args.size)
     valid_imgs, valid_tgts, _ = coco_folder(os.path.join(args.parts, "testset"), args.size)
+    if args.negatives:
+        negatives = background_strips(os.path.join(args.parts, "trainingset"), args.size)
+        train_imgs, train_tgts = train_imgs + negatives, train_tgts + [torch.zeros(0, 5)] * len(negatives)
+        print(f"{len(negatives)} background strips added as negatives", flush=True)
     # A mirrored photo swaps left and right parts.
     idx = {n: i for i, n in enumerate(names)}
     flip_map = {}

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import sharp from "sharp";
 
 /** Real car photos from the shared datasets (never copied into the repository). */
 export const DATASETS = join(import.meta.dirname, "../../../shared/datasets");
@@ -8,6 +9,15 @@ const PARTS_DIR = join(DATASETS, "car-parts/testset/JPEGImages");
 export function carPhotos(count: number): Buffer[] {
   const files = readdirSync(PARTS_DIR).filter((f) => f.endsWith(".jpg")).sort().slice(0, count);
   return files.map((f) => readFileSync(join(PARTS_DIR, f)));
+}
+
+/**
+ * A real photo with no car in it: trees and a roof edge, the strip above the car in a car-parts
+ * test photo. The damage model alone sees two "scratches" in it (0.38 and 0.30); the parts model
+ * no part at all.
+ */
+export async function streetBackground(): Promise<Buffer> {
+  return sharp(readFileSync(join(PARTS_DIR, "te78.jpg"))).extract({ left: 0, top: 0, width: 1600, height: 340 }).jpeg().toBuffer();
 }
 
 export const carPhoto = (index = 0): Buffer => carPhotos(index + 1)[index]!;
