@@ -4,10 +4,11 @@ import { OnnxDetector, type Provider } from "./onnx-detector.ts";
 /**
  * Parts count from this score, for telling whether a photo shows a vehicle and which part a damage
  * is on. Measured (npm run eval:parts -- --threshold T) with the parts model trained on background
- * negatives: at 0.03 the vehicle gate turns away 20 of the 799 car-damage valid photos (close-ups) and
- * lets 11 of 89 real street backgrounds through; at 0.05, 31 and 10; at 0.10, 77 and 6. A car photo
- * turned away loses its findings, a background let through only risks the damage model's own
- * thresholds, so the gate sits low. The right part is named on 62% of close-ups at 0.03 and 0.10 alike.
+ * negatives, the parts model alone: at 0.03 it turns away 20 of the 799 car-damage valid photos
+ * (close-ups) and lets 11 of 89 real street backgrounds through; at 0.05, 31 and 10; at 0.10, 77 and
+ * 6. (Processing's gate also takes a sure glass shatter: see showsVehicle.) A car photo
+ * turned away loses all its findings, a background let through gets findings only where the damage
+ * model also fires, so the gate sits low. The right part is named on 62% of close-ups at 0.03 and 0.10 alike.
  */
 export const PART_THRESHOLD = 0.03;
 

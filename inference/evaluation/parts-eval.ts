@@ -1,5 +1,5 @@
 /**
- * `npm run eval:parts [-- --model path.onnx --threshold T --parts DIR --cars DIR]`: the parts model as the product uses
+ * `npm run eval:parts [-- --model path.onnx --threshold T --damage path.onnx --parts DIR --cars DIR]`: the parts model as the product uses
  * it, on real photos (by default `../shared/datasets`: car-parts/testset and car-damage/valid).
  * - Naming the part of a damage on close-ups (how damage is photographed). car-parts has no
  *   close-ups, so they are cut from its test set: for every part whose polygon holds its own box
@@ -7,7 +7,9 @@
  *   the part). The "damage" is the crop's central fifth; the product's rule (partOf) names its part.
  * - The vehicle gate (a photo where no part scores PART_THRESHOLD, or `--threshold`, shows no vehicle): how many
  *   car-damage `valid` photos it turns away, and how many crops of the test photos' backgrounds
- *   (the strips beside and above the car, at least 96 px each way) it lets through.
+ *   (the strips beside and above the car, at least 96 px each way) it lets through; by the parts
+ *   model alone, and as processing applies it (showsVehicle: a sure glass shatter vouches too), with
+ *   the damage model (`--damage`, by default the configured one, at its configured thresholds).
  * - Box mAP on the uncropped test photos, letterboxed as the product does.
  */
 import { readFileSync } from "node:fs";
@@ -15,9 +17,10 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import sharp from "sharp";
 import { detectImages } from "../detection/detect-images.ts";
-import { partOf } from "../detection/detect-photos.ts";
+import { loadConfig } from "../../core/config.ts";
+import { partOf, showsVehicle } from "../detection/detect-photos.ts";
 import { PART_THRESHOLD } from "../detection/load-models.ts";
-import { OnnxDetector } from "../detection/onnx-detector.ts";
+import { OnnxDetector, type Detected } from "../detection/onnx-detector.ts";
 import { SCORING, boxMap, type Truth } from "./box-map.ts";
 import { readYoloFolder } from "./yolo-folder.ts";
 
@@ -44,7 +47,7 @@ function inside(x: number, y: number, polygon: number[]): boolean {
 
 const datasets = join(import.meta.dirname, "../../../shared/datasets");
 const { values } = parseArgs({
-  options: { model: { type: "string" }, threshold: { type: "string", default: String(PART_THRESHOLD) }, parts: { type: "string", default: join(datasets, "car-parts/testset") }, cars: { type: "string", default: join(datasets, "car-damage/valid") } },
+  options: { model: { type: "string" }, damage: { type: "string" }, threshold: { type: "string", default: String(PART_THRESHOLD) }, parts: { type: "string", default: join(datasets, "car-parts/testset") }, cars: { type: "string", default: join(datasets, "car-damage/valid") } },
 });
 const modelPath = values.model ?? join(import.meta.dirname, "../models/parts/model.onnx");
 const root = values.parts;
@@ -96,8 +99,18 @@ for (const im of coco.images) {
   }
 }
 const cars = readYoloFolder(values.cars).map((i) => readFileSync(i.image));
-const [onBackgrounds, onCars] = [(await detectImages([model], backgrounds))[0]!, (await detectImages([model], cars))[0]!];
-console.log(`vehicle gate: turns away ${pct(onCars.filter((r) => r.found.length === 0).length, cars.length)} car-damage valid photos; lets through ${pct(onBackgrounds.filter((r) => r.found.length > 0).length, backgrounds.length)} background crops of the test photos`);
+const config = loadConfig();
+const damagePath = values.damage ?? config.models.damageModel;
+if (!damagePath) throw new Error("no damage model: pass --damage or configure DAMAGE_MODEL");
+const damage = await OnnxDetector.load(damagePath, { thresholds: config.models.thresholds });
+const [onBackgrounds, onCars] = [await detectImages([damage, model], backgrounds), await detectImages([damage, model], cars)];
+const gate = (label: string, shows: (damageFound: Detected[], partsFound: Detected[]) => boolean) => {
+  const away = onCars[1]!.filter((r, i) => !shows(onCars[0]![i]!.found, r.found)).length;
+  const through = onBackgrounds[1]!.filter((r, i) => shows(onBackgrounds[0]![i]!.found, r.found)).length;
+  console.log(`vehicle gate, ${label}: turns away ${pct(away, cars.length)} car-damage valid photos; lets through ${pct(through, backgrounds.length)} background crops of the test photos`);
+};
+gate("parts model alone", (_, partsFound) => partsFound.length > 0);
+gate("as processing applies it (or a sure glass shatter)", (damageFound, partsFound) => showsVehicle(partsFound, damageFound));
 
 const scored = await OnnxDetector.load(modelPath, SCORING);
 const [whole] = await detectImages([scored], [...photos.values()]);
@@ -106,4 +119,4 @@ const truths: Truth[][] = [...photos.keys()].map((id) =>
 );
 const map = boxMap(whole!.map((r) => r.found), truths, scored.names.length);
 console.log(`whole test photos (${photos.size}), letterboxed: box mAP50 ${map.map50.toFixed(3)}, mAP50-95 ${map.map50_95.toFixed(3)}`);
-await Promise.all([model.close(), scored.close()]);
+await Promise.all([model.close(), scored.close(), damage.close()]);

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
-import { partOf } from "../../inference/detection/detect-photos.ts";
+import { partOf, showsVehicle, SURE_GLASS_SHATTER } from "../../inference/detection/detect-photos.ts";
 import { letterbox, letterboxes, PAD_GREY } from "../../inference/detection/letterbox.ts";
 import { boxMap } from "../../inference/evaluation/box-map.ts";
 import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
@@ -100,6 +100,18 @@ describe("parts", () => {
     expect(partOf({ x1: 10, y1: 50, x2: 50, y2: 90 }, parts, "glass_shatter")).toBeNull();
     expect(partOf({ x1: 10, y1: 50, x2: 50, y2: 90 }, parts, "dent")!.name).toBe("front_bumper");
     expect(partOf({ x1: 65, y1: 65, x2: 95, y2: 95 }, parts, "tire_flat")!.name).toBe("wheel");
+  });
+});
+
+describe("vehicle gate", () => {
+  const found = (name: string, score: number) => ({ name, score, cls: 0, x1: 0, y1: 0, x2: 10, y2: 10 });
+  it("sees a vehicle where there is a part, or a glass shatter the damage model is sure of", () => {
+    expect(showsVehicle([found("hood", 0.05)], [])).toBe(true);
+    expect(showsVehicle([], [found("glass shatter", SURE_GLASS_SHATTER)])).toBe(true);
+    expect(showsVehicle([], [found("glass shatter", SURE_GLASS_SHATTER - 0.01)])).toBe(false);
+    // Only broken glass vouches: the damage model sees scratches on walls and trees.
+    expect(showsVehicle([], [found("scratch", 0.95), found("dent", 0.9)])).toBe(false);
+    expect(showsVehicle([], [])).toBe(false);
   });
 });
 
