@@ -50,9 +50,12 @@ export function partOf(damage: Box, parts: Detected[], type?: DamageType): Detec
  */
 export const SURE_GLASS_SHATTER = 0.8;
 
+/** A damage model class name ("glass shatter") as the API's damage type ("glass_shatter"). */
+const damageType = (d: Detected): string => d.name.replace(/\s+/g, "_");
+
 /** Whether a photo shows a vehicle: a car part in it, or a glass shatter the damage model is sure of. */
 export function showsVehicle(parts: Detected[], damage: Detected[]): boolean {
-  return parts.length > 0 || damage.some((d) => d.name.replace(/\s+/g, "_") === "glass_shatter" && d.score >= SURE_GLASS_SHATTER);
+  return parts.length > 0 || damage.some((d) => damageType(d) === "glass_shatter" && d.score >= SURE_GLASS_SHATTER);
 }
 
 const flagged = (q: Quality, problem: Quality["problems"][number]): Quality => ({ ...q, passed: false, problems: [...q.problems, problem] });
@@ -106,7 +109,7 @@ export async function detectPhotos(blobs: BlobStore, inspectionId: string, photo
       continue;
     }
     for (const d of damage[i]!) {
-      const type = d.name.replace(/\s+/g, "_") as DamageType;
+      const type = damageType(d) as DamageType;
       if (!DAMAGE_TYPES.includes(type)) continue;
       const part = partOf(d, photoParts, type);
       const share = part ? area(d) / area(part) : area(d) / (s.width * s.height * PART_SHARE_OF_PHOTO);

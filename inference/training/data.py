@@ -5,6 +5,7 @@ import math
 import os
 import random
 
+import numpy as np
 import torch
 from PIL import Image
 
@@ -12,7 +13,7 @@ from PIL import Image
 def _load(path, size):
     img = Image.open(path).convert("RGB")
     w, h = img.size
-    return torch.from_numpy(__import__("numpy").asarray(img.resize((size, size), Image.BILINEAR))).permute(2, 0, 1).contiguous(), (w, h)
+    return torch.from_numpy(np.array(img.resize((size, size), Image.BILINEAR))).permute(2, 0, 1).contiguous(), (w, h)
 
 
 def yolo_folder(root, size):
@@ -78,8 +79,8 @@ def background_strips(root, size, margin=8, min_px=96):
     """Photos with no car in them, for the car-parts model: the strips of each car-parts photo
     beside, above and below the car (its outermost part boxes, `margin` px out), where at least
     `min_px` each way, letterboxed into the square as the product letterboxes photos. Without them
-    the model only ever sees cars and the "no vehicle" gate lets most street backgrounds through."""
-    import numpy as np
+    the model only ever sees cars and the "no vehicle" gate lets most street backgrounds through.
+    The same cut as `npm run eval:parts` makes from the test photos to measure that gate."""
     d = json.load(open(os.path.join(root, "annotations.json")))
     by_image = {}
     for a in d["annotations"]:
@@ -100,7 +101,7 @@ def background_strips(root, size, margin=8, min_px=96):
             nw, nh = max(1, round(w * r)), max(1, round(h * r))
             canvas = Image.new("RGB", (size, size), (114, 114, 114))
             canvas.paste(photo.crop((left, top, left + w, top + h)).resize((nw, nh), Image.BILINEAR), ((size - nw) // 2, (size - nh) // 2))
-            strips.append(torch.from_numpy(np.asarray(canvas)).permute(2, 0, 1).contiguous())
+            strips.append(torch.from_numpy(np.array(canvas)).permute(2, 0, 1).contiguous())
     return strips
 
 
