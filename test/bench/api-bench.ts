@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: the service against a bare Fastify server, in the same run, on loopback.
- * Prints requests/s and p99 latency for GET /v1/inspections/:id, POST /v1/inspections and
+ * Prints requests/s, p99 latency and server CPU time a request for GET /v1/inspections/:id, POST /v1/inspections and
  * GET /v1/inspections?limit=100 (with 1,000 and with 1,000,000 stored inspections), each as a
  * ratio to the bare server. A benchmark, not a test: it asserts nothing.
  */
