@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomFillSync } from "node:crypto";
+import { hash, randomBytes, randomFillSync } from "node:crypto";
 
 export const ID_PREFIXES = ["insp", "fnd", "evt", "med", "key", "req", "acct"] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
@@ -47,7 +47,10 @@ export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString("base64")}`;
 }
 
-/** Secrets are stored only as this hash; 256-bit random inputs need no salt or stretching. */
+/**
+ * Secrets are stored only as this hash; 256-bit random inputs need no salt or stretching. Every
+ * /v1 request hashes its key: the one-shot crypto.hash skips the Hash object createHash builds.
+ */
 export function sha256(value: string): string {
-  return createHash("sha256").update(value).digest("hex");
+  return hash("sha256", value, "hex");
 }

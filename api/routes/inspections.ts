@@ -18,7 +18,13 @@ const CANCEL_WAIT_MS = 5_000;
 export const inspectionRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
-    const view = (r: InspectionRecord) => inspectionView(r, s.config.publicUrl, isCaptureOpen(r.status) ? s.captureLinks.url(r.id) : null);
+    // The store hands out the same frozen record until it changes, so its view is kept with it.
+    const views = new WeakMap<InspectionRecord, Inspection>();
+    const view = (r: InspectionRecord): Inspection => {
+      let shown = views.get(r);
+      if (!shown) views.set(r, (shown = inspectionView(r, s.config.publicUrl, isCaptureOpen(r.status) ? s.captureLinks.url(r.id) : null)));
+      return shown;
+    };
     const find = (scope: Scope, id: string): InspectionRecord => {
       const found = s.inspections.get(scope, id);
       if (!found) throw notFound("inspection", id);

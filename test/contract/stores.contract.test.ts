@@ -20,7 +20,10 @@ import { sampleInspection } from "./fixtures.ts";
  * One contract suite per port, run against every adapter of it. The cluster adapters (NATS
  * JetStream KV, Kubernetes custom resources, S3) join these lists when they land.
  */
-type Stores = { inspections: InspectionStore; events: EventStore; keys: KeyStore; idempotency: IdempotencyStore; reopen: () => InspectionStore };
+type Stores = {
+  inspections: InspectionStore; events: EventStore; keys: KeyStore; idempotency: IdempotencyStore;
+  reopen: () => InspectionStore; reopenKeys: () => KeyStore;
+};
 const tmp = (p: string) => mkdtempSync(join(tmpdir(), p));
 
 const STORE_ADAPTERS: { name: string; make: () => Stores }[] = [
@@ -33,6 +36,7 @@ const STORE_ADAPTERS: { name: string; make: () => Stores }[] = [
         inspections: new SqliteInspectionStore(db), events: new SqliteEventStore(db), keys: new SqliteKeyStore(db), idempotency: new SqliteIdempotencyStore(db),
         // A second connection: what it reads, another process would.
         reopen: () => new SqliteInspectionStore(openDatabase(dir)),
+        reopenKeys: () => new SqliteKeyStore(openDatabase(dir)),
       };
     },
   },
@@ -40,6 +44,9 @@ const STORE_ADAPTERS: { name: string; make: () => Stores }[] = [
 const BLOB_ADAPTERS: { name: string; make: () => BlobStore }[] = [{ name: "fs", make: () => new FsBlobStore(tmp("vi-blobs-")) }];
 
 const event = (type = "inspection.created") => () => ({ id: newId("evt"), type, data: "{}" });
+/** How long another process's write may take to show in reads (the SQLite adapter's read caches: 1 ms). */
+const OTHER_PROCESS_WRITES_SHOW_WITHIN_MS = 50;
+const afterOtherProcessWrites = () => new Promise((resolve) => setTimeout(resolve, OTHER_PROCESS_WRITES_SHOW_WITHIN_MS));
 const scope = { accountId: "acct_a", livemode: false };
 
 for (const adapter of STORE_ADAPTERS) {
@@ -114,6 +121,24 @@ for (const adapter of STORE_ADAPTERS) {
       const page2 = inspections.list(scope, { limit: 4, after: { createdAt: last.createdAt, id: last.id } });
       expect([...page1, ...page2].map((r) => r.id)).toEqual(expected);
       expect(inspections.list(scope, { limit: 10, reference: "odd" })).toHaveLength(3);
+    });
+
+    it("a read repeated between writes sees each write at once, and another process's soon after", async () => {
+      const { inspections, reopen } = adapter.make();
+      const r = sampleInspection();
+      expect(inspections.get(scope, r.id)).toBeNull();
+      await inspections.create(r, "h", event());
+      expect(inspections.get(scope, r.id)!.status).toBe("created");
+      expect(inspections.get(scope, r.id)!.status).toBe("created");
+      inspections.recordCancelRequested(r.id, r.createdAt + 1);
+      expect(inspections.get(scope, r.id)!.cancelRequestedAt).toBe(r.createdAt + 1);
+      inspections.transition(r.id, "created", "in_progress", r.createdAt + 2, {}, event("inspection.in_progress"));
+      expect(inspections.get(scope, r.id)!.status).toBe("in_progress");
+      expect(inspections.get({ ...scope, accountId: "acct_b" }, r.id)).toBeNull();
+      reopen().transition(r.id, "in_progress", "canceled", r.createdAt + 3, { canceledAt: r.createdAt + 3 }, event("inspection.canceled"));
+      await afterOtherProcessWrites();
+      expect(inspections.get(scope, r.id)!.status).toBe("canceled");
+      expect(inspections.getById(r.id)!.canceledAt).toBe(r.createdAt + 3);
     });
 
     it("intents mark an inspection for reconcile until the controller clears that generation", async () => {
@@ -197,6 +222,16 @@ for (const adapter of STORE_ADAPTERS) {
       expect(keys.webhookSecretFor(k.accountId, true, make, 3)).toBe(s1);
       expect(keys.webhookSecret("acme", "test", make, 1)).not.toBe(s1);
       expect(keys.list().map((x) => x.id)).toEqual(["key_1"]);
+    });
+
+    it("a key revoked by another process (the CLI) is seen revoked soon after", async () => {
+      const { keys, reopenKeys } = adapter.make();
+      keys.createKey("acme", "test", "hash2", "abcd", "key_2", 1);
+      expect(keys.findByHash("hash2")!.revokedAt).toBeNull();
+      expect(keys.findByHash("hash2")!.revokedAt).toBeNull();
+      expect(reopenKeys().revoke("key_2", 7)).toBe(true);
+      await afterOtherProcessWrites();
+      expect(keys.findByHash("hash2")!.revokedAt).toBe(7);
     });
   });
 }

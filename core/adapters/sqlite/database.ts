@@ -97,18 +97,58 @@ function migrate(db: Database): void {
   }
 }
 
-const statementCaches = new WeakMap<Database, Map<string, StatementSync>>();
+type Prepared = { stmt: StatementSync; writes: boolean };
+const statementCaches = new WeakMap<Database, Map<string, Prepared>>();
 
 /**
  * A prepared statement for `sql` on this connection, prepared once and reused: preparing costs more
- * than running most of these queries, and the stores run them on every request and poll.
+ * than running most of these queries, and the stores run them on every request and poll. Handing
+ * out any statement but a SELECT counts as a change for changeStamp(), before it runs.
  */
 export function sql(db: Database, text: string): StatementSync {
   let cache = statementCaches.get(db);
   if (!cache) statementCaches.set(db, (cache = new Map()));
-  let stmt = cache.get(text);
-  if (!stmt) cache.set(text, (stmt = db.prepare(text)));
-  return stmt;
+  let prepared = cache.get(text);
+  if (!prepared) cache.set(text, (prepared = { stmt: db.prepare(text), writes: !/^\s*SELECT\b/i.test(text) }));
+  if (prepared.writes) changed(db);
+  return prepared.stmt;
+}
+
+/** How stale another connection's commits may look to changeStamp(): a millisecond. */
+export const OTHER_WRITERS_VISIBLE_WITHIN_MS = 1;
+
+type Stamp = { generation: number; dataVersion: number; checkedAt: number; probe: StatementSync };
+const stamps = new WeakMap<Database, Stamp>();
+
+function stampOf(db: Database): Stamp {
+  let stamp = stamps.get(db);
+  if (!stamp) stamps.set(db, (stamp = { generation: 0, dataVersion: -1, checkedAt: -Infinity, probe: db.prepare("PRAGMA data_version") }));
+  return stamp;
+}
+
+function changed(db: Database): void {
+  stampOf(db).generation++;
+}
+
+/**
+ * A counter that moves whenever what this connection reads may have changed since it last
+ * returned: at once on a write or rollback on this connection, and within
+ * OTHER_WRITERS_VISIBLE_WITHIN_MS of another connection's commit (the CLI revoking a key).
+ * PRAGMA data_version is the only way to see those, and in the running service any statement costs
+ * as much as the point read it would guard (read locks on the shared WAL index), so it is asked at
+ * most once a millisecond. Read caches compare it before trusting what they hold.
+ */
+export function changeStamp(db: Database, now = performance.now()): number {
+  const stamp = stampOf(db);
+  if (now - stamp.checkedAt >= OTHER_WRITERS_VISIBLE_WITHIN_MS) {
+    stamp.checkedAt = now;
+    const version = (stamp.probe.get() as { data_version: number }).data_version;
+    if (version !== stamp.dataVersion) {
+      stamp.dataVersion = version;
+      stamp.generation++;
+    }
+  }
+  return stamp.generation;
 }
 
 /** Runs `fn` in an IMMEDIATE transaction, so concurrent writers from other processes wait instead of failing mid-way. */
@@ -122,6 +162,7 @@ export function transaction<T>(db: Database, fn: () => T): T {
     return result;
   } catch (error) {
     db.exec("ROLLBACK");
+    changed(db);
     throw error;
   }
 }
@@ -154,6 +195,7 @@ export function groupCommit<T>(db: Database, fn: () => T): Promise<T> {
   } catch (error) {
     db.exec("ROLLBACK TO grouped");
     db.exec("RELEASE grouped");
+    changed(db);
     return Promise.reject(error);
   }
   const settle = group.settle;
@@ -175,6 +217,7 @@ export function commitGroup(db: Database): void {
     } catch {
       // The failed COMMIT may already have rolled back.
     }
+    changed(db);
   }
   for (const settle of group.settle) settle(failure);
 }

@@ -3,6 +3,7 @@ import type { Status } from "../../domain/state-machine.ts";
 import type { EventFactory, InspectionStore, ListFilter, TransitionPatch } from "../../ports/inspection-store.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
 import { groupCommit, sql, transaction, type Database } from "./database.ts";
+import { ReadCache } from "./read-cache.ts";
 import { insertEvent } from "./event-store.ts";
 
 type Row = Record<string, string | number | null>;
@@ -55,9 +56,12 @@ function toMedia(r: Row): MediaRecord {
 
 export class SqliteInspectionStore implements InspectionStore {
   readonly #db: Database;
+  /** Retrievals by id, the API's most repeated read; by id alone, the scope is checked on the record. */
+  readonly #byId: ReadCache<InspectionRecord>;
 
   constructor(db: Database) {
     this.#db = db;
+    this.#byId = new ReadCache(db, 10_000);
   }
 
   #sql(text: string): StatementSync {
@@ -77,13 +81,15 @@ export class SqliteInspectionStore implements InspectionStore {
   }
 
   get(scope: Scope, id: string): InspectionRecord | null {
-    const row = this.#sql("SELECT * FROM inspections WHERE id = ? AND account_id = ? AND livemode = ?").get(id, scope.accountId, scope.livemode ? 1 : 0);
-    return row ? toRecord(row as Row) : null;
+    const found = this.getById(id);
+    return found && found.accountId === scope.accountId && found.livemode === scope.livemode ? found : null;
   }
 
   getById(id: string): InspectionRecord | null {
-    const row = this.#sql("SELECT * FROM inspections WHERE id = ?").get(id);
-    return row ? toRecord(row as Row) : null;
+    return this.#byId.get(id, () => {
+      const row = this.#sql("SELECT * FROM inspections WHERE id = ?").get(id);
+      return row ? toRecord(row as Row) : null;
+    });
   }
 
   getByCaptureTokenHash(hash: string): InspectionRecord | null {

@@ -2,6 +2,7 @@ import type { Environment } from "../../ids.ts";
 import { newId } from "../../ids.ts";
 import type { ApiKeyRecord, KeyStore } from "../../ports/key-store.ts";
 import { sql, transaction, type Database } from "./database.ts";
+import { ReadCache } from "./read-cache.ts";
 
 type Row = Record<string, string | number | null>;
 
@@ -17,9 +18,12 @@ const toKey = (r: Row): ApiKeyRecord => ({
 
 export class SqliteKeyStore implements KeyStore {
   readonly #db: Database;
+  /** Every /v1 request looks its key up. */
+  readonly #byHash: ReadCache<ApiKeyRecord>;
 
   constructor(db: Database) {
     this.#db = db;
+    this.#byHash = new ReadCache(db, 1_000);
   }
 
   #account(name: string, now: number): string {
@@ -40,8 +44,10 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   findByHash(keyHash: string): ApiKeyRecord | null {
-    const row = sql(this.#db, "SELECT k.*, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?").get(keyHash);
-    return row ? toKey(row as Row) : null;
+    return this.#byHash.get(keyHash, () => {
+      const row = sql(this.#db, "SELECT k.*, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?").get(keyHash);
+      return row ? toKey(row as Row) : null;
+    });
   }
 
   list(): ApiKeyRecord[] {
