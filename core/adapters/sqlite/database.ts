@@ -115,7 +115,7 @@ export function sql(db: Database, text: string): StatementSync {
 }
 
 /** How stale another connection's commits may look to changeStamp(): a millisecond. */
-export const OTHER_WRITERS_VISIBLE_WITHIN_MS = 1;
+const OTHER_WRITERS_VISIBLE_WITHIN_MS = 1;
 
 type Stamp = { generation: number; dataVersion: number; checkedAt: number; probe: StatementSync };
 const stamps = new WeakMap<Database, Stamp>();

@@ -3,8 +3,8 @@ import type { Status } from "../../domain/state-machine.ts";
 import type { EventFactory, InspectionStore, ListFilter, TransitionPatch } from "../../ports/inspection-store.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
 import { groupCommit, sql, transaction, type Database } from "./database.ts";
-import { ReadCache } from "./read-cache.ts";
 import { insertEvent } from "./event-store.ts";
+import { ReadCache } from "./read-cache.ts";
 
 type Row = Record<string, string | number | null>;
 

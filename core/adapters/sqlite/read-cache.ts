@@ -5,7 +5,7 @@ import { changeStamp, type Database } from "./database.ts";
  * cache empties when changeStamp() moves, so it answers what a read would (another process's
  * commits show within a millisecond). On GET /v1/inspections/:id, where the API key and the
  * inspection are read on every request, it took the server's CPU from 94 to 115 µs a request to 46
- * to 52 (the view kept with the record did the rest). A write anywhere empties it: it helps where
+ * to 52 (`npm run bench`'s service, measured from /proc). A write anywhere empties it: it helps where
  * reads repeat between writes, and costs a Map lookup where they do not. Records it holds are
  * frozen, since every caller gets the same object. Absent records are not kept: a stream of unknown
  * ids or keys would only fill it.
