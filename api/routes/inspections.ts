@@ -18,11 +18,13 @@ const CANCEL_WAIT_MS = 5_000;
 export const inspectionRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
-    // The store hands out the same frozen record until it changes, so its view is kept with it.
+    const view = (r: InspectionRecord): Inspection => inspectionView(r, s.config.publicUrl, isCaptureOpen(r.status) ? s.captureLinks.url(r.id) : null);
+    // A read by id hands out the same record until it changes (the store's read cache), so the
+    // view of one is kept with it; lists and creates get new records each time and skip this.
     const views = new WeakMap<InspectionRecord, Inspection>();
-    const view = (r: InspectionRecord): Inspection => {
+    const viewOfFound = (r: InspectionRecord): Inspection => {
       let shown = views.get(r);
-      if (!shown) views.set(r, (shown = inspectionView(r, s.config.publicUrl, isCaptureOpen(r.status) ? s.captureLinks.url(r.id) : null)));
+      if (!shown) views.set(r, (shown = view(r)));
       return shown;
     };
     const find = (scope: Scope, id: string): InspectionRecord => {
@@ -63,7 +65,7 @@ export const inspectionRoutes =
 
     app.get("/v1/inspections/:id", {
       schema: { operationId: "retrieveInspection", summary: "Retrieve an inspection", params: IdParams, response: { 200: Inspection, ...commonErrorResponses } },
-    }, async (request) => view(find(request.scope, request.params.id)));
+    }, async (request) => viewOfFound(find(request.scope, request.params.id)));
 
     app.get("/v1/inspections", {
       schema: {

@@ -138,8 +138,9 @@ function changed(db: Database): void {
  * as much as the point read it would guard (read locks on the shared WAL index), so it is asked at
  * most once a millisecond. Read caches compare it before trusting what they hold.
  */
-export function changeStamp(db: Database, now = performance.now()): number {
+export function changeStamp(db: Database): number {
   const stamp = stampOf(db);
+  const now = performance.now();
   if (now - stamp.checkedAt >= OTHER_WRITERS_VISIBLE_WITHIN_MS) {
     stamp.checkedAt = now;
     const version = (stamp.probe.get() as { data_version: number }).data_version;
