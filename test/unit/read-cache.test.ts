@@ -2,7 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { openDatabase, sql } from "../../core/adapters/sqlite/database.ts";
+import { openDatabase, sql, transaction } from "../../core/adapters/sqlite/database.ts";
 import { ReadCache } from "../../core/adapters/sqlite/read-cache.ts";
 
 const freshDb = () => openDatabase(mkdtempSync(join(tmpdir(), "vi-read-cache-")));
@@ -14,21 +14,21 @@ function counting(value: (key: string) => { v: string } | null) {
 }
 
 describe("ReadCache (SQLite adapter)", () => {
-  it("answers a repeated read from memory until this connection writes", () => {
+  it("answers a repeated read from memory until this connection changes a row of its tables", () => {
     const db = freshDb();
-    const cache = new ReadCache<{ v: string }>(db, 10);
+    const cache = new ReadCache<{ v: string }>(db, ["accounts"], 10);
     const { reads, read } = counting((k) => ({ v: k }));
     expect(cache.get("a", read("a"))).toEqual({ v: "a" });
     expect(cache.get("a", read("a"))).toEqual({ v: "a" });
     expect(reads).toEqual(["a"]);
-    sql(db, "INSERT INTO accounts (id, name, created_at) VALUES ('acct_x', 'x', 1)").run();
+    sql(db, "UPDATE accounts SET name = 'renamed' WHERE id = 'acct_none'").run();
     cache.get("a", read("a"));
     expect(reads).toEqual(["a", "a"]);
   });
 
   it("keeps no absent record, holds at most max, and hands out frozen records", () => {
     const db = freshDb();
-    const cache = new ReadCache<{ v: string }>(db, 2);
+    const cache = new ReadCache<{ v: string }>(db, ["accounts"], 2);
     const { reads, read } = counting((k) => (k === "none" ? null : { v: k }));
     expect(cache.get("none", read("none"))).toBeNull();
     expect(cache.get("none", read("none"))).toBeNull();
@@ -36,5 +36,39 @@ describe("ReadCache (SQLite adapter)", () => {
     // "a" was the oldest when "c" came in: it was dropped and read again.
     expect(reads).toEqual(["none", "none", "a", "b", "c", "a"]);
     expect(Object.isFrozen(cache.get("a", read("a")))).toBe(true);
+  });
+
+  it("empties on changes to its tables' rows, a rollback, or a statement it cannot place; not on inserts or other tables", () => {
+    const db = freshDb();
+    const cache = new ReadCache<{ v: string }>(db, ["api_keys", "accounts"], 10);
+    const { reads, read } = counting((k) => ({ v: k }));
+    const readAgain = () => cache.get("a", read("a"));
+    readAgain();
+    // Inserts only add rows, and the cache keeps no absent ones: nothing it holds can change.
+    sql(db, "\n  insert into ACCOUNTS (id, name, created_at) VALUES ('acct_y', 'y', 1)").run();
+    sql(db, "INSERT OR IGNORE INTO accounts (id, name, created_at) VALUES ('acct_y', 'y', 1)").run();
+    sql(db, "UPDATE inspections SET status = 'canceled' WHERE id = 'insp_none'").run();
+    sql(db, "DELETE FROM reports WHERE inspection_id = 'insp_none'").run();
+    readAgain();
+    expect(reads).toHaveLength(1);
+    for (const change of [
+      "UPDATE api_keys SET revoked_at = 1 WHERE id = 'key_none'",
+      "delete from accounts where id = 'acct_none'",
+      "INSERT OR REPLACE INTO accounts (id, name, created_at) VALUES ('acct_y', 'y', 2)",
+      "INSERT INTO accounts (id, name, created_at) VALUES ('acct_y', 'y', 3) ON CONFLICT (id) DO UPDATE SET created_at = 3",
+      // One it cannot place counts as a change to every table.
+      "WITH n AS (SELECT 2 AS v) INSERT INTO reports SELECT 'insp_' || v, '{}' FROM n",
+    ]) {
+      const before = reads.length;
+      sql(db, change).run();
+      readAgain();
+      expect(reads, change).toHaveLength(before + 1);
+    }
+    expect(() => transaction(db, () => {
+      sql(db, "INSERT INTO reports (inspection_id, body) VALUES ('insp_3', '{}')").run();
+      throw new Error("undone");
+    })).toThrow("undone");
+    readAgain();
+    expect(reads).toHaveLength(7);
   });
 });

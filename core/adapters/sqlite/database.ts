@@ -97,48 +97,76 @@ function migrate(db: Database): void {
   }
 }
 
-type Prepared = { stmt: StatementSync; writes: boolean };
+/** What running a statement may change in rows already stored: nothing, one table, or anything (`ANY`). */
+const ANY = "*";
+type Prepared = { stmt: StatementSync; changes: string | null };
 const statementCaches = new WeakMap<Database, Map<string, Prepared>>();
+
+/**
+ * Which table's stored rows a statement may change: null for a SELECT and for a plain INSERT (it
+ * only adds rows: read caches hold rows that exist, by a unique key, so an added row changes none
+ * of their answers; a failed one is undone alone, or its transaction is rolled back, which counts
+ * as a change to anything); the table for an UPDATE, a DELETE or an INSERT that may replace or
+ * update; ANY where it cannot tell.
+ */
+function changesTo(text: string): string | null {
+  if (/^\s*SELECT\b/i.test(text)) return null;
+  // OR ROLLBACK undoes the whole transaction, other statements' changes with it.
+  if (/\bOR\s+ROLLBACK\b/i.test(text)) return ANY;
+  const insert = /^\s*INSERT(?:\s+OR\s+(\w+))?\s+INTO\s+(\w+)/i.exec(text);
+  if (insert) {
+    const onlyAdds = /^(?:ABORT|FAIL|IGNORE)?$/i.test(insert[1] ?? "") && !/\bDO\s+UPDATE\b/i.test(text);
+    return onlyAdds ? null : insert[2]!.toLowerCase();
+  }
+  return /^\s*(?:UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM|REPLACE\s+INTO)\s+(\w+)/i.exec(text)?.[1]?.toLowerCase() ?? ANY;
+}
 
 /**
  * A prepared statement for `sql` on this connection, prepared once and reused: preparing costs more
  * than running most of these queries, and the stores run them on every request and poll. Handing
- * out any statement but a SELECT counts as a change for changeStamp(), before it runs.
+ * out a statement that may change stored rows counts as a change to its table for changeStamp(),
+ * before it runs.
  */
 export function sql(db: Database, text: string): StatementSync {
   let cache = statementCaches.get(db);
   if (!cache) statementCaches.set(db, (cache = new Map()));
   let prepared = cache.get(text);
-  if (!prepared) cache.set(text, (prepared = { stmt: db.prepare(text), writes: !/^\s*SELECT\b/i.test(text) }));
-  if (prepared.writes) changed(db);
+  if (!prepared) cache.set(text, (prepared = { stmt: db.prepare(text), changes: changesTo(text) }));
+  if (prepared.changes !== null) changed(db, prepared.changes);
   return prepared.stmt;
 }
 
 /** How stale another connection's commits may look to changeStamp(): a millisecond. */
 const OTHER_WRITERS_VISIBLE_WITHIN_MS = 1;
 
-type Stamp = { generation: number; dataVersion: number; checkedAt: number; probe: StatementSync };
+/** `generation` moves on changes to anything; `tables` counts this connection's writes per table. */
+type Stamp = { generation: number; tables: Map<string, number>; dataVersion: number; checkedAt: number; probe: StatementSync };
 const stamps = new WeakMap<Database, Stamp>();
 
 function stampOf(db: Database): Stamp {
   let stamp = stamps.get(db);
-  if (!stamp) stamps.set(db, (stamp = { generation: 0, dataVersion: -1, checkedAt: -Infinity, probe: db.prepare("PRAGMA data_version") }));
+  if (!stamp) stamps.set(db, (stamp = { generation: 0, tables: new Map(), dataVersion: -1, checkedAt: -Infinity, probe: db.prepare("PRAGMA data_version") }));
   return stamp;
 }
 
-function changed(db: Database): void {
-  stampOf(db).generation++;
+/** A rollback, or a statement whose table is unknown, may have changed anything. */
+function changed(db: Database, table = ANY): void {
+  const stamp = stampOf(db);
+  if (table === ANY) stamp.generation++;
+  else stamp.tables.set(table, (stamp.tables.get(table) ?? 0) + 1);
 }
 
 /**
- * A counter that moves whenever what this connection reads may have changed since it last
- * returned: at once on a write or rollback on this connection, and within
- * OTHER_WRITERS_VISIBLE_WITHIN_MS of another connection's commit (the CLI revoking a key).
- * PRAGMA data_version is the only way to see those, and in the running service any statement costs
- * as much as the point read it would guard (read locks on the shared WAL index), so it is asked at
- * most once a millisecond. Read caches compare it before trusting what they hold.
+ * A counter that moves whenever what this connection reads from `tables` may have changed since it
+ * last returned: at once on an update or delete of their rows or a rollback on this connection,
+ * and within OTHER_WRITERS_VISIBLE_WITHIN_MS of another connection's commit to anything (the CLI
+ * revoking a key). Inserts, and writes to other tables, leave it alone: a busy API's creates and
+ * webhook bookkeeping do not empty the caches of API keys and inspections. PRAGMA data_version is the only way to see other connections' commits, and in the
+ * running service any statement costs as much as the point read it would guard (read locks on the
+ * shared WAL index), so it is asked at most once a millisecond. Read caches compare it before
+ * trusting what they hold.
  */
-export function changeStamp(db: Database): number {
+export function changeStamp(db: Database, tables: readonly string[]): number {
   const stamp = stampOf(db);
   const now = performance.now();
   if (now - stamp.checkedAt >= OTHER_WRITERS_VISIBLE_WITHIN_MS) {
@@ -149,7 +177,10 @@ export function changeStamp(db: Database): number {
       stamp.generation++;
     }
   }
-  return stamp.generation;
+  // Every count only grows, so the sum moves whenever one of them does.
+  let sum = stamp.generation;
+  for (const table of tables) sum += stamp.tables.get(table) ?? 0;
+  return sum;
 }
 
 /** Runs `fn` in an IMMEDIATE transaction, so concurrent writers from other processes wait instead of failing mid-way. */

@@ -61,7 +61,7 @@ export class SqliteInspectionStore implements InspectionStore {
 
   constructor(db: Database) {
     this.#db = db;
-    this.#byId = new ReadCache(db, 10_000);
+    this.#byId = new ReadCache(db, ["inspections"], 10_000);
   }
 
   #sql(text: string): StatementSync {

@@ -23,7 +23,7 @@ export class SqliteKeyStore implements KeyStore {
 
   constructor(db: Database) {
     this.#db = db;
-    this.#byHash = new ReadCache(db, 1_000);
+    this.#byHash = new ReadCache(db, ["api_keys", "accounts"], 1_000);
   }
 
   #account(name: string, now: number): string {
