@@ -161,10 +161,10 @@ function changed(db: Database, table = ANY): void {
  * last returned: at once on an update or delete of their rows or a rollback on this connection,
  * and within OTHER_WRITERS_VISIBLE_WITHIN_MS of another connection's commit to anything (the CLI
  * revoking a key). Inserts, and writes to other tables, leave it alone: a busy API's creates and
- * webhook bookkeeping do not empty the caches of API keys and inspections. PRAGMA data_version is the only way to see other connections' commits, and in the
- * running service any statement costs as much as the point read it would guard (read locks on the
- * shared WAL index), so it is asked at most once a millisecond. Read caches compare it before
- * trusting what they hold.
+ * webhook bookkeeping do not empty the caches of API keys and inspections. PRAGMA data_version is
+ * the only way to see other connections' commits, and in the running service any statement costs
+ * as much as the point read it would guard (read locks on the shared WAL index), so it is asked at
+ * most once a millisecond. Read caches compare it before trusting what they hold.
  */
 export function changeStamp(db: Database, tables: readonly string[]): number {
   const stamp = stampOf(db);
