@@ -70,5 +70,12 @@ describe("ReadCache (SQLite adapter)", () => {
     })).toThrow("undone");
     readAgain();
     expect(reads).toHaveLength(7);
+    // Tables are named as SQL names them, in any case.
+    const named = new ReadCache<{ v: string }>(db, ["API_Keys"], 10);
+    const { reads: namedReads, read: namedRead } = counting((k) => ({ v: k }));
+    named.get("a", namedRead("a"));
+    sql(db, "UPDATE api_keys SET revoked_at = 2 WHERE id = 'key_none'").run();
+    named.get("a", namedRead("a"));
+    expect(namedReads).toHaveLength(2);
   });
 });

@@ -97,17 +97,18 @@ function migrate(db: Database): void {
   }
 }
 
-/** What running a statement may change in rows already stored: nothing, one table, or anything (`ANY`). */
+/** Stands for every table: what a rollback, or a statement whose table is unknown, may have changed. */
 const ANY = "*";
+/** `changes`: the table, in lower case, whose stored rows running the statement may change; null for none. */
 type Prepared = { stmt: StatementSync; changes: string | null };
 const statementCaches = new WeakMap<Database, Map<string, Prepared>>();
 
 /**
- * Which table's stored rows a statement may change: null for a SELECT and for a plain INSERT (it
- * only adds rows: read caches hold rows that exist, by a unique key, so an added row changes none
- * of their answers; a failed one is undone alone, or its transaction is rolled back, which counts
- * as a change to anything); the table for an UPDATE, a DELETE or an INSERT that may replace or
- * update; ANY where it cannot tell.
+ * Which table's stored rows a statement may change: none for a SELECT or a plain INSERT; its table
+ * for an UPDATE, a DELETE, or an INSERT that may replace or update; ANY where it cannot tell.
+ * A plain INSERT only adds rows, and read caches hold only rows that exist, by a unique key, so no
+ * answer of theirs can change. If it fails it is undone alone, or its transaction rolls back, which
+ * counts as a change to everything.
  */
 function changesTo(text: string): string | null {
   if (/^\s*SELECT\b/i.test(text)) return null;
@@ -149,7 +150,6 @@ function stampOf(db: Database): Stamp {
   return stamp;
 }
 
-/** A rollback, or a statement whose table is unknown, may have changed anything. */
 function changed(db: Database, table = ANY): void {
   const stamp = stampOf(db);
   if (table === ANY) stamp.generation++;
