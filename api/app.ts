@@ -8,7 +8,7 @@ import type { Services } from "../core/services.ts";
 import { captureRoutes } from "../capture/routes/capture-routes.ts";
 import { pageRoutes } from "../capture/routes/page-routes.ts";
 import { authenticate } from "./plugins/auth.ts";
-import { errorHandler } from "./plugins/error-handler.ts";
+import { errorHandler, frameworkErrors } from "./plugins/error-handler.ts";
 import { idempotency } from "./plugins/idempotency.ts";
 import { registerRateLimit } from "./plugins/rate-limit.ts";
 import { eventRoutes } from "./routes/events.ts";
@@ -29,6 +29,7 @@ export async function buildApp(s: Services) {
     // Per-request lines only at debug: at info a busy API would log mostly noise.
     logController: new LogController({ requestIdLogLabel: "request_id", disableRequestLogging: s.config.logLevel !== "debug" && s.config.logLevel !== "trace" }),
     routerOptions: { ignoreTrailingSlash: true },
+    frameworkErrors,
     connectionTimeout: 60_000,
     requestTimeout: 60_000,
   }).withTypeProvider<ZodTypeProvider>();

@@ -64,6 +64,21 @@ export function sendError(reply: FastifyReply, request: FastifyRequest, error: A
     .send(JSON.stringify({ error: { type: error.type, code: error.code, message: error.message, param: error.param, request_id: request.id } }));
 }
 
+/**
+ * Errors the router raises before any route or hook runs: a path that is not valid percent-encoding,
+ * and a path segment longer than the router takes (Fastify's `frameworkErrors`). Without this they
+ * would leave in Fastify's own shape and without a Request-Id.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  reply.header("request-id", request.id);
+  const path = request.url.split("?")[0]!;
+  const apiError = error.code === "FST_ERR_MAX_PARAM_LENGTH"
+    // Longer than any id or token the API hands out, so it names nothing.
+    ? new ApiError("resource_missing", `Unrecognized request URL (${request.method} ${path}): a path segment is longer than any id.`)
+    : new ApiError("parameter_invalid", `The request URL (${request.method} ${path}) is not valid: a path segment is not well-formed percent-encoding.`);
+  return sendError(reply, request, apiError);
+}
+
 /** Route patterns by URL, to tell "no such path" (404) from "no such method on this path" (405). */
 function methodsByPattern(app: FastifyInstance) {
   const patterns: { regex: RegExp; methods: Set<string> }[] = [];

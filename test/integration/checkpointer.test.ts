@@ -1,6 +1,8 @@
+import { execFile } from "node:child_process";
 import { mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { expect, it } from "vitest";
 import { Checkpointer } from "../../core/adapters/sqlite/checkpointer.ts";
 import { databaseFile, openDatabase, transaction } from "../../core/adapters/sqlite/database.ts";
@@ -22,4 +24,19 @@ it("copies committed pages from the WAL into the database file from its own thre
   await checkpointer.close();
   expect((db.prepare("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number }).wal_autocheckpoint).toBe(50_000);
   db.close();
+});
+
+it("finishes closing in a process that has nothing else to do (the thread holds it open until it has stopped)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "vi-ckpt-"));
+  const module = (file: string) => JSON.stringify(new URL(`../../core/adapters/sqlite/${file}`, import.meta.url).href);
+  const script = `import { Checkpointer } from ${module("checkpointer.ts")};
+import { databaseFile, openDatabase } from ${module("database.ts")};
+const db = openDatabase(${JSON.stringify(dir)});
+const checkpointer = new Checkpointer(db, databaseFile(${JSON.stringify(dir)}));
+await checkpointer.close();
+db.close();
+console.log("closed");`;
+  // Unfinished, the process would exit with 13 (a top-level await that never settled) and print nothing.
+  const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script]);
+  expect(stdout).toBe("closed\n");
 });

@@ -255,6 +255,22 @@ describe("retrieve, cancel, report", () => {
     expect(nope.status).toBe(404);
     expectError(await nope.json(), "not_found_error", "resource_missing");
   });
+
+  it("answers a malformed path, and a path segment longer than any id, in the contract's shape with a Request-Id", async () => {
+    // The router rejects these before any route or hook runs.
+    for (const [path, status, type, code] of [
+      ["/v1/inspections/%zz", 400, "invalid_request_error", "parameter_invalid"],
+      ["/capture/v1/%E0%A4%A/submit", 400, "invalid_request_error", "parameter_invalid"],
+      [`/v1/inspections/insp_${"a".repeat(200)}`, 404, "not_found_error", "resource_missing"],
+      [`/capture/v1/${"t".repeat(200)}`, 404, "not_found_error", "resource_missing"],
+    ] as const) {
+      const res = await svc.api(key, path);
+      expect(res.status, path).toBe(status);
+      const body = await res.json();
+      expectError(body, type, code, null);
+      expect(res.headers.get("request-id")).toBe(body.error.request_id);
+    }
+  });
 });
 
 describe("probes", () => {

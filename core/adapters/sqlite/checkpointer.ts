@@ -50,6 +50,9 @@ export class Checkpointer {
 
   async close(): Promise<void> {
     this.#closing = true;
+    // While close waits for the thread, the thread must keep the process alive: unreferenced, a
+    // process with nothing else to do would exit mid-close, before its caller closes the database.
+    this.#worker.ref();
     this.#worker.postMessage("stop");
     await this.#exited;
   }
