@@ -8,7 +8,7 @@ import type { Services } from "../core/services.ts";
 import { captureRoutes } from "../capture/routes/capture-routes.ts";
 import { pageRoutes } from "../capture/routes/page-routes.ts";
 import { authenticate } from "./plugins/auth.ts";
-import { errorHandler, frameworkErrors } from "./plugins/error-handler.ts";
+import { clientErrorHandler, errorHandler, frameworkErrors } from "./plugins/error-handler.ts";
 import { idempotency } from "./plugins/idempotency.ts";
 import { registerRateLimit } from "./plugins/rate-limit.ts";
 import { eventRoutes } from "./routes/events.ts";
@@ -30,6 +30,7 @@ export async function buildApp(s: Services) {
     logController: new LogController({ requestIdLogLabel: "request_id", disableRequestLogging: s.config.logLevel !== "debug" && s.config.logLevel !== "trace" }),
     routerOptions: { ignoreTrailingSlash: true },
     frameworkErrors,
+    clientErrorHandler,
     connectionTimeout: 60_000,
     requestTimeout: 60_000,
   }).withTypeProvider<ZodTypeProvider>();

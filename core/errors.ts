@@ -4,6 +4,7 @@
  */
 export const ERROR_CODES = {
   parameter_missing: { status: 400, type: "invalid_request_error" },
+  request_malformed: { status: 400, type: "invalid_request_error" },
   parameter_invalid: { status: 400, type: "invalid_request_error" },
   parameter_unknown: { status: 400, type: "invalid_request_error" },
   body_invalid_json: { status: 400, type: "invalid_request_error" },
@@ -16,9 +17,11 @@ export const ERROR_CODES = {
   idempotency_key_in_use: { status: 409, type: "conflict_error" },
   capture_incomplete: { status: 409, type: "conflict_error" },
   capture_link_inactive: { status: 410, type: "invalid_request_error" },
+  request_timeout: { status: 408, type: "invalid_request_error" },
   body_too_large: { status: 413, type: "invalid_request_error" },
   unsupported_media_type: { status: 415, type: "invalid_request_error" },
   idempotency_key_reused: { status: 422, type: "idempotency_error" },
+  request_headers_too_large: { status: 431, type: "invalid_request_error" },
   rate_limited: { status: 429, type: "rate_limit_error" },
   internal_error: { status: 500, type: "api_error" },
   service_unavailable: { status: 503, type: "api_error" },

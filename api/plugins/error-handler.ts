@@ -1,7 +1,10 @@
+import { STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { ApiError, isApiError, type ErrorCode } from "../../core/errors.ts";
+import { newId } from "../../core/ids.ts";
 
 type ValidationIssue = { keyword: string; instancePath: string; message: string; params: Record<string, unknown> };
 
@@ -77,6 +80,27 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
     ? new ApiError("resource_missing", `Unrecognized request URL (${request.method} ${path}): a path segment is longer than any id.`)
     : new ApiError("parameter_invalid", `The request URL (${request.method} ${path}) is not valid: a path segment is not well-formed percent-encoding.`);
   return sendError(reply, request, apiError);
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (headers over 16 KiB, a request that
+ * is not HTTP, a client too slow to send one): answered on the raw socket, which then closes, still
+ * in the contract's shape and with a Request-Id (Fastify's `clientErrorHandler`).
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Duplex): void {
+  // A reset connection has no one left to answer.
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const apiError = error.code === "HPE_HEADER_OVERFLOW"
+    ? new ApiError("request_headers_too_large", "The request headers are too large: at most 16 KiB in all.")
+    : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? new ApiError("request_timeout", "The request was not received in time.")
+      : new ApiError("request_malformed", "The request is not valid HTTP/1.1.");
+  const requestId = newId("req");
+  const body = JSON.stringify({ error: { type: apiError.type, code: apiError.code, message: apiError.message, param: null, request_id: requestId } });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}\r\nRequest-Id: ${requestId}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(error);
 }
 
 /** Route patterns by URL, to tell "no such path" (404) from "no such method on this path" (405). */

@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { request } from "undici";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
@@ -87,4 +88,31 @@ it("answers every malformed request without a 5xx, with a Request-Id, and with e
   for (const probe of all) found.push(...(await violations(probe)));
   expect(all.length).toBeGreaterThan(500);
   expect(found).toEqual([]);
+});
+
+/** Bytes sent as they are on a fresh connection; the whole answer, read until the server closes. */
+function sendRaw(bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(new URL(svc.url).port), "127.0.0.1", () => socket.write(bytes));
+    let answer = "";
+    socket.on("data", (d) => (answer += d));
+    socket.on("close", () => resolve(answer));
+    socket.on("error", reject);
+  });
+}
+
+it("answers what Node's HTTP parser refuses in the contract's shape too, with a Request-Id, and closes the connection", async () => {
+  for (const [bytes, status, code] of [
+    [`GET /v1/inspections HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`, 431, "request_headers_too_large"],
+    ["NOT HTTP AT ALL\r\n\r\n", 400, "request_malformed"],
+    ["POST /v1/inspections HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400, "request_malformed"],
+    ["POST /v1/inspections HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, "request_malformed"],
+  ] as const) {
+    const answer = await sendRaw(bytes);
+    const [head, body] = answer.split("\r\n\r\n") as [string, string];
+    expect(head.split("\r\n")[0], bytes.slice(0, 40)).toBe(`HTTP/1.1 ${status} ${status === 431 ? "Request Header Fields Too Large" : "Bad Request"}`);
+    const requestId = /^request-id: (req_[a-z0-9]{24})$/im.exec(head)?.[1];
+    expect(requestId).toBeDefined();
+    expect(JSON.parse(body)).toEqual({ error: { type: "invalid_request_error", code, message: expect.stringMatching(/\S/), param: null, request_id: requestId } });
+  }
 });
