@@ -1,8 +1,9 @@
-import sharp from "sharp";
+import sharp, { type Sharp } from "sharp";
 import { createHash } from "node:crypto";
 import { ApiError } from "../../core/errors.ts";
 import type { Quality } from "../../core/schemas/report.ts";
 import { measureQuality } from "../../inference/quality/measure-quality.ts";
+import { decodeHeic, isHeic } from "./decode-heic.ts";
 
 export const PHOTO_LIMITS = {
   maxBytes: 15 * 1024 * 1024,
@@ -17,14 +18,22 @@ export type IngestedPhoto = { jpeg: Buffer; width: number; height: number; etag:
 
 /**
  * Decodes any accepted format, applies the EXIF orientation, and re-encodes as JPEG. sharp writes
- * no metadata unless asked, so EXIF (GPS location included), XMP and ICC comments are dropped.
+ * no metadata unless asked, so EXIF (GPS location included), XMP and ICC comments are dropped. HEIC
+ * is decoded to pixels first, its rotation and mirroring applied by libheif, so no metadata survives
+ * that way either.
  */
 export async function ingestPhoto(input: Buffer): Promise<IngestedPhoto> {
   let jpeg: Buffer;
   let width: number;
   let height: number;
   try {
-    const image = sharp(input, { limitInputPixels: PHOTO_LIMITS.maxPixels, failOn: "error" });
+    let image: Sharp;
+    if (isHeic(input)) {
+      const { width: w, height: h, rgba } = await decodeHeic(input, PHOTO_LIMITS.maxPixels);
+      image = sharp(rgba, { raw: { width: w, height: h, channels: 4 }, limitInputPixels: PHOTO_LIMITS.maxPixels }).removeAlpha();
+    } else {
+      image = sharp(input, { limitInputPixels: PHOTO_LIMITS.maxPixels, failOn: "error" });
+    }
     const out = await image
       .rotate()
       .resize(PHOTO_LIMITS.maxStoredSide, PHOTO_LIMITS.maxStoredSide, { fit: "inside", withoutEnlargement: true })

@@ -1,5 +1,8 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import sharp from "sharp";
 
 /** Real car photos from the shared datasets (never copied into the repository). */
@@ -21,3 +24,18 @@ export async function streetBackground(): Promise<Buffer> {
 }
 
 export const carPhoto = (index = 0): Buffer => carPhotos(index + 1)[index]!;
+
+/**
+ * An image as an iPhone would send it: HEIC (HEVC in HEIF), encoded by libheif's heif-enc (Debian's
+ * libheif-examples; .ci/run installs it). `preset=ultrafast` keeps a 48-megapixel encode to seconds.
+ */
+export async function heicOf(image: Buffer): Promise<Buffer> {
+  const dir = mkdtempSync(join(tmpdir(), "vi-heic-"));
+  try {
+    writeFileSync(join(dir, "in.png"), await sharp(image).png({ compressionLevel: 1 }).toBuffer());
+    await promisify(execFile)("heif-enc", ["-q", "60", "-p", "preset=ultrafast", join(dir, "in.png"), "-o", join(dir, "out.heic")]);
+    return readFileSync(join(dir, "out.heic"));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

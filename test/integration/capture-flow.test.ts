@@ -1,7 +1,7 @@
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
-import { carPhotos } from "../helpers/photos.ts";
+import { carPhotos, heicOf } from "../helpers/photos.ts";
 import { startService, OTHER_VALID_VIN, VALID_VIN, type TestService } from "../helpers/service.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
@@ -149,6 +149,35 @@ describe("capture API", () => {
     expect(b.quality.problems).toContain("blurry");
     const session = await (await capture(token)).json();
     expect(session.steps.find((s: any) => s.angle === "left")).toMatchObject({ done: true, quality: { passed: false } });
+  });
+
+  it("takes HEIC, what iPhones send, and stores it as the same picture in JPEG; a HEIC bomb is 413, a broken one 400", async () => {
+    const { token } = await newInspection();
+    const heic = await heicOf(photos[0]!);
+    expect(heic.toString("latin1", 4, 12)).toBe("ftypheic");
+    const res = await upload(token, "front", heic, "image/heic");
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    const original = await sharp(photos[0]!).metadata();
+    expect(body).toMatchObject({ angle: "front", width: original.width, height: original.height });
+    const stored = Buffer.from(await (await svc.api(key, `/v1/media/${body.media_id}/full.jpg`)).arrayBuffer());
+    expect((await sharp(stored).metadata()).format).toBe("jpeg");
+    // The same picture: small mean difference from the photo it was made from, large from another.
+    const grey = (image: Buffer) => sharp(image).resize(64, 64, { fit: "fill" }).greyscale().raw().toBuffer();
+    const meanDiff = (a: Buffer, b: Buffer) => a.reduce((sum, v, i) => sum + Math.abs(v - b[i]!), 0) / a.length;
+    const [ours, source, other] = await Promise.all([grey(stored), grey(photos[0]!), grey(photos[1]!)]);
+    expect(meanDiff(ours, source)).toBeLessThan(6);
+    expect(meanDiff(ours, other)).toBeGreaterThan(20);
+
+    const bomb = await heicOf(await sharp({ create: { width: 8000, height: 6000, channels: 3, background: "#808080" } }).png().toBuffer());
+    expect(bomb.length).toBeLessThan(1024 * 1024);
+    const tooBig = await upload(token, "left", bomb, "image/heic");
+    expect(tooBig.status).toBe(413);
+    expect((await tooBig.json()).error).toMatchObject({ code: "body_too_large", message: expect.stringMatching(/megapixels/) });
+
+    const broken = await upload(token, "left", Buffer.concat([heic.subarray(0, 400), Buffer.alloc(2000, 7)]), "image/heic");
+    expect(broken.status).toBe(400);
+    expect((await broken.json()).error).toMatchObject({ code: "parameter_invalid", param: "photo" });
   });
 
   it("refuses undecodable photos, wrong types, oversized bodies and decompression bombs", async () => {
