@@ -59,12 +59,13 @@ export function toApiError(error: FastifyError, request: FastifyRequest): ApiErr
   return new ApiError("internal_error", "An internal error occurred; it has been logged. Retry the request, or contact support with its request id.");
 }
 
+/** The contract's error body. */
+const errorBody = (error: ApiError, requestId: string) =>
+  JSON.stringify({ error: { type: error.type, code: error.code, message: error.message, param: error.param, request_id: requestId } });
+
 export function sendError(reply: FastifyReply, request: FastifyRequest, error: ApiError): FastifyReply {
   for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
-  return reply
-    .code(error.statusCode)
-    .type("application/json; charset=utf-8")
-    .send(JSON.stringify({ error: { type: error.type, code: error.code, message: error.message, param: error.param, request_id: request.id } }));
+  return reply.code(error.statusCode).type("application/json; charset=utf-8").send(errorBody(error, request.id));
 }
 
 /**
@@ -96,7 +97,7 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Dup
       ? new ApiError("request_timeout", "The request was not received in time.")
       : new ApiError("request_malformed", "The request is not valid HTTP/1.1.");
   const requestId = newId("req");
-  const body = JSON.stringify({ error: { type: apiError.type, code: apiError.code, message: apiError.message, param: null, request_id: requestId } });
+  const body = errorBody(apiError, requestId);
   if (socket.writable) {
     socket.write(`HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}\r\nRequest-Id: ${requestId}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   }
