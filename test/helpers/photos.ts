@@ -16,7 +16,7 @@ export function carPhotos(count: number): Buffer[] {
 
 /**
  * A real photo with no car in it: trees and a roof edge, the strip above the car in a car-parts
- * test photo. The damage model alone sees two "scratches" in it (0.38 and 0.30); the parts model
+ * test photo. The damage model alone sees a "scratch" in it (0.47); the parts model
  * no part at all.
  */
 export async function streetBackground(): Promise<Buffer> {
