@@ -59,13 +59,19 @@ export function toApiError(error: FastifyError, request: FastifyRequest): ApiErr
   return new ApiError("internal_error", "An internal error occurred; it has been logged. Retry the request, or contact support with its request id.");
 }
 
+const JSON_UTF8 = "application/json; charset=utf-8";
+
 /** The contract's error body. */
 const errorBody = (error: ApiError, requestId: string) =>
   JSON.stringify({ error: { type: error.type, code: error.code, message: error.message, param: error.param, request_id: requestId } });
 
+/**
+ * Sets the Request-Id header itself, beside the body's `request_id`: errors the router raises come
+ * here without the onRequest hook that sets it on every other response.
+ */
 export function sendError(reply: FastifyReply, request: FastifyRequest, error: ApiError): FastifyReply {
   for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
-  return reply.code(error.statusCode).type("application/json; charset=utf-8").send(errorBody(error, request.id));
+  return reply.code(error.statusCode).header("request-id", request.id).type(JSON_UTF8).send(errorBody(error, request.id));
 }
 
 /**
@@ -74,7 +80,6 @@ export function sendError(reply: FastifyReply, request: FastifyRequest, error: A
  * would leave in Fastify's own shape and without a Request-Id.
  */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  reply.header("request-id", request.id);
   const path = request.url.split("?")[0]!;
   const apiError = error.code === "FST_ERR_MAX_PARAM_LENGTH"
     // Longer than any id or token the API hands out, so it names nothing.
@@ -99,7 +104,7 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Dup
   const requestId = newId("req");
   const body = errorBody(apiError, requestId);
   if (socket.writable) {
-    socket.write(`HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}\r\nRequest-Id: ${requestId}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(`HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}\r\nRequest-Id: ${requestId}\r\nContent-Type: ${JSON_UTF8}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   }
   socket.destroy(error);
 }

@@ -14,6 +14,7 @@ export default async function decodeHeic({ bytes, maxPixels }: { bytes: Uint8Arr
   const images = await decode.all({ buffer: bytes });
   try {
     const primary = images[0]!;
+    // "pixel limit", as sharp words its own: ingestPhoto answers both with 413.
     if (primary.width * primary.height > maxPixels) throw new Error(`HEIC image of ${primary.width} x ${primary.height} exceeds the pixel limit`);
     const { width, height, data } = await primary.decode();
     return { width, height, rgba: data };
