@@ -15,6 +15,7 @@ import type { Services } from "../core/services.ts";
 import { Signals } from "../core/signals.ts";
 import { systemClock, type Clock } from "../core/time.ts";
 import { VinDecoder } from "../core/vin/vin-decoder.ts";
+import { modelInputSizes } from "../inference/detection/model-input.ts";
 
 /** The secret capture tokens are derived from: made once per data directory, readable by its owner only. */
 function captureSecret(dataDir: string): Buffer {
@@ -50,6 +51,7 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
     vin,
     captureLinks: new CaptureLinks(captureSecret(config.dataDir), config.publicUrl),
     signals: new Signals(),
+    modelInputSizes: modelInputSizes(config.models),
     async close() {
       await vin.close();
       await checkpointer.close();

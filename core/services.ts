@@ -23,4 +23,6 @@ export type Services = {
   vin: { decode(vin: string): Promise<DecodedVehicle> };
   captureLinks: CaptureLinks;
   signals: Signals;
+  /** The configured models' input sizes: capture stores each photo scaled for them (inference/detection/model-input.ts). */
+  modelInputSizes: number[];
 };

@@ -1,25 +1,26 @@
-import { letterboxes, type Letterboxed } from "./letterbox.ts";
+import { fromScaled, letterboxes, type Letterboxed, type ScaledPixels } from "./letterbox.ts";
 import type { Detected, OnnxDetector } from "./onnx-detector.ts";
 import type { Letterbox } from "./postprocess.ts";
 
 export type ImageDetections = { found: Detected[]; lb: Letterbox };
 
 /**
- * Encoded photos through one or more detectors (the damage and the parts model) in batches. Each
- * photo is decoded once for all of them. The first detector runs while the next batch is decoded
- * (sharp, on libuv's threads, hiding in whatever CPU the model leaves idle); the others run after it
- * over the tensors kept from that decode, one model at a time: alternating the models batch by batch
- * measured 10% slower, each evicting the other's weights from the CPU caches.
+ * Photos through one or more detectors (the damage and the parts model) in batches. A photo is
+ * either encoded, and decoded once for all of them, or already scaled for each detector's size, in
+ * the detectors' order (the model inputs stored on upload). The first detector runs while the next
+ * batch is prepared (sharp, on libuv's threads, hiding in whatever CPU the model leaves idle); the
+ * others run after it over the tensors kept from that batch, one model at a time: alternating the
+ * models batch by batch measured 10% slower, each evicting the other's weights from the CPU caches.
  * Returns, for each detector, each photo's detections and letterbox geometry, in order.
  * `thresholds[k]` overrides detector k's own score thresholds (evaluation scores everything).
  */
 export async function detectImages(
   detectors: OnnxDetector[],
-  images: Buffer[],
+  images: (Buffer | ScaledPixels)[],
   { batchSize = 8, thresholds = [] }: { batchSize?: number; thresholds?: (ArrayLike<number> | undefined)[] } = {},
 ): Promise<ImageDetections[][]> {
   const sizes = detectors.map((d) => d.size);
-  const prepare = (from: number): Promise<Letterboxed[][]> => Promise.all(images.slice(from, from + batchSize).map((image) => letterboxes(image, sizes)));
+  const prepare = (from: number): Promise<Letterboxed[][]> => Promise.all(images.slice(from, from + batchSize).map(async (image) => Buffer.isBuffer(image) ? letterboxes(image, sizes) : fromScaled(image, sizes)));
   const out: ImageDetections[][] = detectors.map(() => []);
   const run = async (k: number, batch: Letterboxed[]) => {
     const found = await detectors[k]!.detect(batch, thresholds[k]);

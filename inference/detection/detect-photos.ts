@@ -8,6 +8,7 @@ import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import type { Quality } from "../../core/schemas/report.ts";
 import { drawEvidence } from "../evidence/draw-evidence.ts";
 import { detectImages } from "./detect-images.ts";
+import { loadModelInputs } from "./model-input.ts";
 import type { Detected, OnnxDetector } from "./onnx-detector.ts";
 import { relativeBbox, type Box } from "./postprocess.ts";
 
@@ -63,9 +64,10 @@ const UNREADABLE: Quality = { brightness: 0, sharpness: 0, glare: 0, passed: fal
 
 /**
  * The detection pipeline for one inspection: each photo is read and measured; the exterior photos
- * go through the damage model (and the parts model) in one batch each; every damage gets its part,
- * its severity from the grading table and an evidence photo. A photo that cannot be read, is too
- * small, or shows no vehicle (showsVehicle) is reported as such and yields no findings.
+ * go through the damage model (and the parts model) in one batch each, from the model inputs stored
+ * on upload where they exist; every damage gets its part, its severity from the grading table and
+ * an evidence photo. A photo that cannot be read, is too small, or shows no vehicle (showsVehicle)
+ * is reported as such and yields no findings.
  */
 export async function detectPhotos(blobs: BlobStore, inspectionId: string, photos: PhotoToInspect[], models: Models): Promise<DetectionResult> {
   const outcomes: PhotoOutcome[] = [];
@@ -96,7 +98,10 @@ export async function detectPhotos(blobs: BlobStore, inspectionId: string, photo
   }
   if (!models.damage) return { model: null, photos: outcomes, detections: [] };
 
-  const [damageRuns, partsRuns] = await detectImages(models.parts ? [models.damage, models.parts] : [models.damage], searched.map((s) => s.bytes));
+  const detectors = models.parts ? [models.damage, models.parts] : [models.damage];
+  const sizes = detectors.map((d) => d.size);
+  const inputs = await Promise.all(searched.map(async (s) => (await loadModelInputs(blobs, inspectionId, s.photo.mediaId, s.width, s.height, sizes)) ?? s.bytes));
+  const [damageRuns, partsRuns] = await detectImages(detectors, inputs);
   const damage = damageRuns!.map((r) => r.found);
   const parts = partsRuns?.map((r) => r.found) ?? null;
 

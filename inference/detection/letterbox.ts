@@ -6,7 +6,7 @@ export const PAD_GREY = 114;
 export type Letterboxed = { chw: Float32Array; lb: Letterbox };
 
 /** Scaled size and padding of a width×height photo fitted into a size×size square. */
-function fit(width: number, height: number, size: number) {
+export function fit(width: number, height: number, size: number) {
   const scale = Math.min(size / width, size / height);
   const w = Math.max(1, Math.round(width * scale));
   const h = Math.max(1, Math.round(height * scale));
@@ -22,13 +22,27 @@ export async function letterbox(image: Buffer, size: number): Promise<Letterboxe
 }
 
 /**
+ * A photo's pixels scaled for each model's square, not yet padded: interleaved RGB, `fit` in size.
+ * What letterboxing needs from the encoded photo; processing gets it from the upload instead of
+ * decoding the photo again (see model-input.ts).
+ */
+export type ScaledPixels = { width: number; height: number; pixels: Buffer[] };
+
+/**
  * The photo letterboxed for several models at once (the damage and the parts model), decoded once:
- * the JPEG decode is most of a letterbox's cost. For one model the decode goes straight to its
- * square. For several it is scaled down only by the power of two that JPEG shrink-on-load gives for
- * free (none for a 640 px photo, 4 for a 2400 px one) and each square is scaled from those pixels, so
- * each model gets the tensor a decode of its own would have given it (the same bytes, at 640 px).
+ * the JPEG decode is most of a letterbox's cost.
  */
 export async function letterboxes(image: Buffer, sizes: number[]): Promise<Letterboxed[]> {
+  return fromScaled(await scaleForModels(image, sizes), sizes);
+}
+
+/**
+ * Decodes the photo once and scales it for each size. For one size the decode goes straight to its
+ * square. For several it is scaled down only by the power of two that JPEG shrink-on-load gives for
+ * free (none for a 640 px photo, 4 for a 2400 px one) and each square is scaled from those pixels, so
+ * each model gets the pixels a decode of its own would have given it (the same bytes, at 640 px).
+ */
+export async function scaleForModels(image: Buffer, sizes: number[]): Promise<ScaledPixels> {
   const input = sharp(image, { failOn: "error", limitInputPixels: 40_000_000 });
   const meta = await input.metadata();
   const width = meta.autoOrient?.width ?? meta.width ?? 0;
@@ -44,12 +58,25 @@ export async function letterboxes(image: Buffer, sizes: number[]): Promise<Lette
     .toColourspace("srgb")
     .raw()
     .toBuffer();
-  return Promise.all(sizes.map(async (size) => {
+  return {
+    width,
+    height,
+    pixels: await Promise.all(sizes.map(async (size) => {
+      const { w, h } = fit(width, height, size);
+      return w === decoded.w && h === decoded.h ? pixels
+        : sharp(pixels, { raw: { width: decoded.w, height: decoded.h, channels: 3 } }).resize(w, h, { fit: "fill", kernel: "linear" }).raw().toBuffer();
+    })),
+  };
+}
+
+/** Each size's square tensor from pixels scaled for it; throws if the pixels are not that size. */
+export function fromScaled({ width, height, pixels }: ScaledPixels, sizes: number[]): Letterboxed[] {
+  return sizes.map((size, k) => {
     const { w, h, lb } = fit(width, height, size);
-    const scaled = w === decoded.w && h === decoded.h ? pixels
-      : await sharp(pixels, { raw: { width: decoded.w, height: decoded.h, channels: 3 } }).resize(w, h, { fit: "fill", kernel: "linear" }).raw().toBuffer();
-    return { chw: toChw(scaled, w, h, size, lb), lb };
-  }));
+    const rgb = pixels[k];
+    if (!rgb || rgb.length !== w * h * 3) throw new Error(`pixels for ${size} px are ${rgb?.length ?? 0} bytes, expected ${w} × ${h} × 3`);
+    return { chw: toChw(rgb, w, h, size, lb), lb };
+  });
 }
 
 /** The photo's size after JPEG shrink-on-load (1/2, 1/4 or 1/8) towards a target width, and no smaller. */

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import * as ort from "onnxruntime-node";
-import { classNames, onnxMetadata } from "./onnx-metadata.ts";
+import { classNames, inputSize, onnxMetadata } from "./onnx-metadata.ts";
 import { candidates, nms, unletterbox, type Box, type Candidate, type Letterbox } from "./postprocess.ts";
 
 export type Provider = "cpu" | "cuda";
@@ -41,7 +41,7 @@ export class OnnxDetector {
     }
     const meta = onnxMetadata(bytes);
     const names = classNames(meta);
-    const size = Number(/\d+/.exec(meta.imgsz ?? "")?.[0] ?? 640);
+    const size = inputSize(meta);
     const session = await ort.InferenceSession.create(bytes, {
       executionProviders: [options.provider ?? "cpu"],
       graphOptimizationLevel: "all",

@@ -64,3 +64,6 @@ export function classNames(meta: Record<string, string>): string[] {
   if (names.length === 0 || names.some((n) => n === undefined)) throw new Error("the model's metadata has no class names ('names')");
   return names;
 }
+
+/** The square input size Ultralytics records as `imgsz` (`[384, 384]`); 640, its default, when absent. */
+export const inputSize = (meta: Record<string, string>): number => Number(/\d+/.exec(meta.imgsz ?? "")?.[0] ?? 640);

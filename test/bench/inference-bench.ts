@@ -1,22 +1,29 @@
 /**
  * `npm run bench:inference`: the detection pipeline on this machine's CPU, on real photos.
- * Whole pipeline (detectImages: letterbox with sharp, batched session.run, decode, NMS) against a bare
- * session.run on the very same tensors, in the same run; and the resident memory of a process with
- * the model loaded, against a bare Node process. With a parts model configured, also what processing
- * runs: both models over the photos, decoded once for both against a decode per model.
- * A benchmark: it prints, it asserts nothing.
+ * Whole pipeline (detectImages: tensors, batched session.run, decode, NMS) against a bare session.run
+ * on the very same tensors, in the same run: from the model inputs capture stores on upload (what
+ * processing reads) and from the encoded photo (letterboxing with sharp). The resident memory of a
+ * process with the model loaded, against a bare Node process. With a parts model configured, also
+ * what processing runs: both models over the photos, from the stored inputs, decoded once for both,
+ * or decoded per model; the same at 12 MP, as phones send photos; and the upload's cost of making
+ * the model inputs. A benchmark: it prints, it asserts nothing.
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
+import sharp from "sharp";
+import { mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../core/config.ts";
 import { detectImages } from "../../inference/detection/detect-images.ts";
-import { letterbox } from "../../inference/detection/letterbox.ts";
+import { FsBlobStore } from "../../core/adapters/fs/fs-blob-store.ts";
+import { letterbox, letterboxes, scaleForModels, type ScaledPixels } from "../../inference/detection/letterbox.ts";
+import { loadModelInputs, storeModelInputs } from "../../inference/detection/model-input.ts";
 import { OnnxDetector } from "../../inference/detection/onnx-detector.ts";
 import { DATASETS } from "../helpers/photos.ts";
 
 const PHOTOS = Number(process.env.BENCH_PHOTOS ?? 64);
 const BATCH = 8;
+const PHONE_PHOTOS = 32;
 // Best of several rounds, pipeline and bare interleaved: on a shared host single rounds swing by 15%.
 const ROUNDS = 5;
 const config = loadConfig();
@@ -44,22 +51,62 @@ const forwardAll = async (m: OnnxDetector, ts: { chw: Float32Array }[]) => {
   for (let i = 0; i < ts.length; i += BATCH) await m.forward(ts.slice(i, i + BATCH).map((t) => t.chw));
 };
 
-const tensors = await Promise.all(files.map((f) => letterbox(f, model.size)));
-const [p, b] = (await bestOf([() => detectImages([model], files, { batchSize: BATCH }), () => forwardAll(model, tensors)])) as [number, number];
+/**
+ * What capture stores on upload (model-input.ts), in a blob store on disk; the run reads them back
+ * as processing does, reading included.
+ */
+const blobs = new FsBlobStore(mkdtempSync(join(tmpdir(), "vi-bench-inputs-")));
+async function storeInputs(photos: Buffer[], sizes: number[], tag: string): Promise<() => Promise<ScaledPixels[]>> {
+  const dims = await Promise.all(photos.map(async (f, i) => {
+    await storeModelInputs(blobs, tag, `med_${i}`, f, sizes);
+    const { width = 0, height = 0 } = await sharp(f).metadata();
+    return { width, height };
+  }));
+  return async () => Promise.all(dims.map(async ({ width, height }, i) => (await loadModelInputs(blobs, tag, `med_${i}`, width, height, sizes))!));
+}
 
-// Processing's detection: both models, each photo decoded once; for comparison, a decode per model,
-// and both models' bare runs on the same tensors.
+const tensors = await Promise.all(files.map((f) => letterbox(f, model.size)));
+const stored = await storeInputs(files, [model.size], "one");
+const [p, st, b] = (await bestOf([
+  () => detectImages([model], files, { batchSize: BATCH }),
+  async () => detectImages([model], await stored(), { batchSize: BATCH }),
+  () => forwardAll(model, tensors),
+])) as [number, number, number];
+
+// Processing's detection: both models, each photo decoded once, or from its stored model inputs; for
+// comparison, a decode per model, and both models' bare runs on the same tensors. Then the same
+// photos as a phone sends them (12 MP), where decoding costs more than the model's run.
 const partsPath = config.models.partsModel;
 const parts = partsPath ? await OnnxDetector.load(partsPath) : null;
+const both = parts ? [model, parts] : [];
+const sizes = both.map((m) => m.size);
 const partsTensors = parts ? await Promise.all(files.map((f) => letterbox(f, parts.size))) : [];
-const [once, each, bb] = parts
+const storedBoth = await storeInputs(parts ? files : [], sizes, "both");
+const [once, fromStored, each, bb] = parts
   ? ((await bestOf([
-      () => detectImages([model, parts], files, { batchSize: BATCH }),
-      async () => { for (const m of [model, parts]) await detectImages([m], files, { batchSize: BATCH }); },
-      async () => { await forwardAll(model, tensors); await forwardAll(parts, partsTensors); },
+      () => detectImages(both, files, { batchSize: BATCH }),
+      async () => detectImages(both, await storedBoth(), { batchSize: BATCH }),
+      async () => { for (const m of both) await detectImages([m], files, { batchSize: BATCH }); },
+      async () => { await forwardAll(model, tensors); await forwardAll(parts!, partsTensors); },
+    ])) as [number, number, number, number])
+  : [];
+const phone = parts ? await Promise.all(files.slice(0, PHONE_PHOTOS).map((f) => sharp(f).resize(4032, 3024, { fit: "fill" }).jpeg({ quality: 85 }).toBuffer())) : [];
+const phoneStored = await storeInputs(phone, sizes, "phone");
+// The phone photos are the first photos stretched to 4:3, so their bare runs are on their own tensors.
+const phoneTensors = parts ? await Promise.all(phone.map((f) => letterboxes(f, sizes))) : [];
+const [phoneOnce, phoneFromStored, phoneBare] = parts
+  ? ((await bestOf([
+      () => detectImages(both, phone, { batchSize: BATCH }),
+      async () => detectImages(both, await phoneStored(), { batchSize: BATCH }),
+      async () => { await forwardAll(model, phoneTensors.map((t) => t[0]!)); await forwardAll(parts, phoneTensors.map((t) => t[1]!)); },
     ])) as [number, number, number])
   : [];
-const perPhoto = (ms: number) => ms / files.length;
+// The upload's share: scaling the stored JPEG for both models, one photo at a time as uploads come.
+const uploadCost = async (photos: Buffer[]) => {
+  const [ms] = await bestOf([async () => { for (const f of photos) await scaleForModels(f, sizes.length ? sizes : [model.size]); }]);
+  return ms! / photos.length;
+};
+const [uploadMs, phoneUploadMs] = [await uploadCost(files), parts ? await uploadCost(phone) : 0];
 
 const rss = (script: string) => Number(execFileSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" }).trim());
 const bareRss = rss("console.log(process.memoryUsage().rss)");
@@ -73,19 +120,27 @@ console.log(process.memoryUsage().rss);`);
 
 const mb = (v: number) => (v / 1024 / 1024).toFixed(0);
 console.log(`model ${model.info.name} (${model.info.version}), input ${model.size} px, ${files.length} photos from car-damage/valid, batches of ${BATCH}, best of ${ROUNDS}, Node ${process.version}, CPU`);
-console.log("| run | photos/s | ms per photo |");
-console.log("|---|---:|---:|");
-console.log(`| whole pipeline (letterbox, run, decode, NMS) | ${(1000 / perPhoto(p)).toFixed(1)} | ${perPhoto(p).toFixed(1)} |`);
-console.log(`| bare session.run, same tensors | ${(1000 / perPhoto(b)).toFixed(1)} | ${perPhoto(b).toFixed(1)} |`);
-console.log(`pipeline / bare: ${(p / b).toFixed(2)} (overhead ${((p / b - 1) * 100).toFixed(0)}%)`);
+const row = (label: string, ms: number, n = files.length) => console.log(`| ${label} | ${(1000 * n / ms).toFixed(1)} | ${(ms / n).toFixed(1)} |`);
+const header = () => console.log("| run | photos/s | ms per photo |\n|---|---:|---:|");
+header();
+row("whole pipeline from the photo (decode and letterbox, run, decode, NMS)", p);
+row("whole pipeline from the model inputs stored on upload (processing)", st);
+row("bare session.run, same tensors", b);
+console.log(`pipeline / bare: ${(st / b).toFixed(2)} from the stored model inputs, ${(p / b).toFixed(2)} from the photo`);
 if (parts) {
-  const row = (label: string, ms: number) => console.log(`| ${label} | ${(1000 / perPhoto(ms)).toFixed(1)} | ${perPhoto(ms).toFixed(1)} |`);
   console.log(`\nprocessing's detection: the damage model and the parts model (${parts.size} px)`);
-  console.log("| run | photos/s | ms per photo |");
-  console.log("|---|---:|---:|");
-  row("whole pipeline, one decode a photo for both models", once!);
-  row("whole pipeline, a decode per model", each!);
+  header();
+  row("whole pipeline from the photo, one decode for both models", once!);
+  row("whole pipeline from the model inputs stored on upload (processing)", fromStored!);
+  row("whole pipeline from the photo, a decode per model", each!);
   row("bare session.run of both models, same tensors", bb!);
-  console.log(`both models, pipeline / bare: ${(once! / bb!).toFixed(2)}; one decode against a decode per model: ${(once! / each!).toFixed(2)}`);
+  console.log(`both models, pipeline / bare: ${(fromStored! / bb!).toFixed(2)} from the stored model inputs, ${(once! / bb!).toFixed(2)} from the photo; one decode against a decode per model: ${(once! / each!).toFixed(2)}`);
+  console.log(`\nthe first ${phone.length} photos as a phone sends them: 4032 × 3024 JPEG (quality 85), both models`);
+  header();
+  row("whole pipeline from the photo", phoneOnce!, phone.length);
+  row("whole pipeline from the model inputs stored on upload (processing)", phoneFromStored!, phone.length);
+  row("bare session.run of both models, same tensors", phoneBare!, phone.length);
+  console.log(`12 MP, pipeline / bare: ${(phoneFromStored! / phoneBare!).toFixed(2)} from the stored model inputs, ${(phoneOnce! / phoneBare!).toFixed(2)} from the photo`);
 }
+console.log(`\nmaking the model inputs on upload, one photo at a time: ${uploadMs.toFixed(1)} ms a dataset photo${parts ? `, ${phoneUploadMs.toFixed(1)} ms a 12 MP photo` : ""}`);
 console.log(`resident memory: ${mb(modelRss)} MB with the model loaded and run once on a batch, ${mb(bareRss)} MB for a bare Node process`);

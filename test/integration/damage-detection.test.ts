@@ -1,8 +1,15 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_MODELS } from "../../core/config.ts";
+import { FsBlobStore } from "../../core/adapters/fs/fs-blob-store.ts";
+import { modelInputBlobKey, photoBlobKey } from "../../core/blob-keys.ts";
+import { DEFAULT_MODELS, loadConfig } from "../../core/config.ts";
+import { detectPhotos } from "../../inference/detection/detect-photos.ts";
+import { fit } from "../../inference/detection/letterbox.ts";
+import { loadModels } from "../../inference/detection/load-models.ts";
+import { deleteModelInputs, modelInputSizes, storeModelInputs } from "../../inference/detection/model-input.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
@@ -33,10 +40,13 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
       await fetch(base);
       const fill = carPhotos(9);
       const media: Record<string, string> = {};
+      const upload = async (angle: string, body: Buffer) => (await (await fetch(`${base}/photos/${angle}`, { method: "PUT", body, headers: { "content-type": "image/jpeg" } })).json()).media_id as string;
+      // A first take of the front, retaken below with the damaged photo.
+      const firstTake = await upload("front", fill[0]!);
       for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
         const damaged = CASES.find((c) => c.angle === angle);
         const body = damaged ? readFileSync(join(VALID, "images", damaged.file)) : fill[i]!;
-        media[angle] = (await (await fetch(`${base}/photos/${angle}`, { method: "PUT", body, headers: { "content-type": "image/jpeg" } })).json()).media_id;
+        media[angle] = await upload(angle, body);
       }
       expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
       const done = await until("completed", async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(), (i: any) => i.status !== "processing", 60_000);
@@ -67,6 +77,16 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
         const photo = report.photos.find((p: any) => p.media_id === media[c.angle]);
         expect([meta.format, meta.width, meta.height]).toEqual(["jpeg", photo.width, photo.height]);
       }
+      // Each photo's pixels were stored on upload for both models' sizes; the first take's went with it.
+      const inputOf = (mediaId: string, size: number) => join(svc.dataDir, "blobs", modelInputBlobKey(made.id, mediaId, size));
+      expect(modelInputSizes(loadConfig(withModels).models)).toEqual([384, 320]);
+      for (const photo of report.photos) {
+        for (const size of [384, 320]) {
+          const { w, h } = fit(photo.width, photo.height, size);
+          expect(statSync(inputOf(photo.media_id, size)).size).toBe(w * h * 3);
+        }
+      }
+      expect(existsSync(inputOf(firstTake, 384)) || existsSync(inputOf(firstTake, 320))).toBe(false);
       expect(report.summary.findings).toBe(report.findings.length);
       expect(report.grade).not.toBe("none");
       // Tire flat is severe whatever its size: the grade is at least that.
@@ -75,4 +95,30 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
       await svc.close();
     }
   }, 120_000);
+
+  it("detects from the model inputs stored on upload, and decodes the photo where they are missing", async () => {
+    const models = await loadModels(loadConfig(withModels).models);
+    const blobs = new FsBlobStore(mkdtempSync(join(tmpdir(), "vi-inputs-")));
+    const [inspectionId, mediaId] = ["insp_modelinputs", "med_modelinputs"];
+    const jpeg = readFileSync(join(VALID, "images", CASES[0]!.file));
+    await blobs.put(photoBlobKey(inspectionId, mediaId), jpeg);
+    const sizes = [models.damage!.size, models.parts!.size];
+    await storeModelInputs(blobs, inspectionId, mediaId, jpeg, sizes);
+    const photo = { mediaId, angle: "front", blobKey: photoBlobKey(inspectionId, mediaId), quality: { brightness: 0.5, sharpness: 100, glare: 0, passed: true, problems: [] } };
+    const found = async () => (await detectPhotos(blobs, inspectionId, [photo], models)).detections.map(({ type, part, severity, confidence, bbox }) => ({ type, part, severity, confidence, bbox }));
+
+    const fromStored = await found();
+    expect(fromStored.map((d) => d.type)).toContain("glass_shatter");
+    // Grey pixels in place of the stored inputs: the photo is still the damaged one, so finding
+    // nothing shows processing detects from what was stored.
+    for (const size of sizes) {
+      const key = modelInputBlobKey(inspectionId, mediaId, size);
+      await blobs.put(key, Buffer.alloc((await blobs.get(key))!.length, 128));
+    }
+    expect(await found()).toEqual([]);
+    // Without them the photo is decoded, to the very same findings.
+    await deleteModelInputs(blobs, inspectionId, mediaId, sizes);
+    expect(await found()).toEqual(fromStored);
+    await Promise.all([models.damage!.close(), models.parts!.close()]);
+  }, 60_000);
 });

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
 import { partOf, showsVehicle, SURE_GLASS_SHATTER } from "../../inference/detection/detect-photos.ts";
-import { letterbox, letterboxes, PAD_GREY } from "../../inference/detection/letterbox.ts";
+import { fromScaled, letterbox, letterboxes, PAD_GREY, scaleForModels } from "../../inference/detection/letterbox.ts";
 import { boxMap } from "../../inference/evaluation/box-map.ts";
 import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
 import { drawEvidence } from "../../inference/evidence/draw-evidence.ts";
@@ -82,6 +82,19 @@ describe("letterbox", () => {
     expect(small!.lb).toEqual({ scale: 64 / 150, padX: 0, padY: 10, width: 150, height: 100 });
     expect(Buffer.from(big!.chw.buffer)).toEqual(Buffer.from(alone96.chw.buffer));
     expect(Buffer.from(small!.chw.buffer)).toEqual(Buffer.from(alone64.chw.buffer));
+  });
+
+  it("gives the same tensors from pixels scaled once and kept (the model inputs stored on upload), and refuses pixels of another size", async () => {
+    const photo = carPhoto(2);
+    const scaled = await scaleForModels(photo, [96, 64]);
+    const { width = 0, height = 0 } = await sharp(photo).metadata();
+    expect([scaled.width, scaled.height]).toEqual([width, height]);
+    const [fromKept, fromPhoto] = [fromScaled(scaled, [96, 64]), await letterboxes(photo, [96, 64])];
+    for (const k of [0, 1]) {
+      expect(fromKept[k]!.lb).toEqual(fromPhoto[k]!.lb);
+      expect(Buffer.from(fromKept[k]!.chw.buffer)).toEqual(Buffer.from(fromPhoto[k]!.chw.buffer));
+    }
+    expect(() => fromScaled({ ...scaled, pixels: [scaled.pixels[0]!.subarray(3), scaled.pixels[1]!] }, [96, 64])).toThrow(/expected/);
   });
 });
 
