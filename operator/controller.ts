@@ -9,7 +9,7 @@ import type { InspectionRecord } from "../core/ports/records.ts";
 import type { Signals } from "../core/signals.ts";
 import type { Clock } from "../core/time.ts";
 import { eventPayload } from "../core/views/inspection-view.ts";
-import { EXTERIOR_ANGLES } from "../core/schemas/capture.ts";
+import { isExterior } from "../core/schemas/capture.ts";
 
 export type ControllerOptions = {
   store: InspectionStore;
@@ -146,7 +146,7 @@ export class Controller {
     const result = await this.#o.runner.detect(r.id, media);
     const current = this.#o.store.getById(r.id);
     if (current?.status !== "processing") return; // canceled meanwhile: the result is not wanted
-    const exterior = new Set(photos.filter((p) => (EXTERIOR_ANGLES as readonly string[]).includes(p.angle)).map((p) => p.mediaId));
+    const exterior = new Set(photos.filter((p) => isExterior(p.angle)).map((p) => p.mediaId));
     if (!result.photos.some((p) => p.readable && exterior.has(p.mediaId))) {
       this.#move(current, "processing_failed", { failure: { code: "photos_unusable", message: "None of the vehicle photos could be read." } });
       return;

@@ -7,7 +7,7 @@ import { ApiError } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
 import { ErrorBody } from "../../core/schemas/common.ts";
-import { ANGLES, CaptureSession, PHOTO_CONTENT_TYPES, PhotoParams, PhotoResult, REQUIRED_ANGLES, SubmitResult, TokenParams, VinBody, VinResult } from "../../core/schemas/capture.ts";
+import { ANGLES, CaptureSession, isExterior, PHOTO_CONTENT_TYPES, PhotoParams, PhotoResult, REQUIRED_ANGLES, SubmitResult, TokenParams, VinBody, VinResult } from "../../core/schemas/capture.ts";
 import type { Services } from "../../core/services.ts";
 import { formatTimestamp } from "../../core/time.ts";
 import { deleteModelInputs, storeModelInputs } from "../../inference/detection/model-input.ts";
@@ -77,16 +77,18 @@ export const captureRoutes =
       const now = s.clock.now();
       const mediaId = newId("med");
       const blobKey = photoBlobKey(inspection.id, mediaId);
+      // Only exterior photos are searched for damage, so only they get model inputs.
+      const inputSizes = isExterior(request.params.angle) ? s.modelInputSizes : [];
       // Blobs first, then the row that points at them: a crash in between leaves orphan files, never a dangling row.
       await Promise.all([
         s.blobs.put(blobKey, photo.jpeg, "image/jpeg"),
-        storeModelInputs(s.blobs, inspection.id, mediaId, photo.jpeg, s.modelInputSizes),
+        storeModelInputs(s.blobs, inspection.id, mediaId, photo.jpeg, inputSizes),
       ]);
       const { replaced } = s.inspections.putPhoto(
         { inspectionId: inspection.id, angle: request.params.angle, mediaId, width: photo.width, height: photo.height, quality: photo.quality, tries: 1, capturedAt: now },
         { id: mediaId, accountId: inspection.accountId, livemode: inspection.livemode, inspectionId: inspection.id, kind: "photo", blobKey, bytes: photo.jpeg.length, etag: photo.etag, width: photo.width, height: photo.height, createdAt: now },
       );
-      if (replaced) await Promise.all([s.blobs.delete(replaced.blobKey), deleteModelInputs(s.blobs, inspection.id, replaced.id, s.modelInputSizes)]);
+      if (replaced) await Promise.all([s.blobs.delete(replaced.blobKey), deleteModelInputs(s.blobs, inspection.id, replaced.id, inputSizes)]);
       return { media_id: mediaId, angle: request.params.angle, width: photo.width, height: photo.height, quality: photo.quality };
     });
 

@@ -4,7 +4,7 @@ import { DAMAGE_TYPES, PART_SHARE_OF_PHOTO, findingSeverity, type DamageType } f
 import { newId } from "../../core/ids.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
 import type { Detection, DetectionResult, PhotoOutcome, PhotoToInspect } from "../../core/ports/detection-runner.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { isExterior } from "../../core/schemas/capture.ts";
 import type { Quality } from "../../core/schemas/report.ts";
 import { drawEvidence } from "../evidence/draw-evidence.ts";
 import { detectImages } from "./detect-images.ts";
@@ -94,7 +94,7 @@ export async function detectPhotos(blobs: BlobStore, inspectionId: string, photo
       outcome.quality = flagged(outcome.quality!, "too_small");
       continue;
     }
-    if ((EXTERIOR_ANGLES as readonly string[]).includes(photo.angle)) searched.push({ photo, bytes, outcome, ...size });
+    if (isExterior(photo.angle)) searched.push({ photo, bytes, outcome, ...size });
   }
   if (!models.damage) return { model: null, photos: outcomes, detections: [] };
 

@@ -77,16 +77,18 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
         const photo = report.photos.find((p: any) => p.media_id === media[c.angle]);
         expect([meta.format, meta.width, meta.height]).toEqual(["jpeg", photo.width, photo.height]);
       }
-      // Each photo's pixels were stored on upload for both models' sizes; the first take's went with it.
+      // Each exterior photo's pixels were stored on upload for both models' sizes; the first take's
+      // went with it, and the VIN photo, never searched for damage, got none.
       const inputOf = (mediaId: string, size: number) => join(svc.dataDir, "blobs", modelInputBlobKey(made.id, mediaId, size));
       expect(modelInputSizes(loadConfig(withModels).models)).toEqual([384, 320]);
-      for (const photo of report.photos) {
+      for (const angle of EXTERIOR_ANGLES) {
+        const photo = report.photos.find((p: any) => p.media_id === media[angle]);
         for (const size of [384, 320]) {
           const { w, h } = fit(photo.width, photo.height, size);
           expect(statSync(inputOf(photo.media_id, size)).size).toBe(w * h * 3);
         }
       }
-      expect(existsSync(inputOf(firstTake, 384)) || existsSync(inputOf(firstTake, 320))).toBe(false);
+      for (const mediaId of [firstTake, media.vin!]) expect(existsSync(inputOf(mediaId, 384)) || existsSync(inputOf(mediaId, 320))).toBe(false);
       expect(report.summary.findings).toBe(report.findings.length);
       expect(report.grade).not.toBe("none");
       // Tire flat is severe whatever its size: the grade is at least that.
