@@ -8,9 +8,9 @@ import { inputSize, onnxMetadata } from "./onnx-metadata.ts";
  * A photo's model inputs: its pixels scaled for each model's square (raw RGB, a blob per size), made
  * when the photo is uploaded. Processing, which runs where the models run (GPU nodes in a cluster),
  * reads them instead of decoding the photo again. Decoding is most of what detection costs besides
- * the model: for a 12 MP phone photo, 20 ms of CPU for both models' inputs, against about 25 ms for
- * the damage model's run on two cores (npm run bench:inference). A photo without them (uploaded
- * before they existed, or for a model of another size) is decoded as before.
+ * the model: for a 12 MP phone photo, 20 ms of CPU for both models' inputs, against 25.5 ms of CPU
+ * for the damage model's run on this 2-core machine, and far less on a GPU. A photo without them
+ * (uploaded before they existed, or for a model of another size) is decoded as before.
  */
 
 /**
