@@ -13,6 +13,7 @@ import type { EventStore } from "../../core/ports/event-store.ts";
 import type { IdempotencyStore } from "../../core/ports/idempotency-store.ts";
 import type { InspectionStore } from "../../core/ports/inspection-store.ts";
 import type { KeyStore } from "../../core/ports/key-store.ts";
+import type { InspectionRecord } from "../../core/ports/records.ts";
 import { newId } from "../../core/ids.ts";
 import { sampleInspection } from "./fixtures.ts";
 
@@ -121,6 +122,36 @@ for (const adapter of STORE_ADAPTERS) {
       const page2 = inspections.list(scope, { limit: 4, after: { createdAt: last.createdAt, id: last.id } });
       expect([...page1, ...page2].map((r) => r.id)).toEqual(expected);
       expect(inspections.list(scope, { limit: 10, reference: "odd" })).toHaveLength(3);
+    });
+
+    it("pages each filter in the same order, ties within a second by id, from any cursor", async () => {
+      const { inspections } = adapter.make();
+      const t = Math.floor(Date.now() / 1000) * 1000;
+      // Many inspections in each of three seconds, so that every page boundary falls among ties.
+      const rows = Array.from({ length: 30 }, (_, i) =>
+        sampleInspection({
+          createdAt: t + Math.floor(i / 10) * 1000 + (i % 10),
+          reference: i % 2 ? "odd" : "even",
+          vin: i % 3 ? "1HGCM82633A004352" : "WVWZZZ1JZXW000001",
+        }));
+      await Promise.all(rows.map((r, i) => inspections.create(r, `h${i}`, event())));
+      rows[4] = inspections.transition(rows[4]!.id, "created", "in_progress", t + 5000, {}, event("inspection.in_progress"))!;
+      const order = (a: InspectionRecord, b: InspectionRecord) => Math.floor(b.createdAt / 1000) - Math.floor(a.createdAt / 1000) || (a.id < b.id ? 1 : -1);
+      const filters = [{ reference: "odd" }, { vin: "WVWZZZ1JZXW000001" }, { status: "created" as const }, { reference: "odd", vin: "1HGCM82633A004352" }, { status: "created" as const, reference: "even" }];
+      for (const filter of filters) {
+        const expected = rows
+          .filter((r) => Object.entries(filter).every(([k, v]) => r[k as keyof InspectionRecord] === v))
+          .sort(order)
+          .map((r) => r.id);
+        const seen: string[] = [];
+        for (let after: { createdAt: number; id: string } | undefined, page: InspectionRecord[]; ; ) {
+          page = inspections.list(scope, { limit: 3, after, ...filter });
+          seen.push(...page.map((r) => r.id));
+          if (page.length < 3) break;
+          after = { createdAt: page.at(-1)!.createdAt, id: page.at(-1)!.id };
+        }
+        expect(seen, JSON.stringify(filter)).toEqual(expected);
+      }
     });
 
     it("a read repeated between writes sees each write at once, and another process's soon after", async () => {

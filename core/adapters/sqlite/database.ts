@@ -71,6 +71,18 @@ const MIGRATIONS: string[] = [
   );
   CREATE INDEX idempotency_age ON idempotency_keys (created_at);
   `,
+  // The filter indexes end at the second, not at the id: a create lands at the end of its second's
+  // run in each, one page for a whole group commit. Ending at the random id put every create on a
+  // page of its own in each index, a third of a create's WAL frames. A filtered page sorts the ties
+  // of the seconds it reads (the unfiltered list, the one paged through most, keeps the id).
+  `
+  DROP INDEX inspections_page_status;
+  DROP INDEX inspections_page_reference;
+  DROP INDEX inspections_page_vin;
+  CREATE INDEX inspections_by_status ON inspections (account_id, livemode, status, created_s DESC);
+  CREATE INDEX inspections_by_reference ON inspections (account_id, livemode, reference, created_s DESC);
+  CREATE INDEX inspections_by_vin ON inspections (account_id, livemode, vin, created_s DESC);
+  `,
 ];
 
 export type Database = DatabaseSync;
@@ -82,7 +94,10 @@ export function openDatabase(dataDir: string): Database {
   const db = new DatabaseSync(databaseFile(dataDir), { timeout: 5_000 });
   // synchronous=NORMAL in WAL mode: a commit survives a process crash (the contract's restart promise);
   // only a power loss can take the last commits. 64 MB of page cache keeps list pages warm.
-  db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536;");
+  // temp_store=MEMORY: each grouped write's savepoint copies the pages it first touches into a
+  // sub-journal, which past 64 KiB spills to a temporary file; a group of creates passes that, and
+  // the file's writes doubled what an insert cost.
+  db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;");
   migrate(db);
   return db;
 }
