@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { photoBlobKey } from "../core/blob-keys.ts";
 import { buildReport } from "../core/domain/build-report.ts";
-import { eventTypeFor, isCancelable, nextStatus, type Trigger } from "../core/domain/state-machine.ts";
+import { eventTypeFor, isCancelable, isTerminal, nextStatus, type Trigger } from "../core/domain/state-machine.ts";
 import { newId } from "../core/ids.ts";
 import type { DetectionRunner } from "../core/ports/detection-runner.ts";
 import type { InspectionStore, TransitionPatch } from "../core/ports/inspection-store.ts";
@@ -20,6 +20,12 @@ export type ControllerOptions = {
   publicUrl: string;
   pollMs: number;
   maxProcessingAttempts: number;
+  /**
+   * Run once an inspection has reached a terminal state, to drop what only processing reads (the
+   * photos' model inputs). Not awaited by the move; a failure is logged and not retried, since what
+   * it drops is a cache that nothing reads again.
+   */
+  settled?: (r: InspectionRecord) => Promise<void>;
 };
 
 /** Waits between processing attempts: 5 s, then 30 s. */
@@ -126,6 +132,9 @@ export class Controller {
     if (after) {
       this.#o.log.info({ inspection_id: r.id, from: r.status, to }, "inspection moved");
       this.#o.signals.changed(r.id);
+      if (isTerminal(to) && this.#o.settled) {
+        this.#o.settled(after).catch((error) => this.#o.log.warn({ err: error, inspection_id: r.id }, "clean-up after the inspection settled failed"));
+      }
     }
     return after;
   }

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { buildApp } from "../../api/app.ts";
 import type { Config } from "../../core/config.ts";
 import { createLogger } from "../../core/logger.ts";
+import { deleteInspectionModelInputs } from "../../inference/detection/model-input.ts";
 import { WorkerPoolRunner } from "../../inference/detection/worker-pool-runner.ts";
 import { Controller } from "../../operator/controller.ts";
 import { WebhookDispatcher } from "../../operator/webhook-dispatcher.ts";
@@ -16,6 +17,7 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
   const controller = new Controller({
     store: s.inspections, runner, signals: s.signals, clock: s.clock, log: log.child({ component: "controller" }),
     publicUrl: config.publicUrl, pollMs: config.controllerPollMs, maxProcessingAttempts: config.processingMaxAttempts,
+    settled: (r) => deleteInspectionModelInputs(s.blobs, r.id, s.inspections.photos(r.id), s.modelInputSizes),
   });
   const dispatcher = new WebhookDispatcher({
     events: s.events, keys: s.keys, clock: s.clock, log: log.child({ component: "webhooks" }),

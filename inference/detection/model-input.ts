@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { modelInputBlobKey } from "../../core/blob-keys.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
+import { isExterior } from "../../core/schemas/capture.ts";
 import { fit, scaleForModels, type ScaledPixels } from "./letterbox.ts";
 import { inputSize, onnxMetadata } from "./onnx-metadata.ts";
 
@@ -35,6 +36,15 @@ export async function storeModelInputs(blobs: BlobStore, inspectionId: string, m
 
 export async function deleteModelInputs(blobs: BlobStore, inspectionId: string, mediaId: string, sizes: number[]): Promise<void> {
   await Promise.all(sizes.map((size) => blobs.delete(modelInputBlobKey(inspectionId, mediaId, size))));
+}
+
+/**
+ * Deletes the model inputs of an inspection's exterior photos, once it has settled (completed,
+ * failed, canceled or expired): only processing reads them. At today's sizes they are about 560 KB
+ * a photo, more than most photos.
+ */
+export async function deleteInspectionModelInputs(blobs: BlobStore, inspectionId: string, photos: readonly { mediaId: string; angle: string }[], sizes: number[]): Promise<void> {
+  await Promise.all(photos.filter((p) => isExterior(p.angle)).map((p) => deleteModelInputs(blobs, inspectionId, p.mediaId, sizes)));
 }
 
 /** The stored model inputs of a width × height photo, or null if any is missing or not of its size. */

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
@@ -48,9 +48,26 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
         const body = damaged ? readFileSync(join(VALID, "images", damaged.file)) : fill[i]!;
         media[angle] = await upload(angle, body);
       }
+      // Each exterior photo's pixels were stored on upload for both models' sizes; the first take's
+      // went with it, and the VIN photo, never searched for damage, got none.
+      const inputOf = (mediaId: string, size: number) => join(svc.dataDir, "blobs", modelInputBlobKey(made.id, mediaId, size));
+      expect(modelInputSizes(loadConfig(withModels).models)).toEqual([384, 320]);
+      const photoOf = async (mediaId: string) => sharp(readFileSync(join(svc.dataDir, "blobs", photoBlobKey(made.id, mediaId)))).metadata();
+      for (const angle of EXTERIOR_ANGLES) {
+        const { width, height } = await photoOf(media[angle]!);
+        for (const size of [384, 320]) {
+          const { w, h } = fit(width, height, size);
+          expect(statSync(inputOf(media[angle]!, size)).size).toBe(w * h * 3);
+        }
+      }
+      for (const mediaId of [firstTake, media.vin!]) expect(existsSync(inputOf(mediaId, 384)) || existsSync(inputOf(mediaId, 320))).toBe(false);
+
       expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
       const done = await until("completed", async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(), (i: any) => i.status !== "processing", 60_000);
       expect(done.status).toBe("completed");
+      // Settled: nothing reads the model inputs again, so they are gone; the photos stay.
+      await until("model inputs deleted", () => readdirSync(join(svc.dataDir, "blobs", "model-inputs", made.id)), (left) => left.length === 0, 5_000);
+      for (const angle of EXTERIOR_ANGLES) expect(existsSync(join(svc.dataDir, "blobs", photoBlobKey(made.id, media[angle]!)))).toBe(true);
       const report = await (await svc.api(key, `/v1/inspections/${made.id}/report`)).json();
       expect(report.model.name).toMatch(/car damage/);
       const labels = new Map(readYoloFolder(VALID).map((l) => [l.image.split("/").pop(), l.boxes]));
@@ -77,18 +94,6 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
         const photo = report.photos.find((p: any) => p.media_id === media[c.angle]);
         expect([meta.format, meta.width, meta.height]).toEqual(["jpeg", photo.width, photo.height]);
       }
-      // Each exterior photo's pixels were stored on upload for both models' sizes; the first take's
-      // went with it, and the VIN photo, never searched for damage, got none.
-      const inputOf = (mediaId: string, size: number) => join(svc.dataDir, "blobs", modelInputBlobKey(made.id, mediaId, size));
-      expect(modelInputSizes(loadConfig(withModels).models)).toEqual([384, 320]);
-      for (const angle of EXTERIOR_ANGLES) {
-        const photo = report.photos.find((p: any) => p.media_id === media[angle]);
-        for (const size of [384, 320]) {
-          const { w, h } = fit(photo.width, photo.height, size);
-          expect(statSync(inputOf(photo.media_id, size)).size).toBe(w * h * 3);
-        }
-      }
-      for (const mediaId of [firstTake, media.vin!]) expect(existsSync(inputOf(mediaId, 384)) || existsSync(inputOf(mediaId, 320))).toBe(false);
       expect(report.summary.findings).toBe(report.findings.length);
       expect(report.grade).not.toBe("none");
       // Tire flat is severe whatever its size: the grade is at least that.
@@ -97,6 +102,24 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
       await svc.close();
     }
   }, 120_000);
+
+  it("deletes a canceled inspection's model inputs, and keeps its photos", async () => {
+    const svc = await startService(withModels);
+    try {
+      const key = svc.key();
+      const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
+      const base = made.capture_url.replace("/c/", "/capture/v1/");
+      const res = await fetch(`${base}/photos/front`, { method: "PUT", body: carPhotos(1)[0]!, headers: { "content-type": "image/jpeg" } });
+      const { media_id: mediaId } = await res.json();
+      const inputs = join(svc.dataDir, "blobs", "model-inputs", made.id);
+      expect(readdirSync(inputs).sort()).toEqual([`${mediaId}-320.rgb`, `${mediaId}-384.rgb`]);
+      expect((await svc.api(key, `/v1/inspections/${made.id}/cancel`, { method: "POST" })).status).toBe(200);
+      await until("model inputs deleted", () => readdirSync(inputs), (left) => left.length === 0, 5_000);
+      expect(existsSync(join(svc.dataDir, "blobs", photoBlobKey(made.id, mediaId)))).toBe(true);
+    } finally {
+      await svc.close();
+    }
+  }, 60_000);
 
   it("detects from the model inputs stored on upload, and decodes the photo where they are missing", async () => {
     const models = await loadModels(loadConfig(withModels).models);
