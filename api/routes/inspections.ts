@@ -20,12 +20,13 @@ export const inspectionRoutes =
   async (app) => {
     const view = (r: InspectionRecord): Inspection => inspectionView(r, s.config.publicUrl, isCaptureOpen(r.status) ? s.captureLinks.url(r.id) : null);
     // A read by id hands out the same record until it changes (the store's read cache), so the
-    // view of one is kept with it; lists and creates get new records each time and skip this.
-    const views = new WeakMap<InspectionRecord, Inspection>();
-    const viewOfFound = (r: InspectionRecord): Inspection => {
-      let shown = views.get(r);
-      if (!shown) views.set(r, (shown = view(r)));
-      return shown;
+    // body shown for it is kept with it, encoded by the response schema once; lists and creates get
+    // new records each time and skip this.
+    const bodies = new WeakMap<InspectionRecord, string>();
+    const bodyOfFound = (r: InspectionRecord): string => {
+      let body = bodies.get(r);
+      if (body === undefined) bodies.set(r, (body = JSON.stringify(z.encode(Inspection, view(r)))));
+      return body;
     };
     const find = (scope: Scope, id: string): InspectionRecord => {
       const found = s.inspections.get(scope, id);
@@ -65,7 +66,9 @@ export const inspectionRoutes =
 
     app.get("/v1/inspections/:id", {
       schema: { operationId: "retrieveInspection", summary: "Retrieve an inspection", params: IdParams, response: { 200: Inspection, ...commonErrorResponses } },
-    }, async (request) => viewOfFound(find(request.scope, request.params.id)));
+    }, async (request, reply) =>
+      // A string with a JSON content type is taken as already serialized.
+      reply.type("application/json; charset=utf-8").send(bodyOfFound(find(request.scope, request.params.id)) as unknown as Inspection));
 
     app.get("/v1/inspections", {
       schema: {
