@@ -1,3 +1,4 @@
+import type { FastifyReply } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { CaptureLinks } from "../../core/capture-links.ts";
@@ -28,6 +29,8 @@ export const inspectionRoutes =
       if (body === undefined) bodies.set(r, (body = JSON.stringify(z.encode(Inspection, view(r)))));
       return body;
     };
+    // A string sent with a JSON content type is taken as already serialized: no encoding again.
+    const sendSerialized = (reply: FastifyReply, json: string): FastifyReply => reply.type("application/json; charset=utf-8").send(json);
     const find = (scope: Scope, id: string): InspectionRecord => {
       const found = s.inspections.get(scope, id);
       if (!found) throw notFound("inspection", id);
@@ -66,9 +69,7 @@ export const inspectionRoutes =
 
     app.get("/v1/inspections/:id", {
       schema: { operationId: "retrieveInspection", summary: "Retrieve an inspection", params: IdParams, response: { 200: Inspection, ...commonErrorResponses } },
-    }, async (request, reply) =>
-      // A string with a JSON content type is taken as already serialized.
-      reply.type("application/json; charset=utf-8").send(bodyOfFound(find(request.scope, request.params.id)) as unknown as Inspection));
+    }, async (request, reply) => sendSerialized(reply, bodyOfFound(find(request.scope, request.params.id))));
 
     app.get("/v1/inspections", {
       schema: {
@@ -119,8 +120,7 @@ export const inspectionRoutes =
       const report = inspection.status === "completed" ? s.inspections.getReport(inspection.id) : null;
       if (!report) throw new ApiError("report_not_ready", `The report is not ready: the inspection is ${inspection.status}.`);
       // Stored as the serialized report; sending the string skips a parse and re-serialization.
-      // A string with a JSON content type is taken as already serialized.
-      return reply.type("application/json; charset=utf-8").send(report as unknown as Report);
+      return sendSerialized(reply, report);
     });
   };
 

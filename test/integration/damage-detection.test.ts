@@ -30,34 +30,43 @@ const CASES = [
   { angle: "rear", file: "000215_jpg.rf.7574499536dce9bf8e883ac0998ea3f8.jpg", type: "glass_shatter" },
 ];
 
+type Uploaded = { media_id: string; width: number; height: number };
+
+/** An inspection with its capture link opened, and a way to upload a photo through it. */
+async function openCapture(svc: Awaited<ReturnType<typeof startService>>) {
+  const key = svc.key();
+  const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
+  const base = made.capture_url.replace("/c/", "/capture/v1/");
+  await fetch(base);
+  const upload = async (angle: string, body: Buffer): Promise<Uploaded> =>
+    (await fetch(`${base}/photos/${angle}`, { method: "PUT", body, headers: { "content-type": "image/jpeg" } })).json();
+  return { key, made, base, upload };
+}
+
 describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end", () => {
   it("reports findings of the right type on the right photo, with a severity and an evidence photo", async () => {
     const svc = await startService(withModels);
     try {
-      const key = svc.key();
-      const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
-      const base = made.capture_url.replace("/c/", "/capture/v1/");
-      await fetch(base);
+      const { key, made, base, upload } = await openCapture(svc);
       const fill = carPhotos(9);
-      const media: Record<string, string> = {};
-      const upload = async (angle: string, body: Buffer) => (await (await fetch(`${base}/photos/${angle}`, { method: "PUT", body, headers: { "content-type": "image/jpeg" } })).json()).media_id as string;
+      const uploaded: Record<string, Uploaded> = {};
       // A first take of the front, retaken below with the damaged photo.
-      const firstTake = await upload("front", fill[0]!);
+      const firstTake = (await upload("front", fill[0]!)).media_id;
       for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
         const damaged = CASES.find((c) => c.angle === angle);
         const body = damaged ? readFileSync(join(VALID, "images", damaged.file)) : fill[i]!;
-        media[angle] = await upload(angle, body);
+        uploaded[angle] = await upload(angle, body);
       }
+      const media = Object.fromEntries(Object.entries(uploaded).map(([angle, u]) => [angle, u.media_id]));
       // Each exterior photo's pixels were stored on upload for both models' sizes; the first take's
       // went with it, and the VIN photo, never searched for damage, got none.
       const inputOf = (mediaId: string, size: number) => join(svc.dataDir, "blobs", modelInputBlobKey(made.id, mediaId, size));
       expect(modelInputSizes(loadConfig(withModels).models)).toEqual([384, 320]);
-      const photoOf = async (mediaId: string) => sharp(readFileSync(join(svc.dataDir, "blobs", photoBlobKey(made.id, mediaId)))).metadata();
       for (const angle of EXTERIOR_ANGLES) {
-        const { width, height } = await photoOf(media[angle]!);
+        const { media_id, width, height } = uploaded[angle]!;
         for (const size of [384, 320]) {
           const { w, h } = fit(width, height, size);
-          expect(statSync(inputOf(media[angle]!, size)).size).toBe(w * h * 3);
+          expect(statSync(inputOf(media_id, size)).size).toBe(w * h * 3);
         }
       }
       for (const mediaId of [firstTake, media.vin!]) expect(existsSync(inputOf(mediaId, 384)) || existsSync(inputOf(mediaId, 320))).toBe(false);
@@ -106,11 +115,8 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
   it("deletes a canceled inspection's model inputs, and keeps its photos", async () => {
     const svc = await startService(withModels);
     try {
-      const key = svc.key();
-      const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
-      const base = made.capture_url.replace("/c/", "/capture/v1/");
-      const res = await fetch(`${base}/photos/front`, { method: "PUT", body: carPhotos(1)[0]!, headers: { "content-type": "image/jpeg" } });
-      const { media_id: mediaId } = await res.json();
+      const { key, made, upload } = await openCapture(svc);
+      const { media_id: mediaId } = await upload("front", carPhotos(1)[0]!);
       const inputs = join(svc.dataDir, "blobs", "model-inputs", made.id);
       expect(readdirSync(inputs).sort()).toEqual([`${mediaId}-320.rgb`, `${mediaId}-384.rgb`]);
       expect((await svc.api(key, `/v1/inspections/${made.id}/cancel`, { method: "POST" })).status).toBe(200);
