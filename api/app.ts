@@ -1,5 +1,6 @@
 import Fastify, { LogController } from "fastify";
 import swagger from "@fastify/swagger";
+import { z } from "zod";
 import rateLimit from "@fastify/rate-limit";
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
 import { ApiError } from "../core/errors.ts";
@@ -7,15 +8,18 @@ import { newId } from "../core/ids.ts";
 import type { Services } from "../core/services.ts";
 import { captureRoutes } from "../capture/routes/capture-routes.ts";
 import { pageRoutes } from "../capture/routes/page-routes.ts";
-import { authenticate } from "./plugins/auth.ts";
-import { clientErrorHandler, errorHandler, frameworkErrors } from "./plugins/error-handler.ts";
+import { authenticate, FAILED_AUTH_CODES } from "./plugins/auth.ts";
+import { answerBareRequests, clientErrorHandler, errorHandler, frameworkErrors, requireHost } from "./plugins/error-handler.ts";
+import { FailedAuthLimiter } from "./plugins/failed-auth-limit.ts";
 import { idempotency } from "./plugins/idempotency.ts";
+import { jsonBodyText, refuseBadStrings } from "./plugins/strict-input.ts";
 import { registerRateLimit } from "./plugins/rate-limit.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { inspectionRoutes } from "./routes/inspections.ts";
 import { mediaRoutes } from "./routes/media.ts";
 
 export const JSON_BODY_LIMIT = 64 * 1024;
+const NO_QUERY = z.strictObject({});
 /** Per capture link and client address: a phone uploading ten photos never comes near it. */
 const CAPTURE_REQUESTS_PER_SECOND = 20;
 
@@ -33,19 +37,36 @@ export async function buildApp(s: Services) {
     clientErrorHandler,
     connectionTimeout: 60_000,
     requestTimeout: 60_000,
+    http: { requireHostHeader: false },
   }).withTypeProvider<ZodTypeProvider>();
+  answerBareRequests(app.server);
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   // An empty body with a JSON content type is "no body" (cancel accepts it), not a parse error.
   const parseJson = app.getDefaultJsonParser("error", "error");
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) =>
-    (body as string).length === 0 ? done(null, undefined) : parseJson(request, body as string, done),
-  );
+  app.addContentTypeParser("application/json", { parseAs: "buffer" }, (request, body, done) => {
+    if ((body as Buffer).length === 0) return done(null, undefined);
+    let text: string;
+    try {
+      text = jsonBodyText(request.headers["content-type"], body as Buffer);
+    } catch (error) {
+      return done(error as ApiError, undefined);
+    }
+    parseJson(request, text, done);
+  });
+  app.addHook("preValidation", refuseBadStrings);
+  // Unknown query parameters are refused on every route of both APIs, not only where a route
+  // declares some: a route that takes none declares an empty, strict query.
+  app.addHook("onRoute", (route) => {
+    if (!/^\/(capture\/)?v1\//.test(route.url) || !route.schema || route.schema.querystring) return;
+    route.schema.querystring = NO_QUERY;
+  });
 
   app.addHook("onRequest", async (request, reply) => {
     reply.header("request-id", request.id);
   });
+  app.addHook("onRequest", requireHost);
 
   await app.register(errorHandler);
   await app.register(swagger, {
@@ -59,9 +80,13 @@ export async function buildApp(s: Services) {
     transformObject: jsonSchemaTransformObject,
   });
 
+  const failedAuth = new FailedAuthLimiter({ limit: s.config.rateLimit.failedAuthPerMinute, windowMs: 60_000, clock: s.clock });
   await app.register(async (v1) => {
-    await registerRateLimit(v1, s.config.rateLimit);
+    const guard = failedAuth.hooks(FAILED_AUTH_CODES);
+    v1.addHook("onRequest", guard.onRequest);
     v1.addHook("onRequest", authenticate(s.keys));
+    v1.addHook("onError", guard.onError);
+    await registerRateLimit(v1, s.config.rateLimit);
     // Idempotency keys mean something on POST only: its hooks go on those routes, so the reads,
     // the bulk of the traffic, do not pass through three hooks that would do nothing.
     const idem = idempotency(s.idempotency, s.clock);
@@ -77,6 +102,10 @@ export async function buildApp(s: Services) {
   });
 
   await app.register(async (capture) => {
+    // An unknown capture token is a failed authentication too: tokens are guessed like keys.
+    const guard = failedAuth.hooks(new Set(["resource_missing"]));
+    capture.addHook("onRequest", guard.onRequest);
+    capture.addHook("onError", guard.onError);
     await capture.register(rateLimit, {
       global: true,
       timeWindow: 1000,

@@ -1,4 +1,4 @@
-import { STATUS_CODES } from "node:http";
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
@@ -107,6 +107,34 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Dup
     socket.write(`HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}\r\nRequest-Id: ${requestId}\r\nContent-Type: ${JSON_UTF8}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   }
   socket.destroy(error);
+}
+
+/**
+ * What Node's HTTP server answers on its own, bare, unless told otherwise: an `Expect` other than
+ * 100-continue (417) and `CONNECT` (closed without a word). Both get the contract's shape here.
+ * A missing Host header is let through to Fastify (`requireHostHeader: false`) and refused by the
+ * onRequest hook below, so it is answered like any other error.
+ */
+export function answerBareRequests(server: Server): void {
+  server.on("checkExpectation", (request: IncomingMessage, response: ServerResponse) => {
+    const error = new ApiError("expectation_failed", `Expect: ${request.headers.expect} is not supported; send the request without it (100-continue is supported).`);
+    const requestId = newId("req");
+    const body = errorBody(error, requestId);
+    response.writeHead(error.statusCode, { "request-id": requestId, "content-type": JSON_UTF8, "content-length": Buffer.byteLength(body), connection: "close" }).end(body);
+  });
+  server.on("connect", (request: IncomingMessage, socket: Duplex) => {
+    const error = new ApiError("method_not_allowed", "CONNECT is not allowed: this is not a proxy.", { headers: { allow: "GET, POST, PUT" } });
+    const requestId = newId("req");
+    const body = errorBody(error, requestId);
+    socket.end(`HTTP/1.1 405 ${STATUS_CODES[405]}\r\nAllow: GET, POST, PUT\r\nRequest-Id: ${requestId}\r\nContent-Type: ${JSON_UTF8}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  });
+}
+
+/** An onRequest hook: HTTP/1.1 requires a Host header (RFC 9112 §3.2), as Node would have enforced. */
+export async function requireHost(request: FastifyRequest): Promise<void> {
+  if (request.headers.host === undefined && request.raw.httpVersion === "1.1") {
+    throw new ApiError("request_malformed", "The request has no Host header; HTTP/1.1 requires one.");
+  }
 }
 
 /** Route patterns by URL, to tell "no such path" (404) from "no such method on this path" (405). */

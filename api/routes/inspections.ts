@@ -117,8 +117,12 @@ export const inspectionRoutes =
       schema: { operationId: "retrieveReport", summary: "Retrieve the report of a completed inspection", params: IdParams, response: { 200: Report, 409: ErrorBody, ...commonErrorResponses } },
     }, async (request, reply) => {
       const inspection = find(request.scope, request.params.id);
+      // Canceled, expired and failed are terminal without a report: waiting would never help.
+      if (isTerminal(inspection.status) && inspection.status !== "completed") {
+        throw new ApiError("report_unavailable", `The inspection is ${inspection.status}, so it will never have a report.`);
+      }
       const report = inspection.status === "completed" ? s.inspections.getReport(inspection.id) : null;
-      if (!report) throw new ApiError("report_not_ready", `The report is not ready: the inspection is ${inspection.status}.`);
+      if (!report) throw new ApiError("report_not_ready", `The report is not ready: the inspection is ${inspection.status}; it is ready once the inspection is completed.`);
       // Stored as the serialized report; sending the string skips a parse and re-serialization.
       return sendSerialized(reply, report);
     });

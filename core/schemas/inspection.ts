@@ -59,8 +59,16 @@ export type Inspection = z.infer<typeof Inspection>;
 
 export const InspectionList = listOf(Inspection, "InspectionList");
 
+/** An integer in the query: decimal digits only, so `0x10`, `1e2`, `+5` and ` 5` are refused, not read as numbers. */
+export const queryInteger = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^[0-9]+$/, `must be an integer from ${min} to ${max}, in decimal digits`)
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+
 export const ListQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(10),
+  limit: queryInteger(1, 100).default(10).meta({ description: "Page size, 1 to 100.", example: "10" }),
   cursor: z.string().optional(),
 });
 

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -35,6 +35,16 @@ describe("vehicle-inspection CLI", () => {
     } finally {
       await svc.close();
     }
+  });
+
+  it("runs as the README shows it, `npx vehicle-inspection`, from the checkout as committed (executable)", async () => {
+    expect(statSync(CLI).mode & 0o111, "bin/vehicle-inspection.ts must be committed executable").toBe(0o111);
+    const dir = mkdtempSync(join(tmpdir(), "vi-cli-"));
+    const npx = (...args: string[]) => run("npx", ["--no-install", "vehicle-inspection", ...args], { cwd: join(import.meta.dirname, "../.."), env: { ...process.env, DATA_DIR: dir } });
+    const { stdout: key } = await npx("keys", "create", "--env", "test");
+    expect(key).toMatch(/^sk_test_[a-z0-9]{40}\n$/);
+    expect((await npx("keys", "list")).stdout).toContain(`sk_test_…${key.trim().slice(-4)}`);
+    expect((await npx("webhooks", "secret", "--env", "test")).stdout).toMatch(/^whsec_/);
   });
 
   it("refuses bad usage with exit code 2 and says why", async () => {

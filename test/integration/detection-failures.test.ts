@@ -62,9 +62,13 @@ describe("bad photos and broken models never crash processing", () => {
   it("fails the inspection with processing_error when the model cannot load", async () => {
     const svc = await startService({ DAMAGE_MODEL: "/nonexistent/model.onnx", PROCESSING_MAX_ATTEMPTS: "1" });
     try {
-      const { inspection } = await inspect(svc, svc.key());
+      const key = svc.key();
+      const { inspection } = await inspect(svc, key);
       expect(inspection.status).toBe("failed");
       expect(inspection.failure.code).toBe("processing_error");
+      const report = await svc.api(key, `/v1/inspections/${inspection.id}/report`);
+      expect(report.status).toBe(409);
+      expect((await report.json()).error.code).toBe("report_unavailable");
     } finally {
       await svc.close();
     }

@@ -224,7 +224,7 @@ describe("retrieve, cancel, report", () => {
     expectError(await res.json(), "not_found_error", "resource_missing", "id");
   });
 
-  it("cancels (200, canceled), cancelling again changes nothing, report is 409 report_not_ready", async () => {
+  it("cancels (200, canceled), cancelling again changes nothing; the report is 409 report_not_ready before, report_unavailable after", async () => {
     const made = await (await create(key, { vehicle: { vin: VALID_VIN } })).json();
     const report = await svc.api(key, `/v1/inspections/${made.id}/report`);
     expect(report.status).toBe(409);
@@ -240,6 +240,10 @@ describe("retrieve, cancel, report", () => {
     const again = await svc.api(key, `/v1/inspections/${made.id}/cancel`, { method: "POST" });
     expect(again.status).toBe(200);
     expect(await again.json()).toEqual(canceled);
+
+    const never = await svc.api(key, `/v1/inspections/${made.id}/report`);
+    expect(never.status).toBe(409);
+    expectError(await never.json(), "conflict_error", "report_unavailable");
 
     const body = await svc.api(key, `/v1/inspections/${made.id}/cancel`, { method: "POST", json: { reason: "x" } });
     expect(body.status).toBe(400);
