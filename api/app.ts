@@ -9,6 +9,7 @@ import type { Services } from "../core/services.ts";
 import { captureRoutes } from "../capture/routes/capture-routes.ts";
 import { pageRoutes } from "../capture/routes/page-routes.ts";
 import { authenticate, FAILED_AUTH_CODES } from "./plugins/auth.ts";
+import { completeDocument } from "./openapi/complete-document.ts";
 import { answerBareRequests, clientErrorHandler, errorHandler, frameworkErrors, requireHost } from "./plugins/error-handler.ts";
 import { FailedAuthLimiter } from "./plugins/failed-auth-limit.ts";
 import { idempotency } from "./plugins/idempotency.ts";
@@ -20,8 +21,6 @@ import { mediaRoutes } from "./routes/media.ts";
 
 export const JSON_BODY_LIMIT = 64 * 1024;
 const NO_QUERY = z.strictObject({});
-/** Per capture link and client address: a phone uploading ten photos never comes near it. */
-const CAPTURE_REQUESTS_PER_SECOND = 20;
 
 /** The HTTP application: the /v1 API and the capture API. Wiring only; behaviour lives in the plugins and routes. */
 export async function buildApp(s: Services) {
@@ -77,7 +76,7 @@ export async function buildApp(s: Services) {
       security: [{ bearer: [] }],
     },
     transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (input) => completeDocument(jsonSchemaTransformObject(input) as Record<string, any>, s.config.publicUrl),
   });
 
   const failedAuth = new FailedAuthLimiter({ limit: s.config.rateLimit.failedAuthPerMinute, windowMs: 60_000, clock: s.clock });
@@ -110,7 +109,8 @@ export async function buildApp(s: Services) {
       global: true,
       timeWindow: 1000,
       enableDraftSpec: true,
-      max: CAPTURE_REQUESTS_PER_SECOND,
+      // Per capture link and client address: a phone uploading ten photos never comes near the default.
+      max: s.config.rateLimit.capturePerSecond,
       keyGenerator: (request) => `${request.ip}:${(request.params as { token?: string }).token ?? ""}`,
       errorResponseBuilder: (_request, context) => new ApiError("rate_limited", `Too many requests; retry after ${context.after}.`),
     });

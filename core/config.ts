@@ -40,6 +40,7 @@ const EnvSchema = z.object({
   RATE_LIMIT_LIVE_PER_SECOND: z.coerce.number().int().positive().default(100),
   RATE_LIMIT_TEST_PER_SECOND: z.coerce.number().int().positive().default(25),
   RATE_LIMIT_FAILED_AUTH_PER_MINUTE: z.coerce.number().int().positive().default(60),
+  RATE_LIMIT_CAPTURE_PER_SECOND: z.coerce.number().int().positive().default(20),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   // Not in the contract's list: knobs for operators and tests, with the contract's values as defaults.
   WEBHOOK_RETRY_SCHEDULE_MS: retrySchedule.optional(),
@@ -65,7 +66,7 @@ export type Config = {
   dataDir: string;
   publicUrl: string;
   webhooks: { allowPrivateTargets: boolean; retryScheduleMs: number[]; timeoutMs: number };
-  rateLimit: { livePerSecond: number; testPerSecond: number; failedAuthPerMinute: number };
+  rateLimit: { livePerSecond: number; testPerSecond: number; failedAuthPerMinute: number; capturePerSecond: number };
   logLevel: z.infer<typeof EnvSchema>["LOG_LEVEL"];
   inspectionTtlMs: number;
   controllerPollMs: number;
@@ -101,7 +102,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS ?? DEFAULT_RETRY_SCHEDULE_MS,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
     },
-    rateLimit: { livePerSecond: e.RATE_LIMIT_LIVE_PER_SECOND, testPerSecond: e.RATE_LIMIT_TEST_PER_SECOND, failedAuthPerMinute: e.RATE_LIMIT_FAILED_AUTH_PER_MINUTE },
+    rateLimit: { livePerSecond: e.RATE_LIMIT_LIVE_PER_SECOND, testPerSecond: e.RATE_LIMIT_TEST_PER_SECOND, failedAuthPerMinute: e.RATE_LIMIT_FAILED_AUTH_PER_MINUTE, capturePerSecond: e.RATE_LIMIT_CAPTURE_PER_SECOND },
     logLevel: e.LOG_LEVEL,
     inspectionTtlMs: e.INSPECTION_TTL_HOURS * 3_600_000,
     controllerPollMs: e.CONTROLLER_POLL_MS,

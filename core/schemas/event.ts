@@ -30,3 +30,6 @@ export const Event = z
 export type Event = z.infer<typeof Event>;
 
 export const EventList = listOf(Event, "EventList");
+
+/** The body of a webhook delivery: the event as it was made, without its delivery record. */
+export const WebhookEvent = Event.omit({ delivery: true }).meta({ id: "WebhookEvent" });

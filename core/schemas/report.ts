@@ -34,7 +34,8 @@ export const Finding = z.object({
   severity: z.enum(SEVERITIES),
   confidence: z.number().nullable(),
   media_id: z.string().nullable(),
-  bbox: z.tuple([z.number(), z.number(), z.number(), z.number()]).nullable(),
+  // An array of exactly four rather than a tuple: schemathesis cannot read a tuple's prefixItems.
+  bbox: z.array(z.number().min(0).max(1)).length(4).nullable().meta({ description: "x, y, width, height, relative to the photo, each 0 to 1." }),
   evidence_url: z.string().nullable(),
 });
 export type Finding = z.infer<typeof Finding>;
