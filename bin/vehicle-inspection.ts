@@ -1,8 +1,10 @@
 #!/usr/bin/env node
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../core/config.ts";
 import { createKey, listKeys, revokeKey, webhookSecret } from "./commands/keys.ts";
 import { evaluate } from "./commands/eval.ts";
+import { evaluateProduct } from "./commands/eval-product.ts";
 import { start } from "./commands/start.ts";
 
 const USAGE = `usage: vehicle-inspection <command>
@@ -13,6 +15,7 @@ const USAGE = `usage: vehicle-inspection <command>
   keys revoke KEY_ID                       revoke an API key
   webhooks secret --env test|live [--account NAME]   print the webhook signing secret (whsec_…)
   eval --data DIR [--model PATH]           score the damage detector on a YOLO-format folder; prints JSON last
+  eval-product [--datasets DIR]            the whole pipeline on clean cars, whole cars and close-ups; prints JSON last
 
 Configuration comes from the environment: PORT, DATA_DIR, PUBLIC_URL, WEBHOOKS_ALLOW_PRIVATE_TARGETS,
 RATE_LIMIT_LIVE_PER_SECOND, RATE_LIMIT_TEST_PER_SECOND (see README).`;
@@ -28,7 +31,7 @@ async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { env: { type: "string" }, account: { type: "string", default: "default" }, data: { type: "string" }, model: { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: { env: { type: "string" }, account: { type: "string", default: "default" }, data: { type: "string" }, datasets: { type: "string" }, model: { type: "string" }, help: { type: "boolean", short: "h" } },
   });
   const [command, sub, arg] = positionals;
   if (values.help || !command) {
@@ -64,6 +67,11 @@ async function main(argv: string[]): Promise<number> {
     case "eval": {
       if (!values.data) throw new UsageError("eval needs --data DIR (a YOLO-format folder: images/ and labels/)");
       await evaluate(config, values.data, values.model);
+      return 0;
+    }
+    case "eval-product": {
+      const datasets = values.datasets ?? join(import.meta.dirname, "../../shared/datasets");
+      await evaluateProduct(config, datasets);
       return 0;
     }
     case "webhooks secret":

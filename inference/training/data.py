@@ -75,6 +75,67 @@ def coco_folder(root, size, skip_background=True):
     return images, targets, [c["name"] for c in cats]
 
 
+def _letterboxed(img, size):
+    """A photo scaled to fit the square with grey padding, as the product letterboxes photos."""
+    w, h = img.size
+    r = size / max(w, h)
+    nw, nh = max(1, round(w * r)), max(1, round(h * r))
+    canvas = Image.new("RGB", (size, size), (114, 114, 114))
+    canvas.paste(img.resize((nw, nh), Image.BILINEAR), ((size - nw) // 2, (size - nh) // 2))
+    return torch.from_numpy(np.array(canvas)).permute(2, 0, 1).contiguous()
+
+
+def whole_car_negatives(root, size):
+    """The car-parts training photos (undamaged cars from front, back and the diagonals, as a
+    walkaround shows them), letterboxed, with no damage boxes: what the damage model must not fire
+    on. Never the test photos: those measure the product's clean-car false findings."""
+    folder = os.path.join(root, "JPEGImages")
+    files = sorted(f for f in os.listdir(folder) if f.lower().endswith((".jpg", ".jpeg", ".png")))
+    return [_letterboxed(Image.open(os.path.join(folder, f)).convert("RGB"), size) for f in files]
+
+
+def held_out(file_name):
+    """inference/evaluation/held-out.ts's rule: a fifth of car-damage-severity's source photos,
+    by hash of the source name, is never trained on."""
+    import hashlib
+    import re
+    source = re.sub(r"_(jpe?g|png)_jpg\.rf\.[0-9a-f]+\.jpg$", "", file_name, flags=re.I)
+    source = re.sub(r"\.rf\.[0-9a-f]+\.jpg$", "", source, flags=re.I)
+    return hashlib.sha256(source.encode()).digest()[0] % 5 == 0
+
+
+def severity_folder(root, size, class_of):
+    """car-damage-severity's photos not held out, with its dent and scratch boxes as those classes
+    (`class_of` maps "dent" and "scratch" to class ids). Its "broken" boxes are not CarDD classes:
+    a photo with one is left out whole, rather than teaching that a broken part is background."""
+    d = json.load(open(os.path.join(root, "annotations.json")))
+    cats = {c["id"]: c["name"] for c in d["categories"]}
+    by_image = {}
+    for a in d["annotations"]:
+        by_image.setdefault(a["image_id"], []).append(a)
+    images, targets, skipped = [], [], 0
+    for im in sorted(d["images"], key=lambda i: i["file_name"]):
+        if held_out(im["file_name"]):
+            continue
+        boxes, broken = [], False
+        for a in by_image.get(im["id"], []):
+            kind = cats[a["category_id"]].split("-")[-1]
+            if kind == "broken":
+                broken = True
+            elif kind in class_of:
+                x, y, bw, bh = a["bbox"]
+                W, H = im["width"], im["height"]
+                if bw > 1 and bh > 1:
+                    boxes.append([class_of[kind], x / W, y / H, (x + bw) / W, (y + bh) / H])
+        if broken:
+            skipped += 1
+            continue
+        img, _ = _load(os.path.join(root, "images", im["file_name"]), size)
+        images.append(img)
+        targets.append(torch.tensor(boxes, dtype=torch.float32).reshape(-1, 5))
+    return images, targets, skipped
+
+
 def background_strips(root, size, margin=8, min_px=96):
     """Photos with no car in them, for the car-parts model: the strips of each car-parts photo
     beside, above and below the car (its outermost part boxes, `margin` px out), where at least

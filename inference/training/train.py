@@ -16,7 +16,7 @@ import time
 import torch
 import torchvision
 
-from data import background_strips, batches, coco_folder, yolo_folder
+from data import background_strips, batches, coco_folder, severity_folder, whole_car_negatives, yolo_folder
 from loss import detection_loss
 from metrics import evaluate
 from model import Detector
@@ -36,6 +36,9 @@ p.add_argument("--seed", type=int, default=0)
 p.add_argument("--init", help="start from this checkpoint's weights (a best.pt), to train on for longer")
 p.add_argument("--warmup-epochs", type=float, default=3)
 p.add_argument("--negatives", action="store_true", help="car parts: also train on the training photos' backgrounds (no car, no boxes)")
+p.add_argument("--whole-cars", help="car damage: also train on this car-parts folder's photos (trainingset) as whole-car negatives")
+p.add_argument("--severity", help="car damage: also train on car-damage-severity's photos that are not held out (dent and scratch boxes)")
+p.add_argument("--freeze-bn", action="store_true", help="keep BatchNorm statistics fixed (continuing from a checkpoint rebuilt from ONNX: from_onnx.py)")
 p.add_argument("--zoom-max", type=float, default=1.25, help="over 1.25: half the training samples are close-ups zoomed in up to this much")
 args = p.parse_args()
 
@@ -56,6 +59,14 @@ if args.data:
     valid_set = yolo_folder(os.path.join(args.data, "valid"), args.size)
     train_imgs, train_tgts = train_set[0], train_set[1]
     valid_imgs, valid_tgts = valid_set[0], valid_set[1]
+    if args.whole_cars:
+        negatives = whole_car_negatives(args.whole_cars, args.size)
+        train_imgs, train_tgts = train_imgs + negatives, train_tgts + [torch.zeros(0, 5)] * len(negatives)
+        print(f"{len(negatives)} whole-car photos added as negatives", flush=True)
+    if args.severity:
+        sev_imgs, sev_tgts, skipped = severity_folder(args.severity, args.size, {"dent": names.index("dent"), "scratch": names.index("scratch")})
+        train_imgs, train_tgts = train_imgs + sev_imgs, train_tgts + sev_tgts
+        print(f"{len(sev_imgs)} car-damage-severity photos added ({skipped} with broken parts left out, the held-out fifth never read)", flush=True)
 else:
     train_imgs, train_tgts, names = coco_folder(os.path.join(args.parts, "trainingset"), args.size)
     valid_imgs, valid_tgts, _ = coco_folder(os.path.join(args.parts, "testset"), args.size)
@@ -124,6 +135,10 @@ epoch, step = 0, 0
 train_start = time.time()
 while epoch < planned_epochs:
     model.train()
+    if args.freeze_bn:
+        for m_ in model.modules():
+            if isinstance(m_, torch.nn.BatchNorm2d):
+                m_.eval()
     e0 = time.time()
     total = 0.0
     for x, tgts, _ in batches(train_imgs, train_tgts, args.batch, args.size, True, flip_map, args.zoom_max):

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { FsBlobStore } from "../../core/adapters/fs/fs-blob-store.ts";
+import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
 import { openDatabase } from "../../core/adapters/sqlite/database.ts";
 import { SqliteEventStore } from "../../core/adapters/sqlite/event-store.ts";
 import { SqliteIdempotencyStore } from "../../core/adapters/sqlite/idempotency-store.ts";
@@ -42,7 +43,10 @@ const STORE_ADAPTERS: { name: string; make: () => Stores }[] = [
     },
   },
 ];
-const BLOB_ADAPTERS: { name: string; make: () => BlobStore }[] = [{ name: "fs", make: () => new FsBlobStore(tmp("vi-blobs-")) }];
+const BLOB_ADAPTERS: { name: string; make: () => BlobStore }[] = [
+  { name: "fs", make: () => new FsBlobStore(tmp("vi-blobs-")) },
+  { name: "memory", make: () => new MemoryBlobStore() },
+];
 
 const event = (type = "inspection.created") => () => ({ id: newId("evt"), type, data: "{}" });
 /** How long another process's write may take to show in reads (the SQLite adapter's read caches: 1 ms). */

@@ -1,0 +1,17 @@
+import { join } from "node:path";
+import type { Config } from "../../core/config.ts";
+import { evaluatePipeline } from "../../inference/evaluation/product-eval.ts";
+import { evaluate } from "./eval.ts";
+
+/**
+ * `vehicle-inspection eval-product [--datasets DIR]`: the product as customers meet it (clean cars,
+ * whole cars with damage, through the whole pipeline) and the damage model on close-ups, in one run;
+ * the last line is one JSON object with all three.
+ */
+export async function evaluateProduct(config: Config, datasets: string, log: (line: string) => void = console.log) {
+  const pipeline = await evaluatePipeline(config, datasets, log);
+  const closeUps = await evaluate(config, join(datasets, "car-damage/valid"), undefined, (line) => log(`close-ups: ${line}`));
+  const summary = { ...pipeline, close_ups: { map50: closeUps.map50, map50_95: closeUps.map50_95 } };
+  log(JSON.stringify(summary));
+  return summary;
+}

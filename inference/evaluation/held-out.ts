@@ -1,0 +1,16 @@
+import { createHash } from "node:crypto";
+
+/**
+ * The part of car-damage-severity kept out of training, for measuring the product on whole cars:
+ * a fifth of the source photos, chosen by a hash of the source photo's name (the part of the file
+ * name before Roboflow's `_jpg.rf.<hash>` suffix), so the split never changes and never depends on
+ * the order files are listed in. Training code applies the same rule (sha256 of the source name,
+ * first byte mod 5 is 0) to leave these out.
+ */
+export function sourcePhotoOf(fileName: string): string {
+  return fileName.replace(/_(jpe?g|png)_jpg\.rf\.[0-9a-f]+\.jpg$/i, "").replace(/\.rf\.[0-9a-f]+\.jpg$/i, "");
+}
+
+export function isHeldOut(fileName: string): boolean {
+  return createHash("sha256").update(sourcePhotoOf(fileName)).digest()[0]! % 5 === 0;
+}

@@ -1,0 +1,141 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
+import { photoBlobKey } from "../../core/blob-keys.ts";
+import type { Config } from "../../core/config.ts";
+import { overallGrade, SEVERITIES, type Grade, type Severity } from "../../core/domain/grading.ts";
+import { newId } from "../../core/ids.ts";
+import type { BlobStore } from "../../core/ports/blob-store.ts";
+import type { Detection, PhotoToInspect } from "../../core/ports/detection-runner.ts";
+import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { detectPhotos, type Models } from "../detection/detect-photos.ts";
+import { loadModels } from "../detection/load-models.ts";
+import { iou, type Box } from "../detection/postprocess.ts";
+import { measureQuality } from "../quality/measure-quality.ts";
+import { boxMap, type Scored, type Truth } from "./box-map.ts";
+import { isHeldOut } from "./held-out.ts";
+
+/**
+ * The product measured as customers meet it: photos go through the whole pipeline processing runs
+ * (quality, vehicle gate, both models at the configured thresholds, part assignment, severity,
+ * grading), grouped into inspections of eight exterior photos, as a walkaround is.
+ * - clean cars: the car-parts test photos (no visible damage), 12 inspections of 8;
+ * - whole cars with damage: the held-out fifth of car-damage-severity (held-out.ts): AP50 of the
+ *   findings for dent and scratch, and how their severities agree with the labels;
+ * The command (bin/commands/eval-product.ts) adds close-ups: the damage model's box mAP on
+ * car-damage/valid, as `eval` prints it.
+ */
+
+type Coco = {
+  images: { id: number; file_name: string; width: number; height: number }[];
+  categories: { id: number; name: string }[];
+  annotations: { image_id: number; category_id: number; bbox: [number, number, number, number] }[];
+};
+
+const INSPECTION_SIZE = EXTERIOR_ANGLES.length;
+const CLEAN_INSPECTIONS = 12;
+/** The finding types car-damage-severity labels that are also finding types of the product. */
+const SEVERITY_TYPES = ["dent", "scratch"] as const;
+/** A finding agrees with a label when their boxes overlap this much (AP50's own criterion). */
+const MATCH_IOU = 0.5;
+
+type Inspected = { photos: { name: string; width: number; height: number }[]; detections: Detection[]; grade: Grade };
+
+/** One walkaround: up to eight photos, as processing sees them after upload. */
+async function inspect(models: Models, photos: { name: string; bytes: Buffer; width: number; height: number }[]): Promise<Inspected> {
+  const blobs: BlobStore = new MemoryBlobStore();
+  const id = newId("insp");
+  const toInspect: PhotoToInspect[] = [];
+  for (const [i, photo] of photos.entries()) {
+    const mediaId = newId("med");
+    const blobKey = photoBlobKey(id, mediaId);
+    await blobs.put(blobKey, photo.bytes, "image/jpeg");
+    toInspect.push({ mediaId, angle: EXTERIOR_ANGLES[i % INSPECTION_SIZE]!, blobKey, quality: await measureQuality(photo.bytes) });
+  }
+  const result = await detectPhotos(blobs, id, toInspect, models);
+  const byMedia = new Map(toInspect.map((p, i) => [p.mediaId, i]));
+  const detections = result.detections.map((d) => ({ ...d, mediaId: String(byMedia.get(d.mediaId)) }));
+  return { photos, detections, grade: overallGrade(result.detections.map((d) => d.severity)) };
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+}
+
+export async function cleanCars(models: Models, dir: string, log: (line: string) => void) {
+  const files = readdirSync(dir).filter((f) => f.endsWith(".jpg")).sort().slice(0, CLEAN_INSPECTIONS * INSPECTION_SIZE);
+  const photos = files.map((name) => ({ name, bytes: readFileSync(join(dir, name)), width: 0, height: 0 }));
+  let photosWithFinding = 0;
+  const grades: Grade[] = [];
+  const byType: Record<string, number> = {};
+  for (const group of chunks(photos, INSPECTION_SIZE)) {
+    const inspected = await inspect(models, group);
+    photosWithFinding += new Set(inspected.detections.map((d) => d.mediaId)).size;
+    for (const d of inspected.detections) byType[d.type] = (byType[d.type] ?? 0) + 1;
+    grades.push(inspected.grade);
+  }
+  const gradedAboveNone = grades.filter((g) => g !== "none").length;
+  const share = photosWithFinding / photos.length;
+  log(`clean cars: ${photosWithFinding} of ${photos.length} photos (${(share * 100).toFixed(1)}%) with a finding; ${gradedAboveNone} of ${grades.length} inspections graded above none (${grades.join(", ")}); findings by type ${JSON.stringify(byType)}`);
+  return { photos: photos.length, photos_with_finding: photosWithFinding, share_with_finding: round(share), inspections: grades.length, graded_above_none: gradedAboveNone, findings_by_type: byType };
+}
+
+export async function wholeCars(models: Models, dir: string, log: (line: string) => void) {
+  const coco = JSON.parse(readFileSync(join(dir, "annotations.json"), "utf8")) as Coco;
+  const label = new Map(coco.categories.map((c) => [c.id, c.name]));
+  const images = coco.images.filter((im) => isHeldOut(im.file_name)).sort((a, b) => a.file_name.localeCompare(b.file_name));
+  const truthsOf = new Map<number, (Box & { type: string; severity: string })[]>();
+  for (const a of coco.annotations) {
+    const [severity, type] = (label.get(a.category_id) ?? "").split("-");
+    if (!severity || !type) continue; // the super-category
+    const [x, y, w, h] = a.bbox;
+    truthsOf.set(a.image_id, [...(truthsOf.get(a.image_id) ?? []), { x1: x, y1: y, x2: x + w, y2: y + h, type, severity }]);
+  }
+  const detections: Scored[][] = [];
+  const truths: Truth[][] = [];
+  // Rows: the label's severity; columns: the finding's, or missed.
+  const confusion: Record<string, Record<string, number>> = Object.fromEntries(SEVERITIES.map((s) => [s, Object.fromEntries([...SEVERITIES, "missed"].map((p) => [p, 0]))]));
+  for (const group of chunks(images, INSPECTION_SIZE)) {
+    const photos = group.map((im) => ({ name: im.file_name, bytes: readFileSync(join(dir, "images", im.file_name)), width: im.width, height: im.height }));
+    const inspected = await inspect(models, photos);
+    group.forEach((im, i) => {
+      const found = inspected.detections.filter((d) => d.mediaId === String(i));
+      const boxes = found.map((d) => ({ x1: d.bbox[0] * im.width, y1: d.bbox[1] * im.height, x2: (d.bbox[0] + d.bbox[2]) * im.width, y2: (d.bbox[1] + d.bbox[3]) * im.height, type: d.type, severity: d.severity, score: d.confidence }));
+      const labelled = truthsOf.get(im.id) ?? [];
+      detections.push(boxes.filter((b) => isSeverityType(b.type)).map((b) => ({ ...b, cls: SEVERITY_TYPES.indexOf(b.type as never) })));
+      truths.push(labelled.filter((t) => isSeverityType(t.type)).map((t) => ({ ...t, cls: SEVERITY_TYPES.indexOf(t.type as never) })));
+      for (const t of labelled.filter((l) => isSeverityType(l.type))) {
+        const match = boxes.filter((b) => b.type === t.type).map((b) => ({ b, overlap: iou(b, t) })).filter((m) => m.overlap >= MATCH_IOU).sort((x, y) => y.overlap - x.overlap)[0];
+        if (SEVERITIES.includes(t.severity as Severity)) confusion[t.severity]![match ? match.b.severity : "missed"]!++;
+      }
+    });
+  }
+  const map = boxMap(detections, truths, SEVERITY_TYPES.length);
+  const ap50 = Object.fromEntries(SEVERITY_TYPES.map((type, c) => [type, { ap50: round(map.perClass.get(c)?.ap50 ?? 0), instances: map.perClass.get(c)?.instances ?? 0 }]));
+  const meanAp50 = round(SEVERITY_TYPES.reduce((sum, type) => sum + ap50[type]!.ap50, 0) / SEVERITY_TYPES.length);
+  const matched = SEVERITIES.flatMap((s) => SEVERITIES.map((p) => confusion[s]![p]!)).reduce((a, b) => a + b, 0);
+  const agreeing = SEVERITIES.reduce((sum, s) => sum + confusion[s]![s]!, 0);
+  log(`whole cars (car-damage-severity held out: ${images.length} photos): AP50 dent ${ap50.dent!.ap50.toFixed(3)} (${ap50.dent!.instances}), scratch ${ap50.scratch!.ap50.toFixed(3)} (${ap50.scratch!.instances}); mean ${meanAp50.toFixed(3)}`);
+  log(`  severity, label (rows) against finding (columns), dent and scratch matched at IoU ${MATCH_IOU}:`);
+  log(`  ${"".padEnd(9)} ${[...SEVERITIES, "missed"].map((p) => p.padStart(8)).join(" ")}`);
+  for (const s of SEVERITIES) log(`  ${s.padEnd(9)} ${[...SEVERITIES, "missed"].map((p) => String(confusion[s]![p]).padStart(8)).join(" ")}`);
+  log(`  agreement on matched findings: ${agreeing} of ${matched}`);
+  return { photos: images.length, ap50, mean_ap50: meanAp50, severity_confusion: confusion, severity_agreement: matched ? round(agreeing / matched) : null };
+}
+
+const isSeverityType = (type: string) => (SEVERITY_TYPES as readonly string[]).includes(type);
+const round = (v: number) => Math.round(v * 10_000) / 10_000;
+
+/** Clean cars and whole cars through the configured models; close-ups are the damage model's `eval`. */
+export async function evaluatePipeline(config: Config, datasets: string, log: (line: string) => void = console.log) {
+  const models = await loadModels(config.models);
+  if (!models.damage) throw new Error("no damage model is configured (DAMAGE_MODEL)");
+  try {
+    const t0 = performance.now();
+    const clean = await cleanCars(models, join(datasets, "car-parts/testset/JPEGImages"), log);
+    const whole = await wholeCars(models, join(datasets, "car-damage-severity"), log);
+    return { clean_cars: clean, whole_cars: whole, pipeline_s: Math.round((performance.now() - t0) / 100) / 10 };
+  } finally {
+    await Promise.all([models.damage.close(), models.parts?.close()]);
+  }
+}
