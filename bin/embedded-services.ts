@@ -16,6 +16,7 @@ import { Signals } from "../core/signals.ts";
 import { systemClock, type Clock } from "../core/time.ts";
 import { VinDecoder } from "../core/vin/vin-decoder.ts";
 import { modelInputSizes } from "../inference/detection/model-input.ts";
+import { AngleChecker } from "../inference/quality/angle-checker.ts";
 
 /** The secret capture tokens are derived from: made once per data directory, readable by its owner only. */
 function captureSecret(dataDir: string): Buffer {
@@ -38,6 +39,9 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
     onStop: (err) => log.warn({ err }, "the WAL checkpoint thread stopped; SQLite checkpoints on commit again"),
   });
   const vin = new VinDecoder(join(config.dataDir, "vpic"), { onError: (err) => log.warn({ err }, "VIN decoding failed") });
+  const angles = config.models.partsModel
+    ? new AngleChecker(config.models.partsModel, { provider: config.models.provider, onError: (err) => log.warn({ err }, "the angle check could not run; the photo is taken without it") })
+    : null;
   return {
     config,
     clock,
@@ -52,8 +56,10 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
     captureLinks: new CaptureLinks(captureSecret(config.dataDir), config.publicUrl),
     signals: new Signals(),
     modelInputSizes: modelInputSizes(config.models),
+    angles,
     async close() {
       await vin.close();
+      await angles?.close();
       await checkpointer.close();
       commitGroup(db);
       db.close();

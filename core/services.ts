@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Config } from "./config.ts";
+import type { ExteriorAngle } from "./schemas/capture.ts";
 import type { CaptureLinks } from "./capture-links.ts";
 import type { BlobStore } from "./ports/blob-store.ts";
 import type { EventStore } from "./ports/event-store.ts";
@@ -25,4 +26,6 @@ export type Services = {
   signals: Signals;
   /** The configured models' input sizes: capture stores each photo scaled for them (inference/detection/model-input.ts). */
   modelInputSizes: number[];
+  /** Checks an exterior photo shows the side its angle asks for; null without a parts model. */
+  angles: { isWrongAngle(angle: ExteriorAngle, jpeg: Buffer): Promise<boolean | null> } | null;
 };

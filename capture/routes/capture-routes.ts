@@ -74,6 +74,10 @@ export const captureRoutes =
         throw new ApiError("parameter_missing", "Send the photo as the request body.", { param: "photo" });
       }
       const photo = await ingestPhoto(request.body);
+      const angle = request.params.angle;
+      if (isExterior(angle) && (await s.angles?.isWrongAngle(angle, photo.jpeg))) {
+        photo.quality = { ...photo.quality, passed: false, problems: [...photo.quality.problems, "wrong_angle"] };
+      }
       const now = s.clock.now();
       const mediaId = newId("med");
       const blobKey = photoBlobKey(inspection.id, mediaId);

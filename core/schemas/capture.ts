@@ -4,8 +4,9 @@ import { Status, Vehicle } from "./inspection.ts";
 import { Quality } from "./report.ts";
 
 export const EXTERIOR_ANGLES = ["front", "front_left", "left", "rear_left", "rear", "rear_right", "right", "front_right"] as const;
+export type ExteriorAngle = (typeof EXTERIOR_ANGLES)[number];
 /** Whether a photo of this angle shows the outside of the vehicle: only those are searched for damage. */
-export const isExterior = (angle: string): boolean => (EXTERIOR_ANGLES as readonly string[]).includes(angle);
+export const isExterior = (angle: string): angle is ExteriorAngle => (EXTERIOR_ANGLES as readonly string[]).includes(angle);
 export const ANGLES = [...EXTERIOR_ANGLES, "vin", "odometer"] as const;
 export type Angle = (typeof ANGLES)[number];
 export const REQUIRED_ANGLES: readonly Angle[] = [...EXTERIOR_ANGLES, "vin"];

@@ -5,13 +5,16 @@ import { Grade, Summary } from "./inspection.ts";
 
 export const FINDING_TYPES = ["dent", "scratch", "crack", "glass_shatter", "lamp_broken", "tire_flat", "vin_mismatch"] as const;
 
+export const QUALITY_PROBLEMS = ["too_dark", "too_bright", "blurry", "glare", "wrong_angle", "too_small", "unreadable", "no_vehicle"] as const;
+export type QualityProblem = (typeof QUALITY_PROBLEMS)[number];
+
 export const Quality = z.object({
   brightness: z.number().meta({ description: "Mean luminance, 0 (black) to 1 (white)." }),
   sharpness: z.number().meta({ description: "Variance of the Laplacian of the photo downscaled to 512 px on its long side." }),
   glare: z.number().meta({ description: "Share of blown-out pixels (luminance 250 of 255 or more) in the central half of the frame." }),
   passed: z.boolean(),
-  problems: z.array(z.enum(["too_dark", "too_bright", "blurry", "glare", "too_small", "unreadable", "no_vehicle"])).meta({
-    description: "too_dark, too_bright, blurry, glare: measured on upload. too_small, unreadable, no_vehicle: found during processing, where the photo is then left out of detection.",
+  problems: z.array(z.enum(QUALITY_PROBLEMS)).meta({
+    description: "too_dark, too_bright, blurry, glare: measured on upload; wrong_angle: on upload, the photo shows another side of the vehicle than its angle (judged from the parts it shows). too_small, unreadable, no_vehicle: found during processing, where the photo is then left out of detection.",
   }),
 });
 export type Quality = z.infer<typeof Quality>;

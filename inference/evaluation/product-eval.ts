@@ -7,10 +7,13 @@ import { overallGrade, SEVERITIES, type Grade, type Severity } from "../../core/
 import { newId } from "../../core/ids.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
 import type { Detection, PhotoToInspect } from "../../core/ports/detection-runner.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { EXTERIOR_ANGLES, type ExteriorAngle } from "../../core/schemas/capture.ts";
+import { detectImages } from "../detection/detect-images.ts";
 import { detectPhotos, type Models } from "../detection/detect-photos.ts";
 import { loadModels } from "../detection/load-models.ts";
+import type { OnnxDetector } from "../detection/onnx-detector.ts";
 import { iou, type Box } from "../detection/postprocess.ts";
+import { ANGLE_EVIDENCE_SCORE, angleOfSides, isWrongAngle, sidesShown } from "../quality/angle-check.ts";
 import { measureQuality } from "../quality/measure-quality.ts";
 import { boxMap, type Scored, type Truth } from "./box-map.ts";
 import { isHeldOut } from "./held-out.ts";
@@ -123,6 +126,39 @@ export async function wholeCars(models: Models, dir: string, log: (line: string)
   return { photos: images.length, ap50, mean_ap50: meanAp50, severity_confusion: confusion, severity_agreement: matched ? round(agreeing / matched) : null };
 }
 
+/**
+ * The angle check on the car-parts test photos: each photo's own angle comes from its labelled
+ * parts (angleOfSides), and the check runs on what the parts model finds. It should pass every photo
+ * at its own angle, and flag it at the prompts it contradicts (a front photo sent as the rear).
+ */
+export async function angleCheck(parts: OnnxDetector, dir: string, log: (line: string) => void, minScore = ANGLE_EVIDENCE_SCORE) {
+  const coco = JSON.parse(readFileSync(join(dir, "annotations.json"), "utf8")) as Coco;
+  const label = new Map(coco.categories.map((c) => [c.id, c.name]));
+  const labelled = new Map<number, { name: string; score: number }[]>();
+  for (const a of coco.annotations) labelled.set(a.image_id, [...(labelled.get(a.image_id) ?? []), { name: label.get(a.category_id)!, score: 1 }]);
+  const known = coco.images
+    .map((im) => ({ im, truth: sidesShown(labelled.get(im.id) ?? []) }))
+    .map((x) => ({ ...x, own: angleOfSides(x.truth) }))
+    .filter((x): x is typeof x & { own: ExteriorAngle } => x.own !== null);
+  const [found] = await detectImages([parts], known.map(({ im }) => readFileSync(join(dir, "JPEGImages", im.file_name))));
+  let ownFlagged = 0;
+  let wrongPrompts = 0;
+  let wrongFlagged = 0;
+  let sidePredicted = 0;
+  known.forEach(({ own, truth }, i) => {
+    const shown = sidesShown(found![i]!.found, minScore);
+    if (angleOfSides(shown) === own) sidePredicted++;
+    if (isWrongAngle(own, shown)) ownFlagged++;
+    for (const prompt of EXTERIOR_ANGLES) {
+      if (!isWrongAngle(prompt, truth)) continue;
+      wrongPrompts++;
+      if (isWrongAngle(prompt, shown)) wrongFlagged++;
+    }
+  });
+  log(`angle check (car-parts photos whose side their parts tell: ${known.length}): own angle flagged ${ownFlagged} of ${known.length}; contradicting prompts flagged ${wrongFlagged} of ${wrongPrompts}; angle read exactly ${sidePredicted} of ${known.length}`);
+  return { photos: known.length, own_angle_flagged: ownFlagged, wrong_prompts: wrongPrompts, wrong_prompts_flagged: wrongFlagged, angle_read_exactly: sidePredicted };
+}
+
 const isSeverityType = (type: string) => (SEVERITY_TYPES as readonly string[]).includes(type);
 const round = (v: number) => Math.round(v * 10_000) / 10_000;
 
@@ -134,7 +170,9 @@ export async function evaluatePipeline(config: Config, datasets: string, log: (l
     const t0 = performance.now();
     const clean = await cleanCars(models, join(datasets, "car-parts/testset/JPEGImages"), log);
     const whole = await wholeCars(models, join(datasets, "car-damage-severity"), log);
-    return { clean_cars: clean, whole_cars: whole, pipeline_s: Math.round((performance.now() - t0) / 100) / 10 };
+    const pipelineS = Math.round((performance.now() - t0) / 100) / 10;
+    const angles = models.parts ? await angleCheck(models.parts, join(datasets, "car-parts/testset"), log) : null;
+    return { clean_cars: clean, whole_cars: whole, angle_check: angles, pipeline_s: pipelineS };
   } finally {
     await Promise.all([models.damage.close(), models.parts?.close()]);
   }

@@ -1,6 +1,8 @@
+import type { QualityProblem } from "../../../core/schemas/report.ts";
 import type { MessageKey } from "./i18n.ts";
 
-export type Quality = { brightness: number; sharpness: number; glare: number; passed: boolean; problems: ("too_dark" | "too_bright" | "blurry" | "glare")[] };
+/** The problems the page can be told on upload; the server's list (core/schemas/report.ts) also has processing's. */
+export type Quality = { brightness: number; sharpness: number; glare: number; passed: boolean; problems: Extract<QualityProblem, "too_dark" | "too_bright" | "blurry" | "glare" | "wrong_angle">[] };
 export type Step = { angle: string; required: boolean; done: boolean; quality: Quality | null };
 export type Session = {
   inspection_id: string;
