@@ -49,10 +49,13 @@ const EnvSchema = z.object({
   CONTROLLER_POLL_MS: z.coerce.number().int().positive().default(500),
   DETECTION_THREADS: z.coerce.number().int().positive().default(1),
   PROCESSING_MAX_ATTEMPTS: z.coerce.number().int().positive().default(3),
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().nonnegative().default(10_000),
   // Detection: a path to an Ultralytics-format ONNX detection model, or "none".
   DAMAGE_MODEL: z.string().default(DEFAULT_DAMAGE_MODEL),
   PARTS_MODEL: z.string().default(DEFAULT_PARTS_MODEL),
   ONNX_PROVIDER: z.enum(["cpu", "cuda"]).default("cpu"),
+  // Looking closer: 1 searches the full frame only; n also searches an n × n grid of tiles.
+  DETECTION_TILES: z.coerce.number().int().min(1).max(4).default(1),
   DETECTION_THRESHOLDS: z
     .string()
     .regex(/^([\w ]+=(0(\.\d+)?|1(\.0+)?))(,[\w ]+=(0(\.\d+)?|1(\.0+)?))*$/, "class=score pairs, comma-separated, scores 0-1")
@@ -72,7 +75,9 @@ export type Config = {
   controllerPollMs: number;
   detectionThreads: number;
   processingMaxAttempts: number;
-  models: { damageModel: string | null; partsModel: string | null; provider: "cpu" | "cuda"; thresholds: Record<string, number> };
+  /** How long a stop waits for running detection before leaving it to the next start. */
+  shutdownGraceMs: number;
+  models: { damageModel: string | null; partsModel: string | null; provider: "cpu" | "cuda"; thresholds: Record<string, number>; tiles: number };
 };
 
 export class ConfigError extends Error {}
@@ -108,11 +113,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     controllerPollMs: e.CONTROLLER_POLL_MS,
     detectionThreads: e.DETECTION_THREADS,
     processingMaxAttempts: e.PROCESSING_MAX_ATTEMPTS,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     models: {
       damageModel: modelPath(e.DAMAGE_MODEL),
       partsModel: modelPath(e.PARTS_MODEL),
       provider: e.ONNX_PROVIDER,
       thresholds: { ...DEFAULT_DETECTION_THRESHOLDS, ...e.DETECTION_THRESHOLDS },
+      tiles: e.DETECTION_TILES,
     },
   };
 }

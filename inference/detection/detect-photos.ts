@@ -10,9 +10,12 @@ import { drawEvidence } from "../evidence/draw-evidence.ts";
 import { detectImages } from "./detect-images.ts";
 import { loadModelInputs } from "./model-input.ts";
 import type { Detected, OnnxDetector } from "./onnx-detector.ts";
+import { scaleRegion } from "./letterbox.ts";
 import { relativeBbox, type Box } from "./postprocess.ts";
+import { mergeTiles, tileRegions } from "./tiles.ts";
 
-export type Models = { damage: OnnxDetector | null; parts: OnnxDetector | null };
+/** `tiles`: the damage model also searches an n × n grid of tiles of each photo (tiles.ts); 1 is the full frame only. */
+export type Models = { damage: OnnxDetector | null; parts: OnnxDetector | null; tiles: number };
 
 /** Shorter sides than this carry too little detail to find damage on; such photos are reported, not searched. */
 export const MIN_SIDE_PX = 256;
@@ -59,6 +62,16 @@ export function showsVehicle(parts: Detected[], damage: Detected[]): boolean {
   return parts.length > 0 || damage.some((d) => damageType(d) === "glass_shatter" && d.score >= SURE_GLASS_SHATTER);
 }
 
+/** Each photo's damage, from the full frame and from its tiles, merged (tiles.ts). */
+async function lookCloser(model: OnnxDetector, photos: { bytes: Buffer; width: number; height: number }[], full: Detected[][], n: number): Promise<Detected[][]> {
+  const tiles = photos.flatMap((p, i) => tileRegions(p.width, p.height, n).map((region) => ({ i, region, bytes: p.bytes })));
+  const scaled = await Promise.all(tiles.map((t) => scaleRegion(t.bytes, t.region, model.size)));
+  const [runs] = await detectImages([model], scaled);
+  return full.map((found, i) => mergeTiles(found, tiles.flatMap((t, k) => (t.i === i ? [{ region: t.region, found: runs![k]!.found }] : [])), MERGE_IOU));
+}
+/** Tiles and the full frame see one damage more than once; the detector's own NMS overlap merges them. */
+const MERGE_IOU = 0.5;
+
 const flagged = (q: Quality, problem: Quality["problems"][number]): Quality => ({ ...q, passed: false, problems: [...q.problems, problem] });
 const UNREADABLE: Quality = { brightness: 0, sharpness: 0, glare: 0, passed: false, problems: ["unreadable"] };
 
@@ -102,8 +115,8 @@ export async function detectPhotos(blobs: BlobStore, inspectionId: string, photo
   const sizes = detectors.map((d) => d.size);
   const inputs = await Promise.all(searched.map(async (s) => (await loadModelInputs(blobs, inspectionId, s.photo.mediaId, s.width, s.height, sizes)) ?? s.bytes));
   const [damageRuns, partsRuns] = await detectImages(detectors, inputs);
-  const damage = damageRuns!.map((r) => r.found);
   const parts = partsRuns?.map((r) => r.found) ?? null;
+  const damage = models.tiles > 1 ? await lookCloser(models.damage, searched, damageRuns!.map((r) => r.found), models.tiles) : damageRuns!.map((r) => r.found);
 
   const detections: Detection[] = [];
   for (const [i, s] of searched.entries()) {

@@ -103,3 +103,22 @@ function toChw(rgb: Buffer, w: number, h: number, size: number, { padX, padY }: 
   }
   return chw;
 }
+
+export type Region = { left: number; top: number; width: number; height: number };
+
+/**
+ * A region of the photo (in its upright pixels) scaled for one model's square, as a tile to look
+ * closer at: the same pixels a photo of just that region would give.
+ */
+export async function scaleRegion(image: Buffer, region: Region, size: number): Promise<ScaledPixels> {
+  const { w, h } = fit(region.width, region.height, size);
+  const pixels = await sharp(image, { failOn: "error", limitInputPixels: 40_000_000 })
+    .rotate()
+    .extract(region)
+    .resize(w, h, { fit: "fill", kernel: "linear" })
+    .removeAlpha()
+    .toColourspace("srgb")
+    .raw()
+    .toBuffer();
+  return { width: region.width, height: region.height, pixels: [pixels] };
+}
