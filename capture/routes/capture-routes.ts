@@ -24,6 +24,19 @@ function validVin(raw: string): string {
   return vin;
 }
 
+const linkInactive = (state: string) => new ApiError("capture_link_inactive", `This capture link is no longer active: the inspection is ${state}.`);
+
+/**
+ * The state an inspection whose capture the store has closed is in, or is moving to: an intent
+ * recorded but not yet applied by the controller reads as the state it leads to (cancel first, as
+ * the controller decides).
+ */
+function closingState(r: InspectionRecord, now: number): string {
+  const state = captureLinkState(r.status, r.expiresAt, now);
+  if (state !== "active") return state;
+  return r.cancelRequestedAt !== null ? "canceled" : "processing";
+}
+
 /**
  * The capture API: what the hosted page (and native capture apps) use. Authenticated by the capture
  * token alone; usable while the inspection is created or in_progress and before expires_at.
@@ -37,7 +50,7 @@ export const captureRoutes =
       const inspection = s.inspections.getByCaptureTokenHash(CaptureLinks.hash(token));
       if (!inspection) throw new ApiError("resource_missing", "This capture link does not exist; check that it was copied whole.", { param: "token" });
       const state = captureLinkState(inspection.status, inspection.expiresAt, s.clock.now());
-      if (state !== "active") throw new ApiError("capture_link_inactive", `This capture link is no longer active: the inspection is ${state}.`);
+      if (state !== "active") throw linkInactive(state);
       return inspection;
     };
 
@@ -88,10 +101,17 @@ export const captureRoutes =
         s.blobs.put(blobKey, photo.jpeg, "image/jpeg"),
         storeModelInputs(s.blobs, inspection.id, mediaId, photo.jpeg, inputSizes),
       ]);
-      const { replaced } = s.inspections.putPhoto(
+      // Stored only if the capture is still open now: a submit or cancel may have landed while the photo was ingested.
+      const stored = s.inspections.putPhoto(
         { inspectionId: inspection.id, angle: request.params.angle, mediaId, width: photo.width, height: photo.height, quality: photo.quality, tries: 1, capturedAt: now },
         { id: mediaId, accountId: inspection.accountId, livemode: inspection.livemode, inspectionId: inspection.id, kind: "photo", blobKey, bytes: photo.jpeg.length, etag: photo.etag, width: photo.width, height: photo.height, createdAt: now },
       );
+      if (!stored.accepted) {
+        await Promise.all([s.blobs.delete(blobKey), deleteModelInputs(s.blobs, inspection.id, mediaId, inputSizes)]);
+        throw linkInactive(closingState(s.inspections.getById(inspection.id)!, now));
+      }
+      // Only now that no row points at the replaced photo can its blobs go.
+      const { replaced } = stored;
       if (replaced) await Promise.all([s.blobs.delete(replaced.blobKey), deleteModelInputs(s.blobs, inspection.id, replaced.id, inputSizes)]);
       return { media_id: mediaId, angle: request.params.angle, width: photo.width, height: photo.height, quality: photo.quality };
     });
@@ -127,7 +147,7 @@ export const captureRoutes =
       s.signals.nudgeController();
       const after = await s.signals.waitFor(inspection.id, () => s.inspections.getById(inspection.id)!, (r) => !isCaptureOpen(r.status), MOVE_WAIT_MS);
       if (after.status === "processing" || after.status === "completed" || after.status === "failed") return reply.code(202).send({ status: "processing" as const });
-      if (!isCaptureOpen(after.status)) throw new ApiError("capture_link_inactive", `This capture link is no longer active: the inspection is ${after.status}.`);
+      if (!isCaptureOpen(after.status)) throw linkInactive(after.status);
       throw new ApiError("service_unavailable", "The submission is recorded but not yet confirmed; retry in a moment.");
     });
   };

@@ -15,6 +15,13 @@ export type TransitionPatch = Partial<Pick<InspectionRecord, "submittedAt" | "co
   report?: string;
 };
 
+/**
+ * What putPhoto did: stored the photo, with the media it replaced (whose blobs the caller deletes
+ * now, and only now, since the row pointing at them is gone), or refused it because the capture had
+ * closed, storing nothing.
+ */
+export type PutPhotoResult = { accepted: true; replaced: MediaRecord | null } | { accepted: false };
+
 /** Builds the event body for the inspection as it is after the move, inside the same transaction. */
 export type EventFactory = (after: InspectionRecord) => { id: string; type: string; data: string };
 
@@ -44,7 +51,16 @@ export interface InspectionStore {
   scheduleProcessingRetry(id: string, attempts: number, dueAt: number): void;
 
   // Photos, media and reports.
-  putPhoto(photo: PhotoRecord, media: MediaRecord): { replaced: MediaRecord | null };
+  /**
+   * Stores a photo of an angle with its media, replacing (and deleting the media row of) an earlier
+   * photo of that angle, but only while the capture is open: the inspection `created` or
+   * `in_progress`, no submit or cancel intent recorded, and `photo.capturedAt` before expires_at.
+   * The check and the write are one atomic step against every other write (intents included), so a
+   * photo is either stored before the submit intent, and processing, which reads `photos()` only
+   * after that intent, sees it; or it is refused. Processing therefore never reads a photo that is
+   * replaced later, and nothing a report references is ever deleted.
+   */
+  putPhoto(photo: PhotoRecord, media: MediaRecord): PutPhotoResult;
   photos(inspectionId: string): PhotoRecord[];
   putMedia(media: MediaRecord): void;
   getMedia(scope: Scope, id: string): MediaRecord | null;

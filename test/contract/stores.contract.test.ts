@@ -14,7 +14,7 @@ import type { EventStore } from "../../core/ports/event-store.ts";
 import type { IdempotencyStore } from "../../core/ports/idempotency-store.ts";
 import type { InspectionStore } from "../../core/ports/inspection-store.ts";
 import type { KeyStore } from "../../core/ports/key-store.ts";
-import type { InspectionRecord } from "../../core/ports/records.ts";
+import type { InspectionRecord, MediaRecord, PhotoRecord } from "../../core/ports/records.ts";
 import { newId } from "../../core/ids.ts";
 import { sampleInspection } from "./fixtures.ts";
 
@@ -53,6 +53,16 @@ const event = (type = "inspection.created") => () => ({ id: newId("evt"), type, 
 const OTHER_PROCESS_WRITES_SHOW_WITHIN_MS = 50;
 const afterOtherProcessWrites = () => new Promise((resolve) => setTimeout(resolve, OTHER_PROCESS_WRITES_SHOW_WITHIN_MS));
 const scope = { accountId: "acct_a", livemode: false };
+
+/** A photo of `angle` for `r`, with its media, put at `at` (the inspection's creation unless told). */
+function photoOf(r: InspectionRecord, angle: string, at = r.createdAt + 1): [PhotoRecord, MediaRecord] {
+  const mediaId = newId("med");
+  const quality = { brightness: 0.5, sharpness: 100, glare: 0, passed: true, problems: [] };
+  return [
+    { inspectionId: r.id, angle, mediaId, width: 640, height: 480, quality, tries: 1, capturedAt: at },
+    { id: mediaId, accountId: r.accountId, livemode: r.livemode, inspectionId: r.id, kind: "photo", blobKey: `photos/${r.id}/${mediaId}.jpg`, bytes: 1, etag: "e", width: 640, height: 480, createdAt: at },
+  ];
+}
 
 for (const adapter of STORE_ADAPTERS) {
   describe(`InspectionStore contract: ${adapter.name}`, () => {
@@ -193,6 +203,70 @@ for (const adapter of STORE_ADAPTERS) {
       expect(inspections.needingReconcile(Date.now(), 10)).toHaveLength(0);
       // Past expires_at it is due again, without any intent.
       expect(inspections.needingReconcile(r.expiresAt + 1, 10).map((x) => x.id)).toEqual([r.id]);
+    });
+  });
+
+  describe(`InspectionStore contract, putPhoto: ${adapter.name}`, () => {
+    it("stores while the capture is open; a retake replaces the photo and deletes its media row", async () => {
+      const { inspections } = adapter.make();
+      const r = sampleInspection();
+      await inspections.create(r, "h", event());
+      const [photo, media] = photoOf(r, "front");
+      expect(inspections.putPhoto(photo, media)).toEqual({ accepted: true, replaced: null });
+      inspections.transition(r.id, "created", "in_progress", r.createdAt + 2, {}, event("inspection.in_progress"));
+      // The last moment before expires_at still counts.
+      const [retake, retakeMedia] = photoOf(r, "front", r.expiresAt - 1);
+      expect(inspections.putPhoto(retake, retakeMedia)).toEqual({ accepted: true, replaced: media });
+      expect(inspections.photos(r.id)).toEqual([{ ...retake, tries: 2 }]);
+      expect(inspections.getMedia(scope, media.id)).toBeNull();
+      expect(inspections.getMedia(scope, retakeMedia.id)).toEqual(retakeMedia);
+    });
+
+    const closings: [string, (store: InspectionStore, r: InspectionRecord) => void][] = [
+      ["a submit is requested", (store, r) => store.recordSubmitRequested(r.id, r.createdAt + 2)],
+      ["a cancel is requested", (store, r) => store.recordCancelRequested(r.id, r.createdAt + 2)],
+    ];
+    for (const [what, close] of closings) {
+      it(`refuses, storing and deleting nothing, once ${what}, before the controller has moved it`, async () => {
+        const { inspections, reopen } = adapter.make();
+        const r = sampleInspection({ status: "in_progress" });
+        await inspections.create(r, "h", event());
+        const [first, firstMedia] = photoOf(r, "front");
+        inspections.putPhoto(first, firstMedia);
+        close(inspections, r);
+        for (const [photo, media] of [photoOf(r, "front", r.createdAt + 3), photoOf(r, "odometer", r.createdAt + 3)]) {
+          expect(inspections.putPhoto(photo, media)).toEqual({ accepted: false });
+          expect(inspections.getMedia(scope, media.id)).toBeNull();
+        }
+        expect(inspections.photos(r.id)).toEqual([first]);
+        expect(reopen().photos(r.id)).toEqual([first]);
+        expect(inspections.getMedia(scope, firstMedia.id)).toEqual(firstMedia);
+      });
+    }
+
+    it("refuses at and after expires_at, even before the controller has moved it", async () => {
+      const { inspections } = adapter.make();
+      const r = sampleInspection({ status: "in_progress" });
+      await inspections.create(r, "h", event());
+      for (const at of [r.expiresAt, r.expiresAt + 1]) {
+        const [photo, media] = photoOf(r, "front", at);
+        expect(inspections.putPhoto(photo, media)).toEqual({ accepted: false });
+      }
+      expect(inspections.photos(r.id)).toEqual([]);
+    });
+
+    it("refuses in every status but created and in_progress, and for an unknown inspection", async () => {
+      const { inspections } = adapter.make();
+      for (const status of ["processing", "completed", "canceled", "expired", "failed"] as const) {
+        const r = sampleInspection({ status });
+        await inspections.create(r, `h-${status}`, event());
+        const [photo, media] = photoOf(r, "front");
+        expect(inspections.putPhoto(photo, media), status).toEqual({ accepted: false });
+        expect(inspections.photos(r.id)).toEqual([]);
+        expect(inspections.getMedia(scope, media.id)).toBeNull();
+      }
+      const [photo, media] = photoOf(sampleInspection(), "front");
+      expect(inspections.putPhoto(photo, media)).toEqual({ accepted: false });
     });
   });
 

@@ -1,12 +1,15 @@
 import type { StatementSync } from "node:sqlite";
-import type { Status } from "../../domain/state-machine.ts";
-import type { EventFactory, InspectionStore, ListFilter, TransitionPatch } from "../../ports/inspection-store.ts";
+import { isCaptureOpen, STATUSES, type Status } from "../../domain/state-machine.ts";
+import type { EventFactory, InspectionStore, ListFilter, PutPhotoResult, TransitionPatch } from "../../ports/inspection-store.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
 import { groupCommit, sql, transaction, type Database } from "./database.ts";
 import { insertEvent } from "./event-store.ts";
 import { ReadCache } from "./read-cache.ts";
 
 type Row = Record<string, string | number | null>;
+
+/** The statuses in which the capture link works, taken from the state machine. */
+const CAPTURE_OPEN = STATUSES.filter(isCaptureOpen);
 
 function toRecord(r: Row): InspectionRecord {
   return {
@@ -186,8 +189,14 @@ export class SqliteInspectionStore implements InspectionStore {
     this.#sql("UPDATE inspections SET processing_attempts = ?, processing_due_at = ? WHERE id = ?").run(attempts, dueAt, id);
   }
 
-  putPhoto(p: PhotoRecord, m: MediaRecord): { replaced: MediaRecord | null } {
+  putPhoto(p: PhotoRecord, m: MediaRecord): PutPhotoResult {
+    // One IMMEDIATE transaction: no intent (from this process or another) can land between the check and the write.
     return transaction(this.#db, () => {
+      const open = this.#sql(
+        `SELECT 1 FROM inspections WHERE id = ? AND status IN (${CAPTURE_OPEN.map(() => "?").join(", ")})
+           AND submit_requested_at IS NULL AND cancel_requested_at IS NULL AND expires_at > ?`,
+      ).get(p.inspectionId, ...CAPTURE_OPEN, p.capturedAt);
+      if (!open) return { accepted: false };
       const previous = this.#sql("SELECT m.* FROM photos p JOIN media m ON m.id = p.media_id WHERE p.inspection_id = ? AND p.angle = ?").get(p.inspectionId, p.angle);
       this.#insertMedia(m);
       this.#sql(
@@ -196,7 +205,7 @@ export class SqliteInspectionStore implements InspectionStore {
            tries = photos.tries + 1, captured_at = excluded.captured_at`,
       ).run(p.inspectionId, p.angle, p.mediaId, JSON.stringify(p.quality), p.tries, p.capturedAt);
       if (previous) this.#sql("DELETE FROM media WHERE id = ?").run((previous as Row).id as string);
-      return { replaced: previous ? toMedia(previous as Row) : null };
+      return { accepted: true, replaced: previous ? toMedia(previous as Row) : null };
     });
   }
 
