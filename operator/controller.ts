@@ -20,6 +20,8 @@ export type ControllerOptions = {
   publicUrl: string;
   pollMs: number;
   maxProcessingAttempts: number;
+  /** How long stop() waits for detection already started before abandoning what is unfinished (see stop). */
+  shutdownGraceMs: number;
   /**
    * Run once an inspection has reached a terminal state, to drop what only processing reads (the
    * photos' model inputs). Not awaited by the move; a failure is logged and not retried, since what
@@ -39,8 +41,12 @@ const PROCESSING_RETRY_MS = [5_000, 30_000];
  */
 export class Controller {
   readonly #o: ControllerOptions;
-  /** Inspections whose detection runs in this process; a restart forgets them and re-runs detection. */
-  readonly #processing = new Set<string>();
+  /** Inspections whose detection runs in this process, each with its run; a restart forgets them and re-runs detection. */
+  readonly #processing = new Map<string, Promise<void>>();
+  /** Runs a stop gave up waiting for: how they end is an interruption, not an attempt. */
+  readonly #abandoned = new Set<string>();
+  /** Inspections this process failed and scheduled again, so that picking one up is a retry, not a resume. */
+  readonly #retrying = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #running = false;
   #again = false;
@@ -56,11 +62,27 @@ export class Controller {
     this.#kick();
   }
 
+  /**
+   * Starts nothing more, then waits up to shutdownGraceMs for the detection already started. What is
+   * unfinished at the deadline is abandoned: a restart is not a failed attempt, so if closing the
+   * runner ends it, nothing is counted, the inspection stays `processing`, and the next start runs
+   * it again at once. If it finishes after all (the runner lets a thread finish its inference), its
+   * result is kept.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#unsubscribe?.();
     clearTimeout(this.#timer);
     while (this.#running) await new Promise((r) => setTimeout(r, 10));
+    if (this.#processing.size === 0) return;
+    const grace = this.#o.shutdownGraceMs;
+    this.#o.log.info({ inspection_ids: [...this.#processing.keys()], grace_ms: grace }, "waiting for running detection");
+    let deadline: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled(this.#processing.values()), new Promise((r) => (deadline = setTimeout(r, grace)))]);
+    clearTimeout(deadline);
+    if (this.#processing.size === 0) return;
+    for (const id of this.#processing.keys()) this.#abandoned.add(id);
+    this.#o.log.warn({ inspection_ids: [...this.#abandoned], grace_ms: grace }, "detection unfinished at the shutdown deadline");
   }
 
   /** Coalesces wake-ups: one pass at a time, and one more if woken during it. */
@@ -97,7 +119,7 @@ export class Controller {
       const trigger = this.#due(r);
       if (!trigger) break;
       if (trigger === "processing") {
-        this.#startProcessing(r);
+        this.#startProcessing(r, r === initial);
         break;
       }
       r = this.#move(r, trigger.on, trigger.patch);
@@ -132,6 +154,7 @@ export class Controller {
     if (after) {
       this.#o.log.info({ inspection_id: r.id, from: r.status, to }, "inspection moved");
       this.#o.signals.changed(r.id);
+      if (isTerminal(to)) this.#retrying.delete(r.id);
       if (isTerminal(to) && this.#o.settled) {
         this.#o.settled(after).catch((error) => this.#o.log.warn({ err: error, inspection_id: r.id }, "clean-up after the inspection settled failed"));
       }
@@ -139,14 +162,20 @@ export class Controller {
     return after;
   }
 
-  #startProcessing(r: InspectionRecord): void {
-    this.#processing.add(r.id);
-    this.#process(r)
-      .catch((error) => this.#processingFailed(r, error))
+  /** `found` says the inspection was already `processing` when read: a retry, or work from before this start. */
+  #startProcessing(r: InspectionRecord, found: boolean): void {
+    if (found) {
+      const message = this.#retrying.delete(r.id) ? "retrying detection" : "resuming detection";
+      this.#o.log.info({ inspection_id: r.id, attempts: r.processingAttempts }, message);
+    }
+    const run = this.#process(r)
+      .catch((error) => (this.#abandoned.has(r.id) ? this.#interrupted(r, error) : this.#processingFailed(r, error)))
       .finally(() => {
         this.#processing.delete(r.id);
+        this.#abandoned.delete(r.id);
         this.#kick();
       });
+    this.#processing.set(r.id, run);
   }
 
   async #process(r: InspectionRecord): Promise<void> {
@@ -174,6 +203,12 @@ export class Controller {
     this.#move(current, "report_stored", { completedAt: now, summary: report.summary, report: JSON.stringify(report) });
   }
 
+  /** A run a stop abandoned was ended by closing the runner: not an attempt, so nothing is recorded. */
+  #interrupted(r: InspectionRecord, error: unknown): void {
+    const reason = error instanceof Error ? error.message : String(error);
+    this.#o.log.warn({ inspection_id: r.id, attempts: r.processingAttempts, reason }, "detection interrupted by shutdown; the next start runs it again");
+  }
+
   #processingFailed(r: InspectionRecord, error: unknown): void {
     const attempts = r.processingAttempts + 1;
     this.#o.log.error({ err: error, inspection_id: r.id, attempt: attempts }, "detection failed");
@@ -185,5 +220,6 @@ export class Controller {
     }
     const wait = PROCESSING_RETRY_MS[Math.min(attempts - 1, PROCESSING_RETRY_MS.length - 1)]!;
     this.#o.store.scheduleProcessingRetry(r.id, attempts, this.#o.clock.now() + wait);
+    this.#retrying.add(r.id);
   }
 }

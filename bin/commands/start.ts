@@ -17,6 +17,7 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
   const controller = new Controller({
     store: s.inspections, runner, signals: s.signals, clock: s.clock, log: log.child({ component: "controller" }),
     publicUrl: config.publicUrl, pollMs: config.controllerPollMs, maxProcessingAttempts: config.processingMaxAttempts,
+    shutdownGraceMs: config.shutdownGraceMs,
     settled: (r) => deleteInspectionModelInputs(s.blobs, r.id, s.inspections.photos(r.id), s.modelInputSizes),
   });
   const dispatcher = new WebhookDispatcher({
@@ -37,12 +38,15 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      log.info("vehicle inspection service stopping");
       clearInterval(purge);
       await app.close();
+      // Waits up to SHUTDOWN_GRACE_MS for detection; closing the runner then drops what has not started.
       await controller.stop();
-      await dispatcher.stop();
       await runner.close();
+      await dispatcher.stop();
       await s.close();
+      log.info("vehicle inspection service stopped");
     })());
   return { close, port };
 }

@@ -1,0 +1,173 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import sharp from "sharp";
+import { afterEach, describe, expect, it } from "vitest";
+import { createKey } from "../../bin/commands/keys.ts";
+import { databaseFile } from "../../core/adapters/sqlite/database.ts";
+import { loadConfig } from "../../core/config.ts";
+import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { carPhotos } from "../helpers/photos.ts";
+import { freePort, VALID_VIN } from "../helpers/service.ts";
+
+const CLI = join(import.meta.dirname, "../../bin/vehicle-inspection.ts");
+
+type LogLine = { msg: string; inspection_id?: string; inspection_ids?: string[]; attempts?: number; [k: string]: unknown };
+
+/** The real service as its own process, as `npm start` runs it, with its JSON log lines parsed as they come. */
+class ServiceProcess {
+  readonly logs: LogLine[] = [];
+  stderr = "";
+  readonly exited: Promise<number | string | null>;
+  readonly #child: ChildProcess;
+  #waiters: (() => void)[] = [];
+
+  constructor(env: Record<string, string>) {
+    this.#child = spawn(process.execPath, [CLI, "start"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let partial = "";
+    this.#child.stdout!.on("data", (d) => {
+      const lines = (partial + String(d)).split("\n");
+      partial = lines.pop()!;
+      for (const line of lines) if (line.startsWith("{")) this.logs.push(JSON.parse(line));
+      for (const wake of this.#waiters.splice(0)) wake();
+    });
+    this.#child.stderr!.on("data", (d) => (this.stderr += d));
+    this.exited = new Promise((r) => this.#child.once("exit", (code, signal) => r(code ?? signal)));
+    void this.exited.then(() => this.#waiters.splice(0).forEach((wake) => wake()));
+  }
+
+  /** The first log line that matches, waiting for it; fails if the process exits first. */
+  async line(match: (l: LogLine) => boolean, timeoutMs = 30_000): Promise<LogLine> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.logs.find(match);
+      if (found) return found;
+      if (this.#child.exitCode !== null || Date.now() > deadline) {
+        throw new Error(`no such log line (exit ${this.#child.exitCode}); got: ${this.logs.map((l) => l.msg).join(" | ")}`);
+      }
+      await new Promise<void>((r) => {
+        this.#waiters.push(r);
+        setTimeout(r, 200);
+      });
+    }
+  }
+
+  async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<number | string | null> {
+    this.#child.kill(signal);
+    const code = await this.exited;
+    if (code !== 0) console.error(`exit ${code}:`, this.stderr, this.logs.slice(-5));
+    return code;
+  }
+
+  kill(): void {
+    if (this.#child.exitCode === null && this.#child.signalCode === null) this.#child.kill("SIGKILL");
+  }
+}
+
+/** What only the database knows: the attempts counted against the inspection. */
+function stored(dataDir: string, id: string): { status: string; attempts: number; report: boolean } {
+  const db = new DatabaseSync(databaseFile(dataDir), { readOnly: true });
+  try {
+    const row = db.prepare("SELECT status, processing_attempts FROM inspections WHERE id = ?").get(id) as { status: string; processing_attempts: number };
+    const report = db.prepare("SELECT 1 FROM reports WHERE inspection_id = ?").get(id) !== undefined;
+    return { status: row.status, attempts: row.processing_attempts, report };
+  } finally {
+    db.close();
+  }
+}
+
+const INTERRUPTED = "detection interrupted by shutdown; the next start runs it again";
+const interruptedBy = (s: ServiceProcess) => s.logs.filter((l) => l.msg === INTERRUPTED).map((l) => l.inspection_id!);
+
+describe("a restart is not a failure", () => {
+  const dirs: string[] = [];
+  const children: ServiceProcess[] = [];
+  afterEach(() => {
+    for (const c of children.splice(0)) c.kill();
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
+
+  /**
+   * The service with the shipped models and one detection thread, on a data directory of its own,
+   * and `count` inspections submitted together: one is detected while the others wait for the thread.
+   */
+  async function submitted(count: number, env: Record<string, string>) {
+    const dataDir = mkdtempSync(join(tmpdir(), "vi-stop-"));
+    dirs.push(dataDir);
+    const port = await freePort();
+    const fullEnv = {
+      DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: "info",
+      RATE_LIMIT_TEST_PER_SECOND: "1000", RATE_LIMIT_CAPTURE_PER_SECOND: "1000", CONTROLLER_POLL_MS: "100", DETECTION_THREADS: "1", ...env,
+    };
+    const key = createKey(loadConfig(fullEnv), "test", "stop");
+    const api = (path: string, init: RequestInit = {}) => fetch(`http://127.0.0.1:${port}${path}`, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers } });
+    const startService = async () => {
+      const service = new ServiceProcess(fullEnv);
+      children.push(service);
+      await service.line((l) => l.msg === "vehicle inspection service started");
+      return service;
+    };
+    // Larger than the dataset's photos, so that detection takes a while.
+    const photos = await Promise.all(carPhotos(9).map((p) => sharp(p).resize(1600, 1200, { fit: "fill" }).jpeg({ quality: 90 }).toBuffer()));
+    const service = await startService();
+    const bases: string[] = [];
+    const ids: string[] = [];
+    for (let n = 0; n < count; n++) {
+      const made = await (await api("/v1/inspections", { method: "POST", body: JSON.stringify({ vehicle: { vin: VALID_VIN } }) })).json();
+      const base = made.capture_url.replace("/c/", "/capture/v1/");
+      await fetch(base);
+      for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
+        const res = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[i]!, headers: { "content-type": "image/jpeg" } });
+        expect(res.status).toBe(200);
+      }
+      bases.push(base);
+      ids.push(made.id);
+    }
+    const submits = await Promise.all(bases.map((base) => fetch(`${base}/submit`, { method: "POST" })));
+    expect(submits.map((r) => r.status)).toEqual(bases.map(() => 202));
+    return { ids, dataDir, api, service, startService };
+  }
+
+  it("SIGTERM during processing, three times over, counts no attempt and fails no inspection; the log names what was interrupted and what resumed", async () => {
+    // No grace: each stop drops the detection still waiting for the thread; the one on it finishes.
+    const { ids, dataDir, api, service, startService } = await submitted(4, { SHUTDOWN_GRACE_MS: "0" });
+    const interruptions = new Map<string, number>();
+    let current = service;
+    for (let restart = 0; ; restart++) {
+      expect(await current.stop()).toBe(0);
+      // Every inspection is completed or still processing, with no attempt counted against it.
+      const rows = ids.map((id) => stored(dataDir, id));
+      for (const row of rows) expect(row).toEqual(row.status === "completed" ? { status: "completed", attempts: 0, report: true } : { status: "processing", attempts: 0, report: false });
+      const waiting = ids.filter((_, i) => rows[i]!.status === "processing");
+      // The log names each inspection the stop interrupted, and those are exactly the ones left processing.
+      expect(interruptedBy(current).sort()).toEqual([...waiting].sort());
+      for (const id of waiting) interruptions.set(id, (interruptions.get(id) ?? 0) + 1);
+      if (waiting.length === 0) break;
+      expect(restart).toBeLessThan(ids.length);
+      current = await startService();
+      // On start, the log names each inspection picked up again, with the attempts counted so far.
+      for (const id of waiting) expect((await current.line((l) => l.msg === "resuming detection" && l.inspection_id === id, 10_000)).attempts).toBe(0);
+    }
+    // One inspection was interrupted by three stops and resumed by three starts, and completed all the same.
+    expect(Math.max(...interruptions.values())).toBeGreaterThanOrEqual(3);
+    const last = await startService();
+    for (const id of ids) {
+      expect((await (await api(`/v1/inspections/${id}`)).json()).status).toBe("completed");
+      expect((await api(`/v1/inspections/${id}/report`)).status).toBe(200);
+    }
+    const events = (await (await api("/v1/events?limit=100")).json()).data;
+    expect(events.filter((e: any) => e.type === "inspection.completed").map((e: any) => e.data.id).sort()).toEqual([...ids].sort());
+    expect(await last.stop()).toBe(0);
+  }, 120_000);
+
+  it("a stop waits for detection that finishes within the grace period: every inspection is completed before the process exits", async () => {
+    const { ids, dataDir, service } = await submitted(2, { SHUTDOWN_GRACE_MS: "60000" });
+    // Ctrl-C stops the service as SIGTERM does.
+    expect(await service.stop("SIGINT")).toBe(0);
+    for (const id of ids) expect(stored(dataDir, id)).toEqual({ status: "completed", attempts: 0, report: true });
+    expect(service.logs.find((l) => l.msg === "waiting for running detection")?.inspection_ids?.sort()).toEqual([...ids].sort());
+    expect(interruptedBy(service)).toEqual([]);
+  }, 90_000);
+});
