@@ -26,10 +26,22 @@ export type DetectionResult = {
 };
 
 /**
+ * What `detect` rejects with when the runner is closed while it runs: it stopped at a safe point
+ * because the process is stopping. Not an attempt: the next start runs it again.
+ */
+export class DetectionInterrupted extends Error {
+  constructor() {
+    super("detection interrupted: the process is stopping");
+    this.name = "DetectionInterrupted";
+  }
+}
+
+/**
  * Runs detection and grading over an inspection's photos. Embedded: worker threads in the process.
  * Cluster: Kubernetes Jobs on GPU nodes consuming a work queue.
  */
 export interface DetectionRunner {
   detect(inspectionId: string, photos: PhotoToInspect[]): Promise<DetectionResult>;
+  /** Rejects detection not started yet, and stops what runs at its next safe point (DetectionInterrupted). */
   close(): Promise<void>;
 }

@@ -12,17 +12,20 @@ export type ImageDetections = { found: Detected[]; lb: Letterbox };
  * others run after it over the tensors kept from that batch, one model at a time: alternating the
  * models batch by batch measured 10% slower, each evicting the other's weights from the CPU caches.
  * Returns, for each detector, each photo's detections and letterbox geometry, in order.
- * `thresholds[k]` overrides detector k's own score thresholds (evaluation scores everything).
+ * `thresholds[k]` overrides detector k's own score thresholds (evaluation scores everything);
+ * `stopping` is called before each batch and throws to stop there.
  */
 export async function detectImages(
   detectors: OnnxDetector[],
   images: (Buffer | ScaledPixels)[],
-  { batchSize = 8, thresholds = [] }: { batchSize?: number; thresholds?: (ArrayLike<number> | undefined)[] } = {},
+  { batchSize = 8, thresholds = [], stopping }: { batchSize?: number; thresholds?: (ArrayLike<number> | undefined)[]; stopping?: () => void } = {},
 ): Promise<ImageDetections[][]> {
   const sizes = detectors.map((d) => d.size);
   const prepare = (from: number): Promise<Letterboxed[][]> => Promise.all(images.slice(from, from + batchSize).map(async (image) => Buffer.isBuffer(image) ? letterboxes(image, sizes) : fromScaled(image, sizes)));
   const out: ImageDetections[][] = detectors.map(() => []);
   const run = async (k: number, batch: Letterboxed[]) => {
+    // Between batches is where a stopping process can leave: never inside a model's run.
+    stopping?.();
     const found = await detectors[k]!.detect(batch, thresholds[k]);
     batch.forEach((input, i) => out[k]!.push({ found: found[i]!, lb: input.lb }));
   };

@@ -3,7 +3,7 @@ import { evidenceBlobKey } from "../../core/blob-keys.ts";
 import { DAMAGE_TYPES, PART_SHARE_OF_PHOTO, findingSeverity, type DamageType } from "../../core/domain/grading.ts";
 import { newId } from "../../core/ids.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
-import type { Detection, DetectionResult, PhotoOutcome, PhotoToInspect } from "../../core/ports/detection-runner.ts";
+import { DetectionInterrupted, type Detection, type DetectionResult, type PhotoOutcome, type PhotoToInspect } from "../../core/ports/detection-runner.ts";
 import { isExterior } from "../../core/schemas/capture.ts";
 import type { Quality } from "../../core/schemas/report.ts";
 import { drawEvidence } from "../evidence/draw-evidence.ts";
@@ -63,10 +63,10 @@ export function showsVehicle(parts: Detected[], damage: Detected[]): boolean {
 }
 
 /** Each photo's damage, from the full frame and from its tiles, merged (tiles.ts). */
-async function lookCloser(model: OnnxDetector, photos: { bytes: Buffer; width: number; height: number }[], full: Detected[][], n: number): Promise<Detected[][]> {
+async function lookCloser(model: OnnxDetector, photos: { bytes: Buffer; width: number; height: number }[], full: Detected[][], n: number, stopping: () => void): Promise<Detected[][]> {
   const tiles = photos.flatMap((p, i) => tileRegions(p.width, p.height, n).map((region) => ({ i, region, bytes: p.bytes })));
   const scaled = await Promise.all(tiles.map((t) => scaleRegion(t.bytes, t.region, model.size)));
-  const [runs] = await detectImages([model], scaled);
+  const [runs] = await detectImages([model], scaled, { stopping });
   return full.map((found, i) => mergeTiles(found, tiles.flatMap((t, k) => (t.i === i ? [{ region: t.region, found: runs![k]!.found }] : [])), MERGE_IOU));
 }
 /** Tiles and the full frame see one damage more than once; the detector's own NMS overlap merges them. */
@@ -82,10 +82,14 @@ const UNREADABLE: Quality = { brightness: 0, sharpness: 0, glare: 0, passed: fal
  * an evidence photo. A photo that cannot be read, is too small, or shows no vehicle (showsVehicle)
  * is reported as such and yields no findings.
  */
-export async function detectPhotos(blobs: BlobStore, inspectionId: string, photos: PhotoToInspect[], models: Models): Promise<DetectionResult> {
+export async function detectPhotos(blobs: BlobStore, inspectionId: string, photos: PhotoToInspect[], models: Models, stopping: () => boolean = () => false): Promise<DetectionResult> {
+  const checkpoint = () => {
+    if (stopping()) throw new DetectionInterrupted();
+  };
   const outcomes: PhotoOutcome[] = [];
   const searched: { photo: PhotoToInspect; bytes: Buffer; outcome: PhotoOutcome; width: number; height: number }[] = [];
   for (const photo of photos) {
+    checkpoint();
     const bytes = await blobs.get(photo.blobKey);
     let outcome: PhotoOutcome = { mediaId: photo.mediaId, readable: false, quality: UNREADABLE };
     let size = { width: 0, height: 0 };
@@ -114,12 +118,13 @@ export async function detectPhotos(blobs: BlobStore, inspectionId: string, photo
   const detectors = models.parts ? [models.damage, models.parts] : [models.damage];
   const sizes = detectors.map((d) => d.size);
   const inputs = await Promise.all(searched.map(async (s) => (await loadModelInputs(blobs, inspectionId, s.photo.mediaId, s.width, s.height, sizes)) ?? s.bytes));
-  const [damageRuns, partsRuns] = await detectImages(detectors, inputs);
+  const [damageRuns, partsRuns] = await detectImages(detectors, inputs, { stopping: checkpoint });
   const parts = partsRuns?.map((r) => r.found) ?? null;
-  const damage = models.tiles > 1 ? await lookCloser(models.damage, searched, damageRuns!.map((r) => r.found), models.tiles) : damageRuns!.map((r) => r.found);
+  const damage = models.tiles > 1 ? await lookCloser(models.damage, searched, damageRuns!.map((r) => r.found), models.tiles, checkpoint) : damageRuns!.map((r) => r.found);
 
   const detections: Detection[] = [];
   for (const [i, s] of searched.entries()) {
+    checkpoint();
     const photoParts = parts?.[i] ?? [];
     if (parts && !showsVehicle(photoParts, damage[i]!)) {
       // No vehicle in the photo: whatever the damage model sees there is not a finding.

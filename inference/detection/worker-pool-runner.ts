@@ -8,11 +8,13 @@ const NEVER = 2 ** 31 - 1;
 /** The embedded detection runner: a pool of worker threads, so detection never blocks the API's event loop. */
 export class WorkerPoolRunner implements DetectionRunner {
   readonly #pool: Piscina;
+  /** Shared with every worker: set on close, and running detection stops at its next safe point. */
+  readonly #stop = new Int32Array(new SharedArrayBuffer(4));
 
   constructor(options: { blobDir: string; threads: number; models: ModelConfig }) {
     this.#pool = new Piscina({
       filename: new URL("./detect-worker.ts", import.meta.url).href,
-      workerData: { blobDir: options.blobDir, models: options.models },
+      workerData: { blobDir: options.blobDir, models: options.models, stop: this.#stop },
       minThreads: options.threads,
       maxThreads: options.threads,
       idleTimeout: Infinity,
@@ -25,12 +27,14 @@ export class WorkerPoolRunner implements DetectionRunner {
   }
 
   /**
-   * Detection not yet on a thread is rejected at once; detection on a thread is let finish first.
-   * Ending a thread in the middle of an inference aborts the whole process (SIGABRT): onnxruntime-node
-   * runs a model as one synchronous native call, and its result cannot be handed to a thread that is
-   * being torn down. The same holds for process.exit, which ends the threads the same way.
+   * Detection not yet on a thread is rejected at once; detection on a thread stops at its next safe
+   * point (between photos and between model batches: detect-photos.ts), rejecting with
+   * DetectionInterrupted. A thread is never ended in the middle of an inference: that aborts the
+   * whole process (SIGABRT), since onnxruntime-node runs a model as one native call whose result
+   * cannot be handed to a thread being torn down. The same holds for process.exit.
    */
   async close(): Promise<void> {
+    Atomics.store(this.#stop, 0, 1);
     await this.#pool.close({ force: true });
   }
 }

@@ -131,7 +131,9 @@ describe("a restart is not a failure", () => {
   }
 
   it("SIGTERM during processing, three times over, counts no attempt and fails no inspection; the log names what was interrupted and what resumed", async () => {
-    // No grace: each stop drops the detection still waiting for the thread; the one on it finishes.
+    // No grace: each stop drops the detection waiting for the thread and stops the one on it at its
+    // next batch. The first stop comes at once; each later one once this start has completed one
+    // more inspection, so that the restarts make progress.
     const { ids, dataDir, api, service, startService } = await submitted(4, { SHUTDOWN_GRACE_MS: "0" });
     const interruptions = new Map<string, number>();
     let current = service;
@@ -149,6 +151,7 @@ describe("a restart is not a failure", () => {
       current = await startService();
       // On start, the log names each inspection picked up again, with the attempts counted so far.
       for (const id of waiting) expect((await current.line((l) => l.msg === "resuming detection" && l.inspection_id === id, 10_000)).attempts).toBe(0);
+      await current.line((l) => l.msg === "inspection moved" && l.to === "completed", 60_000);
     }
     // One inspection was interrupted by three stops and resumed by three starts, and completed all the same.
     expect(Math.max(...interruptions.values())).toBeGreaterThanOrEqual(3);
