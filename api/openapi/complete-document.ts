@@ -1,4 +1,5 @@
 import { EVENT_TYPES } from "../../core/domain/state-machine.ts";
+import { PHOTO_CONTENT_TYPES } from "../../core/schemas/capture.ts";
 // Imported for its registration: the zod provider puts every named schema under components.
 import "../../core/schemas/event.ts";
 
@@ -74,7 +75,7 @@ const IDEMPOTENCY_KEY = {
 const PHOTO_BODY = {
   required: true,
   description: "The photo's bytes; the format must be the one Content-Type names.",
-  content: Object.fromEntries(["image/jpeg", "image/png", "image/webp", "image/heic"].map((type) => [type, { schema: { type: "string", format: "binary" } }])),
+  content: Object.fromEntries(PHOTO_CONTENT_TYPES.map((type) => [type, { schema: { type: "string", format: "binary" } }])),
 };
 
 /** Each event type as an OpenAPI 3.1 webhook: the signed POST the service sends to notify_url. */

@@ -86,7 +86,7 @@ export const captureRoutes =
       if (!Buffer.isBuffer(request.body) || request.body.length === 0) {
         throw new ApiError("parameter_missing", "Send the photo as the request body.", { param: "photo" });
       }
-      const photo = await ingestPhoto(request.body);
+      const photo = await ingestPhoto(request.body, (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase());
       const angle = request.params.angle;
       if (isExterior(angle) && (await s.angles?.isWrongAngle(angle, photo.jpeg))) {
         photo.quality = { ...photo.quality, passed: false, problems: [...photo.quality.problems, "wrong_angle"] };

@@ -183,6 +183,11 @@ describe("capture API", () => {
   it("refuses undecodable photos, wrong types, oversized bodies and decompression bombs", async () => {
     const { token } = await newInspection();
     let res = await upload(token, "front", Buffer.from("not an image at all"));
+    expect(res.status).toBe(415);
+    expect((await res.json()).error).toMatchObject({ code: "unsupported_media_type", param: "photo" });
+
+    // A JPEG by its first bytes whose data is broken: it is what it claims, and cannot be decoded.
+    res = await upload(token, "front", Buffer.concat([photos[0]!.subarray(0, 600), Buffer.alloc(4000, 7)]));
     expect(res.status).toBe(400);
     expect((await res.json()).error).toMatchObject({ code: "parameter_invalid", param: "photo" });
 
