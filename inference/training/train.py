@@ -37,6 +37,7 @@ p.add_argument("--init", help="start from this checkpoint's weights (a best.pt),
 p.add_argument("--warmup-epochs", type=float, default=3)
 p.add_argument("--negatives", action="store_true", help="car parts: also train on the training photos' backgrounds (no car, no boxes)")
 p.add_argument("--whole-cars", help="car damage: also train on this car-parts folder's photos (trainingset) as whole-car negatives")
+p.add_argument("--whole-cars-repeat", type=int, default=1, help="how many times each whole-car negative appears in an epoch")
 p.add_argument("--severity", help="car damage: also train on car-damage-severity's photos that are not held out (dent and scratch boxes)")
 p.add_argument("--freeze-bn", action="store_true", help="keep BatchNorm statistics fixed (continuing from a checkpoint rebuilt from ONNX: from_onnx.py)")
 p.add_argument("--zoom-max", type=float, default=1.25, help="over 1.25: half the training samples are close-ups zoomed in up to this much")
@@ -60,9 +61,9 @@ if args.data:
     train_imgs, train_tgts = train_set[0], train_set[1]
     valid_imgs, valid_tgts = valid_set[0], valid_set[1]
     if args.whole_cars:
-        negatives = whole_car_negatives(args.whole_cars, args.size)
+        negatives = whole_car_negatives(args.whole_cars, args.size) * args.whole_cars_repeat
         train_imgs, train_tgts = train_imgs + negatives, train_tgts + [torch.zeros(0, 5)] * len(negatives)
-        print(f"{len(negatives)} whole-car photos added as negatives", flush=True)
+        print(f"{len(negatives)} whole-car photos added as negatives ({args.whole_cars_repeat} times each)", flush=True)
     if args.severity:
         sev_imgs, sev_tgts, skipped = severity_folder(args.severity, args.size, {"dent": names.index("dent"), "scratch": names.index("scratch")})
         train_imgs, train_tgts = train_imgs + sev_imgs, train_tgts + sev_tgts

@@ -112,6 +112,27 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
     }
   }, 120_000);
 
+  it("finds nothing on a clean car's walkaround: grade none", async () => {
+    // The first eight car-parts test photos (never trained on), in eval-product's first inspection;
+    // before the model was trained with whole-car negatives, it was graded severe.
+    const svc = await startService(withModels);
+    try {
+      const { key, made, base, upload } = await openCapture(svc);
+      const clean = carPhotos(8);
+      for (const [i, angle] of EXTERIOR_ANGLES.entries()) await upload(angle, clean[i]!);
+      await upload("vin", clean[0]!);
+      expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
+      const done = await until("completed", async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(), (i: any) => i.status !== "processing", 60_000);
+      expect(done.status).toBe("completed");
+      const report = await (await svc.api(key, `/v1/inspections/${made.id}/report`)).json();
+      expect(report.findings).toEqual([]);
+      expect(report.grade).toBe("none");
+      expect(report.photos.filter((p: any) => p.quality.problems.includes("no_vehicle"))).toEqual([]);
+    } finally {
+      await svc.close();
+    }
+  }, 60_000);
+
   it("deletes a canceled inspection's model inputs, and keeps its photos", async () => {
     const svc = await startService(withModels);
     try {
