@@ -5,6 +5,7 @@ import fp from "fastify-plugin";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { ApiError, isApiError, type ErrorCode } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
+import { PHOTO_CONTENT_TYPES } from "../../core/schemas/capture.ts";
 
 type ValidationIssue = { keyword: string; instancePath: string; message: string; params: Record<string, unknown> };
 
@@ -37,7 +38,7 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 const FASTIFY_MESSAGES: Partial<Record<ErrorCode, string>> = {
   body_invalid_json: "The request body is not valid JSON.",
   body_too_large: "The request body is too large: JSON bodies may be at most 64 KiB, photos 15 MiB.",
-  unsupported_media_type: "Unsupported Content-Type: send application/json (photos: image/jpeg, image/png, image/webp or image/heic).",
+  unsupported_media_type: `Unsupported Content-Type: send application/json (photos: ${PHOTO_CONTENT_TYPES.join(", ")}).`,
 };
 
 export function toApiError(error: FastifyError, request: FastifyRequest): ApiError {
