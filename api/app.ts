@@ -2,7 +2,13 @@ import Fastify, { LogController } from "fastify";
 import swagger from "@fastify/swagger";
 import { z } from "zod";
 import rateLimit from "@fastify/rate-limit";
-import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from "fastify-type-provider-zod";
 import { ApiError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import type { Services } from "../core/services.ts";
@@ -30,7 +36,10 @@ export async function buildApp(s: Services) {
     genReqId: () => newId("req"),
     requestIdHeader: false,
     // Per-request lines only at debug: at info a busy API would log mostly noise.
-    logController: new LogController({ requestIdLogLabel: "request_id", disableRequestLogging: s.config.logLevel !== "debug" && s.config.logLevel !== "trace" }),
+    logController: new LogController({
+      requestIdLogLabel: "request_id",
+      disableRequestLogging: s.config.logLevel !== "debug" && s.config.logLevel !== "trace",
+    }),
     routerOptions: { ignoreTrailingSlash: true },
     frameworkErrors,
     clientErrorHandler,
@@ -71,7 +80,11 @@ export async function buildApp(s: Services) {
   await app.register(swagger, {
     openapi: {
       openapi: "3.1.0",
-      info: { title: "Vehicle Inspection API", version: "v1", description: "Create inspections, follow them through capture and processing, fetch reports and evidence." },
+      info: {
+        title: "Vehicle Inspection API",
+        version: "v1",
+        description: "Create inspections, follow them through capture and processing, fetch reports and evidence.",
+      },
       components: { securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "sk_test_… or sk_live_…" } } },
       security: [{ bearer: [] }],
     },

@@ -40,7 +40,10 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
   });
   const vin = new VinDecoder(join(config.dataDir, "vpic"), { onError: (err) => log.warn({ err }, "VIN decoding failed") });
   const angles = config.models.partsModel
-    ? new AngleChecker(config.models.partsModel, { provider: config.models.provider, onError: (err) => log.warn({ err }, "the angle check could not run; the photo is taken without it") })
+    ? new AngleChecker(config.models.partsModel, {
+        provider: config.models.provider,
+        onError: (err) => log.warn({ err }, "the angle check could not run; the photo is taken without it"),
+      })
     : null;
   return {
     config,

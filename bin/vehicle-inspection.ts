@@ -31,7 +31,14 @@ async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { env: { type: "string" }, account: { type: "string", default: "default" }, data: { type: "string" }, datasets: { type: "string" }, model: { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: {
+      env: { type: "string" },
+      account: { type: "string", default: "default" },
+      data: { type: "string" },
+      datasets: { type: "string" },
+      model: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
   });
   const [command, sub, arg] = positionals;
   if (values.help || !command) {

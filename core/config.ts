@@ -45,7 +45,10 @@ const EnvSchema = z.object({
   // Not in the contract's list: knobs for operators and tests, with the contract's values as defaults.
   WEBHOOK_RETRY_SCHEDULE_MS: retrySchedule.optional(),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
-  INSPECTION_TTL_HOURS: z.coerce.number().positive().default(24 * 7),
+  INSPECTION_TTL_HOURS: z.coerce
+    .number()
+    .positive()
+    .default(24 * 7),
   CONTROLLER_POLL_MS: z.coerce.number().int().positive().default(500),
   DETECTION_THREADS: z.coerce.number().int().positive().default(1),
   PROCESSING_MAX_ATTEMPTS: z.coerce.number().int().positive().default(3),
@@ -59,7 +62,14 @@ const EnvSchema = z.object({
   DETECTION_THRESHOLDS: z
     .string()
     .regex(/^([\w ]+=(0(\.\d+)?|1(\.0+)?))(,[\w ]+=(0(\.\d+)?|1(\.0+)?))*$/, "class=score pairs, comma-separated, scores 0-1")
-    .transform((v) => Object.fromEntries(v.split(",").map((pair) => pair.split("=")).map(([k, n]) => [k!.trim(), Number(n)])))
+    .transform((v) =>
+      Object.fromEntries(
+        v
+          .split(",")
+          .map((pair) => pair.split("="))
+          .map(([k, n]) => [k!.trim(), Number(n)]),
+      ),
+    )
     .optional(),
 });
 
@@ -77,7 +87,13 @@ export type Config = {
   processingMaxAttempts: number;
   /** How long a stop waits for running detection before leaving it to the next start. */
   shutdownGraceMs: number;
-  models: { damageModel: string | null; partsModel: string | null; provider: "cpu" | "cuda"; thresholds: Record<string, number>; tiles: number };
+  models: {
+    damageModel: string | null;
+    partsModel: string | null;
+    provider: "cpu" | "cuda";
+    thresholds: Record<string, number>;
+    tiles: number;
+  };
 };
 
 export class ConfigError extends Error {}
@@ -107,7 +123,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS ?? DEFAULT_RETRY_SCHEDULE_MS,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
     },
-    rateLimit: { livePerSecond: e.RATE_LIMIT_LIVE_PER_SECOND, testPerSecond: e.RATE_LIMIT_TEST_PER_SECOND, failedAuthPerMinute: e.RATE_LIMIT_FAILED_AUTH_PER_MINUTE, capturePerSecond: e.RATE_LIMIT_CAPTURE_PER_SECOND },
+    rateLimit: {
+      livePerSecond: e.RATE_LIMIT_LIVE_PER_SECOND,
+      testPerSecond: e.RATE_LIMIT_TEST_PER_SECOND,
+      failedAuthPerMinute: e.RATE_LIMIT_FAILED_AUTH_PER_MINUTE,
+      capturePerSecond: e.RATE_LIMIT_CAPTURE_PER_SECOND,
+    },
     logLevel: e.LOG_LEVEL,
     inspectionTtlMs: e.INSPECTION_TTL_HOURS * 3_600_000,
     controllerPollMs: e.CONTROLLER_POLL_MS,

@@ -160,7 +160,9 @@ export class Controller {
       this.#o.signals.changed(r.id);
       if (isTerminal(to)) this.#retrying.delete(r.id);
       if (isTerminal(to) && this.#o.settled) {
-        this.#o.settled(after).catch((error) => this.#o.log.warn({ err: error, inspection_id: r.id }, "clean-up after the inspection settled failed"));
+        this.#o
+          .settled(after)
+          .catch((error) => this.#o.log.warn({ err: error, inspection_id: r.id }, "clean-up after the inspection settled failed"));
       }
     }
     return after;
@@ -173,7 +175,9 @@ export class Controller {
       this.#o.log.info({ inspection_id: r.id, attempts: r.processingAttempts }, message);
     }
     const run = this.#process(r)
-      .catch((error) => (this.#abandoned.has(r.id) || isInterruption(error) ? this.#interrupted(r, error) : this.#processingFailed(r, error)))
+      .catch((error) =>
+        this.#abandoned.has(r.id) || isInterruption(error) ? this.#interrupted(r, error) : this.#processingFailed(r, error),
+      )
       .finally(() => {
         this.#processing.delete(r.id);
         this.#abandoned.delete(r.id);
@@ -190,7 +194,9 @@ export class Controller {
     if (current?.status !== "processing") return; // canceled meanwhile: the result is not wanted
     const exterior = new Set(photos.filter((p) => isExterior(p.angle)).map((p) => p.mediaId));
     if (!result.photos.some((p) => p.readable && exterior.has(p.mediaId))) {
-      this.#move(current, "processing_failed", { failure: { code: "photos_unusable", message: "None of the vehicle photos could be read." } });
+      this.#move(current, "processing_failed", {
+        failure: { code: "photos_unusable", message: "None of the vehicle photos could be read." },
+      });
       return;
     }
     const now = this.#o.clock.now();
@@ -198,11 +204,28 @@ export class Controller {
     for (const d of result.detections) {
       if (!d.evidence) continue;
       const e = d.evidence;
-      this.#o.store.putMedia({ id: e.mediaId, accountId: current.accountId, livemode: current.livemode, inspectionId: current.id, kind: "evidence", blobKey: e.blobKey, bytes: e.bytes, etag: e.etag, width: e.width, height: e.height, createdAt: now });
+      this.#o.store.putMedia({
+        id: e.mediaId,
+        accountId: current.accountId,
+        livemode: current.livemode,
+        inspectionId: current.id,
+        kind: "evidence",
+        blobKey: e.blobKey,
+        bytes: e.bytes,
+        etag: e.etag,
+        width: e.width,
+        height: e.height,
+        createdAt: now,
+      });
     }
     const report = buildReport({
-      inspection: current, photos, result, publicUrl: this.#o.publicUrl, now,
-      newFindingId: () => newId("fnd"), evidenceMediaIds: result.detections.map((d) => d.evidence?.mediaId ?? null),
+      inspection: current,
+      photos,
+      result,
+      publicUrl: this.#o.publicUrl,
+      now,
+      newFindingId: () => newId("fnd"),
+      evidenceMediaIds: result.detections.map((d) => d.evidence?.mediaId ?? null),
     });
     this.#move(current, "report_stored", { completedAt: now, summary: report.summary, report: JSON.stringify(report) });
   }
@@ -210,7 +233,10 @@ export class Controller {
   /** A run a stop abandoned was ended by closing the runner: not an attempt, so nothing is recorded. */
   #interrupted(r: InspectionRecord, error: unknown): void {
     const reason = error instanceof Error ? error.message : String(error);
-    this.#o.log.warn({ inspection_id: r.id, attempts: r.processingAttempts, reason }, "detection interrupted by shutdown; the next start runs it again");
+    this.#o.log.warn(
+      { inspection_id: r.id, attempts: r.processingAttempts, reason },
+      "detection interrupted by shutdown; the next start runs it again",
+    );
   }
 
   #processingFailed(r: InspectionRecord, error: unknown): void {
@@ -219,7 +245,9 @@ export class Controller {
     const current = this.#o.store.getById(r.id);
     if (current?.status !== "processing") return;
     if (attempts >= this.#o.maxProcessingAttempts) {
-      this.#move(current, "processing_failed", { failure: { code: "processing_error", message: "Detection and grading could not finish after several attempts." } });
+      this.#move(current, "processing_failed", {
+        failure: { code: "processing_error", message: "Detection and grading could not finish after several attempts." },
+      });
       return;
     }
     const wait = PROCESSING_RETRY_MS[Math.min(attempts - 1, PROCESSING_RETRY_MS.length - 1)]!;

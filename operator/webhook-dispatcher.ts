@@ -103,7 +103,9 @@ export class WebhookDispatcher {
       });
       statusCode = response.statusCode;
       await response.body.dump({ limit: 64 * 1024 });
-      if (statusCode < 200 || statusCode > 299) error = statusCode >= 300 && statusCode < 400 ? `redirect to ${response.headers.location ?? "?"} not followed` : `HTTP ${statusCode}`;
+      if (statusCode < 200 || statusCode > 299)
+        error =
+          statusCode >= 300 && statusCode < 400 ? `redirect to ${response.headers.location ?? "?"} not followed` : `HTTP ${statusCode}`;
     } catch (e) {
       error = describe(e);
     }
@@ -120,7 +122,10 @@ export class WebhookDispatcher {
       o.log.warn({ event_id: event.id, attempts: n, error }, "webhook delivery failed for good: attempts used up");
     } else {
       o.events.recordAttempt(attempt, { nextAttemptAt: next });
-      o.log.info({ event_id: event.id, attempt: n, error, next_attempt_at: new Date(next).toISOString() }, "webhook delivery failed; will retry");
+      o.log.info(
+        { event_id: event.id, attempt: n, error, next_attempt_at: new Date(next).toISOString() },
+        "webhook delivery failed; will retry",
+      );
     }
   }
 }

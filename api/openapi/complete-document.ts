@@ -17,7 +17,11 @@ const TAGS = [
   { name: "Inspections", prefix: "/v1/inspections", description: "Create inspections, follow them, cancel them and fetch their reports." },
   { name: "Events", prefix: "/v1/events", description: "One event per state change, with its webhook delivery attempts." },
   { name: "Media", prefix: "/v1/media", description: "Photos and evidence photos, as JPEG." },
-  { name: "Capture", prefix: "/capture/v1", description: "What the hosted capture page and native capture apps use; authenticated by the capture token in the path." },
+  {
+    name: "Capture",
+    prefix: "/capture/v1",
+    description: "What the hosted capture page and native capture apps use; authenticated by the capture token in the path.",
+  },
 ] as const;
 
 const STATUS_DESCRIPTIONS: Record<string, string> = {
@@ -40,12 +44,22 @@ const STATUS_DESCRIPTIONS: Record<string, string> = {
 
 const digits = { type: "string", pattern: "^[0-9]+$" };
 const HEADERS: Json = {
-  "Request-Id": { description: "The request's id (`req_…`), also in an error's `request_id`.", required: true, schema: { type: "string", pattern: "^req_[a-z0-9]+$" } },
-  "RateLimit-Limit": { description: "Requests allowed in the window (per API key; failed authentications per client address).", schema: digits },
+  "Request-Id": {
+    description: "The request's id (`req_…`), also in an error's `request_id`.",
+    required: true,
+    schema: { type: "string", pattern: "^req_[a-z0-9]+$" },
+  },
+  "RateLimit-Limit": {
+    description: "Requests allowed in the window (per API key; failed authentications per client address).",
+    schema: digits,
+  },
   "RateLimit-Remaining": { description: "Requests left in the window.", schema: digits },
   "RateLimit-Reset": { description: "Seconds until the window resets.", schema: digits },
   "Retry-After": { description: "Seconds to wait before retrying.", required: true, schema: digits },
-  "Idempotent-Replayed": { description: "`true` when this is the stored response of an earlier request with the same Idempotency-Key.", schema: { type: "string", enum: ["true"] } },
+  "Idempotent-Replayed": {
+    description: "`true` when this is the stored response of an earlier request with the same Idempotency-Key.",
+    schema: { type: "string", enum: ["true"] },
+  },
   ETag: { description: "The photo's entity tag, for If-None-Match.", required: true, schema: { type: "string" } },
   Location: { description: "The path of the created inspection.", required: true, schema: { type: "string" } },
   "WWW-Authenticate": { description: "The Bearer challenge (RFC 6750).", required: true, schema: { type: "string" } },
@@ -68,7 +82,8 @@ const IDEMPOTENCY_KEY = {
   name: "Idempotency-Key",
   in: "header",
   required: false,
-  description: "Makes a retry safe: the first response is replayed for 24 hours for the same request (see the contract's Idempotency section).",
+  description:
+    "Makes a retry safe: the first response is replayed for 24 hours for the same request (see the contract's Idempotency section).",
   schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e][\\x20-\\x7e]*$" },
 };
 
@@ -81,9 +96,21 @@ const PHOTO_BODY = {
 /** Each event type as an OpenAPI 3.1 webhook: the signed POST the service sends to notify_url. */
 function webhooks(): Json {
   const signatureHeaders = [
-    { name: "webhook-id", in: "header", required: true, description: "The event id (`evt_…`); deduplicate by it.", schema: { type: "string" } },
+    {
+      name: "webhook-id",
+      in: "header",
+      required: true,
+      description: "The event id (`evt_…`); deduplicate by it.",
+      schema: { type: "string" },
+    },
     { name: "webhook-timestamp", in: "header", required: true, description: "Unix seconds when the delivery was signed.", schema: digits },
-    { name: "webhook-signature", in: "header", required: true, description: "`v1,<base64 HMAC-SHA256 of id.timestamp.body>` (Standard Webhooks).", schema: { type: "string" } },
+    {
+      name: "webhook-signature",
+      in: "header",
+      required: true,
+      description: "`v1,<base64 HMAC-SHA256 of id.timestamp.body>` (Standard Webhooks).",
+      schema: { type: "string" },
+    },
   ];
   return Object.fromEntries(
     EVENT_TYPES.map((type) => [
@@ -96,9 +123,17 @@ function webhooks(): Json {
           parameters: signatureHeaders,
           requestBody: {
             required: true,
-            content: { "application/json": { schema: { allOf: [{ $ref: "#/components/schemas/WebhookEvent" }, { type: "object", properties: { type: { const: type } } }] } } },
+            content: {
+              "application/json": {
+                schema: {
+                  allOf: [{ $ref: "#/components/schemas/WebhookEvent" }, { type: "object", properties: { type: { const: type } } }],
+                },
+              },
+            },
           },
-          responses: { "200": { description: "Any 2xx within 15 s counts as delivered; anything else is retried on the contract's schedule." } },
+          responses: {
+            "200": { description: "Any 2xx within 15 s counts as delivered; anything else is retried on the contract's schedule." },
+          },
         },
       },
     ]),
@@ -121,7 +156,10 @@ function dropUnused(doc: Json): void {
 export function completeDocument(doc: Json, publicUrl: string): Json {
   doc.servers = [{ url: publicUrl, description: "This deployment (PUBLIC_URL)." }];
   doc.info.license = { name: "Proprietary" };
-  doc.tags = [...TAGS.map(({ name, description }) => ({ name, description })), { name: "Webhooks", description: "What the service POSTs to notify_url, signed per Standard Webhooks." }];
+  doc.tags = [
+    ...TAGS.map(({ name, description }) => ({ name, description })),
+    { name: "Webhooks", description: "What the service POSTs to notify_url, signed per Standard Webhooks." },
+  ];
   doc.components.headers = HEADERS;
   for (const [path, operations] of Object.entries(doc.paths as Json)) {
     for (const [method, op] of Object.entries(operations as Json)) {
@@ -133,7 +171,8 @@ export function completeDocument(doc: Json, publicUrl: string): Json {
       }
       if (method === "put" && path.endsWith("/photos/{angle}")) op.requestBody = PHOTO_BODY;
       for (const [status, response] of Object.entries(op.responses as Json)) {
-        if (!response.description || response.description === "Default Response") response.description = STATUS_DESCRIPTIONS[status] ?? "See the contract.";
+        if (!response.description || response.description === "Default Response")
+          response.description = STATUS_DESCRIPTIONS[status] ?? "See the contract.";
         response.headers = Object.fromEntries(headersFor(path, method, status).map((name) => [name, ref(name)]));
       }
     }

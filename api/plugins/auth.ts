@@ -23,22 +23,31 @@ export function bearerToken(request: FastifyRequest): string | null {
 }
 
 /** The challenge of RFC 6750 §3: no error code when no credentials came, invalid_token when bad ones did. */
-const CHALLENGE = { missing: { "www-authenticate": 'Bearer realm="api"' }, invalid: { "www-authenticate": 'Bearer realm="api", error="invalid_token"' } };
+const CHALLENGE = {
+  missing: { "www-authenticate": 'Bearer realm="api"' },
+  invalid: { "www-authenticate": 'Bearer realm="api", error="invalid_token"' },
+};
 
 /** An onRequest hook for the /v1 routes: a missing, malformed, unknown or revoked key is 401. */
 export function authenticate(keys: KeyStore) {
   return async (request: FastifyRequest) => {
     const header = request.headers.authorization;
     if (!header) {
-      throw new ApiError("api_key_missing", "No API key provided: send it as 'Authorization: Bearer sk_test_…'.", { headers: CHALLENGE.missing });
+      throw new ApiError("api_key_missing", "No API key provided: send it as 'Authorization: Bearer sk_test_…'.", {
+        headers: CHALLENGE.missing,
+      });
     }
     const token = bearerToken(request);
     if (!token || !KEY_PATTERN.test(token)) {
-      throw new ApiError("api_key_invalid", "The Authorization header must be 'Bearer ' followed by an sk_test_ or sk_live_ key.", { headers: CHALLENGE.invalid });
+      throw new ApiError("api_key_invalid", "The Authorization header must be 'Bearer ' followed by an sk_test_ or sk_live_ key.", {
+        headers: CHALLENGE.invalid,
+      });
     }
     const key = keys.findByHash(sha256(token));
     if (!key || key.revokedAt !== null) {
-      throw new ApiError("api_key_invalid", `Invalid API key provided: sk_${token.slice(3, 8)}…${token.slice(-4)}.`, { headers: CHALLENGE.invalid });
+      throw new ApiError("api_key_invalid", `Invalid API key provided: sk_${token.slice(3, 8)}…${token.slice(-4)}.`, {
+        headers: CHALLENGE.invalid,
+      });
     }
     request.scope = { accountId: key.accountId, livemode: key.livemode };
     request.apiKeyId = key.id;

@@ -19,7 +19,10 @@ function fromValidation(issues: ValidationIssue[], context: string | undefined, 
     return new ApiError("parameter_unknown", `Received unknown parameter: '${param}'.`, { param });
   }
   const param = path.length ? path.join(".") : context === "body" ? null : (context ?? null);
-  const value = path.reduce<unknown>((node, key) => (node !== null && typeof node === "object" ? (node as Record<string, unknown>)[key] : undefined), data);
+  const value = path.reduce<unknown>(
+    (node, key) => (node !== null && typeof node === "object" ? (node as Record<string, unknown>)[key] : undefined),
+    data,
+  );
   if (issue.keyword === "invalid_type" && value === undefined) {
     return new ApiError("parameter_missing", `Missing required parameter: '${param}'.`, { param });
   }
@@ -45,7 +48,14 @@ export function toApiError(error: FastifyError, request: FastifyRequest): ApiErr
   if (isApiError(error)) return error;
   if (hasZodFastifySchemaValidationErrors(error)) {
     const context = error.validationContext;
-    const data = context === "body" ? request.body : context === "querystring" ? request.query : context === "params" ? request.params : request.headers;
+    const data =
+      context === "body"
+        ? request.body
+        : context === "querystring"
+          ? request.query
+          : context === "params"
+            ? request.params
+            : request.headers;
     return fromValidation(error.validation as unknown as ValidationIssue[], context, data);
   }
   const code = error.code ? FASTIFY_CODES[error.code] : undefined;
@@ -57,7 +67,10 @@ export function toApiError(error: FastifyError, request: FastifyRequest): ApiErr
     return new ApiError("parameter_invalid", error.message);
   }
   request.log.error({ err: error, method: request.method, url: request.routeOptions.url }, "unhandled error");
-  return new ApiError("internal_error", "An internal error occurred; it has been logged. Retry the request, or contact support with its request id.");
+  return new ApiError(
+    "internal_error",
+    "An internal error occurred; it has been logged. Retry the request, or contact support with its request id.",
+  );
 }
 
 const JSON_UTF8 = "application/json; charset=utf-8";
@@ -82,10 +95,14 @@ export function sendError(reply: FastifyReply, request: FastifyRequest, error: A
  */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const path = request.url.split("?")[0]!;
-  const apiError = error.code === "FST_ERR_MAX_PARAM_LENGTH"
-    // Longer than any id or token the API hands out, so it names nothing.
-    ? new ApiError("resource_missing", `Unrecognized request URL (${request.method} ${path}): a path segment is longer than any id.`)
-    : new ApiError("parameter_invalid", `The request URL (${request.method} ${path}) is not valid: a path segment is not well-formed percent-encoding.`);
+  const apiError =
+    error.code === "FST_ERR_MAX_PARAM_LENGTH"
+      ? // Longer than any id or token the API hands out, so it names nothing.
+        new ApiError("resource_missing", `Unrecognized request URL (${request.method} ${path}): a path segment is longer than any id.`)
+      : new ApiError(
+          "parameter_invalid",
+          `The request URL (${request.method} ${path}) is not valid: a path segment is not well-formed percent-encoding.`,
+        );
   return sendError(reply, request, apiError);
 }
 
@@ -97,15 +114,18 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
 export function clientErrorHandler(error: Error & { code?: string }, socket: Duplex): void {
   // A reset connection has no one left to answer.
   if (error.code === "ECONNRESET" || socket.destroyed) return;
-  const apiError = error.code === "HPE_HEADER_OVERFLOW"
-    ? new ApiError("request_headers_too_large", "The request headers are too large: at most 16 KiB in all.")
-    : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
-      ? new ApiError("request_timeout", "The request was not received in time.")
-      : new ApiError("request_malformed", "The request is not valid HTTP/1.1.");
+  const apiError =
+    error.code === "HPE_HEADER_OVERFLOW"
+      ? new ApiError("request_headers_too_large", "The request headers are too large: at most 16 KiB in all.")
+      : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? new ApiError("request_timeout", "The request was not received in time.")
+        : new ApiError("request_malformed", "The request is not valid HTTP/1.1.");
   const requestId = newId("req");
   const body = errorBody(apiError, requestId);
   if (socket.writable) {
-    socket.write(`HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}\r\nRequest-Id: ${requestId}\r\nContent-Type: ${JSON_UTF8}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}\r\nRequest-Id: ${requestId}\r\nContent-Type: ${JSON_UTF8}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
   socket.destroy(error);
 }
@@ -118,16 +138,30 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Dup
  */
 export function answerBareRequests(server: Server): void {
   server.on("checkExpectation", (request: IncomingMessage, response: ServerResponse) => {
-    const error = new ApiError("expectation_failed", `Expect: ${request.headers.expect} is not supported; send the request without it (100-continue is supported).`);
+    const error = new ApiError(
+      "expectation_failed",
+      `Expect: ${request.headers.expect} is not supported; send the request without it (100-continue is supported).`,
+    );
     const requestId = newId("req");
     const body = errorBody(error, requestId);
-    response.writeHead(error.statusCode, { "request-id": requestId, "content-type": JSON_UTF8, "content-length": Buffer.byteLength(body), connection: "close" }).end(body);
+    response
+      .writeHead(error.statusCode, {
+        "request-id": requestId,
+        "content-type": JSON_UTF8,
+        "content-length": Buffer.byteLength(body),
+        connection: "close",
+      })
+      .end(body);
   });
   server.on("connect", (request: IncomingMessage, socket: Duplex) => {
-    const error = new ApiError("method_not_allowed", "CONNECT is not allowed: this is not a proxy.", { headers: { allow: "GET, POST, PUT" } });
+    const error = new ApiError("method_not_allowed", "CONNECT is not allowed: this is not a proxy.", {
+      headers: { allow: "GET, POST, PUT" },
+    });
     const requestId = newId("req");
     const body = errorBody(error, requestId);
-    socket.end(`HTTP/1.1 405 ${STATUS_CODES[405]}\r\nAllow: GET, POST, PUT\r\nRequest-Id: ${requestId}\r\nContent-Type: ${JSON_UTF8}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 405 ${STATUS_CODES[405]}\r\nAllow: GET, POST, PUT\r\nRequest-Id: ${requestId}\r\nContent-Type: ${JSON_UTF8}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   });
 }
 
@@ -161,9 +195,17 @@ export const errorHandler = fp(
       const methods = allowed(path);
       if (methods && !methods.has(request.method)) {
         const allow = [...methods].filter((m) => m !== "HEAD").join(", ");
-        return sendError(reply, request, new ApiError("method_not_allowed", `${request.method} is not allowed on ${path}; use ${allow}.`, { headers: { allow } }));
+        return sendError(
+          reply,
+          request,
+          new ApiError("method_not_allowed", `${request.method} is not allowed on ${path}; use ${allow}.`, { headers: { allow } }),
+        );
       }
-      return sendError(reply, request, new ApiError("resource_missing", `Unrecognized request URL (${request.method} ${path}).`, { param: null }));
+      return sendError(
+        reply,
+        request,
+        new ApiError("resource_missing", `Unrecognized request URL (${request.method} ${path}).`, { param: null }),
+      );
     });
   },
   { name: "error-handler" },

@@ -38,7 +38,11 @@ export class FailedAuthLimiter {
     const now = this.#roll();
     const used = this.#failures.get(address) ?? 0;
     const reset = Math.max(1, Math.ceil((this.#windowStart + this.#windowMs - now) / 1000));
-    return { "ratelimit-limit": String(this.#limit), "ratelimit-remaining": String(Math.max(0, this.#limit - used)), "ratelimit-reset": String(reset) };
+    return {
+      "ratelimit-limit": String(this.#limit),
+      "ratelimit-remaining": String(Math.max(0, this.#limit - used)),
+      "ratelimit-reset": String(reset),
+    };
   }
 
   /** Throws 429 when the address has no failures left in this window. */

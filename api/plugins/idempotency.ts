@@ -36,11 +36,23 @@ export function idempotency(store: IdempotencyStore, clock: Clock) {
         request.idempotency = { scope: request.scope, key };
         return;
       case "mismatch":
-        throw new ApiError("idempotency_key_reused", "This Idempotency-Key was used with a different request; use a new key for a new request.", { param: "Idempotency-Key" });
+        throw new ApiError(
+          "idempotency_key_reused",
+          "This Idempotency-Key was used with a different request; use a new key for a new request.",
+          { param: "Idempotency-Key" },
+        );
       case "in_flight":
-        throw new ApiError("idempotency_key_in_use", "A request with this Idempotency-Key is still being processed; retry after it finishes.", { param: "Idempotency-Key" });
+        throw new ApiError(
+          "idempotency_key_in_use",
+          "A request with this Idempotency-Key is still being processed; retry after it finishes.",
+          { param: "Idempotency-Key" },
+        );
       case "replay":
-        reply.code(result.response.statusCode).headers(result.response.headers).header("idempotent-replayed", "true").type("application/json; charset=utf-8");
+        reply
+          .code(result.response.statusCode)
+          .headers(result.response.headers)
+          .header("idempotent-replayed", "true")
+          .type("application/json; charset=utf-8");
         return reply.send(result.response.body);
     }
   };

@@ -20,7 +20,8 @@ const FORBIDDEN_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2
 export function stringProblem(value: string): string | null {
   if (!value.isWellFormed()) return "must not contain lone surrogates (invalid UTF-16)";
   const bad = FORBIDDEN_CHARACTERS.exec(value);
-  if (bad) return `must not contain control or bidirectional-override characters (found U+${bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")})`;
+  if (bad)
+    return `must not contain control or bidirectional-override characters (found U+${bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")})`;
   return null;
 }
 
@@ -35,7 +36,8 @@ export function jsonDepth(text: string): number {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) max = Math.max(max, ++depth);
@@ -84,7 +86,10 @@ export function jsonBodyText(contentType: string | undefined, bytes: Buffer): st
     throw new ApiError("body_invalid_json", "The request body is not valid UTF-8.");
   }
   if (jsonDepth(text) > JSON_MAX_DEPTH) {
-    throw new ApiError("parameter_invalid", `The request body is nested too deeply: at most ${JSON_MAX_DEPTH} levels of objects and arrays.`);
+    throw new ApiError(
+      "parameter_invalid",
+      `The request body is nested too deeply: at most ${JSON_MAX_DEPTH} levels of objects and arrays.`,
+    );
   }
   return text;
 }

@@ -9,23 +9,47 @@ import { eventView } from "../../core/views/event-view.ts";
 export const eventRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
-    app.get("/v1/events", {
-      schema: { operationId: "listEvents", summary: "List events, newest first, with their delivery attempts", querystring: ListQuery, response: { 200: EventList, ...commonErrorResponses } },
-    }, async (request) => {
-      const { limit, cursor } = request.query;
-      const rows = s.events.list(request.scope, limit + 1, cursor);
-      if (!rows) throw new ApiError("parameter_invalid", "cursor must be the next_cursor of a previous page of this list.", { param: "cursor" });
-      const page = rows.slice(0, limit);
-      const attempts = s.events.attempts(page.map((e) => e.id));
-      const hasMore = rows.length > limit;
-      return { object: "list" as const, data: page.map((e) => eventView(e, attempts.get(e.id)!)), has_more: hasMore, next_cursor: hasMore ? page.at(-1)!.id : null };
-    });
+    app.get(
+      "/v1/events",
+      {
+        schema: {
+          operationId: "listEvents",
+          summary: "List events, newest first, with their delivery attempts",
+          querystring: ListQuery,
+          response: { 200: EventList, ...commonErrorResponses },
+        },
+      },
+      async (request) => {
+        const { limit, cursor } = request.query;
+        const rows = s.events.list(request.scope, limit + 1, cursor);
+        if (!rows)
+          throw new ApiError("parameter_invalid", "cursor must be the next_cursor of a previous page of this list.", { param: "cursor" });
+        const page = rows.slice(0, limit);
+        const attempts = s.events.attempts(page.map((e) => e.id));
+        const hasMore = rows.length > limit;
+        return {
+          object: "list" as const,
+          data: page.map((e) => eventView(e, attempts.get(e.id)!)),
+          has_more: hasMore,
+          next_cursor: hasMore ? page.at(-1)!.id : null,
+        };
+      },
+    );
 
-    app.get("/v1/events/:id", {
-      schema: { operationId: "retrieveEvent", summary: "Retrieve an event and its delivery attempts", params: IdParams, response: { 200: Event, ...commonErrorResponses } },
-    }, async (request) => {
-      const event = s.events.get(request.scope, request.params.id);
-      if (!event) throw notFound("event", request.params.id);
-      return eventView(event, s.events.attempts([event.id]).get(event.id)!);
-    });
+    app.get(
+      "/v1/events/:id",
+      {
+        schema: {
+          operationId: "retrieveEvent",
+          summary: "Retrieve an event and its delivery attempts",
+          params: IdParams,
+          response: { 200: Event, ...commonErrorResponses },
+        },
+      },
+      async (request) => {
+        const event = s.events.get(request.scope, request.params.id);
+        if (!event) throw notFound("event", request.params.id);
+        return eventView(event, s.events.attempts([event.id]).get(event.id)!);
+      },
+    );
   };

@@ -19,7 +19,8 @@ const CANCEL_WAIT_MS = 5_000;
 export const inspectionRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
-    const view = (r: InspectionRecord): Inspection => inspectionView(r, s.config.publicUrl, isCaptureOpen(r.status) ? s.captureLinks.url(r.id) : null);
+    const view = (r: InspectionRecord): Inspection =>
+      inspectionView(r, s.config.publicUrl, isCaptureOpen(r.status) ? s.captureLinks.url(r.id) : null);
     // A read by id hands out the same record until it changes (the store's read cache), so the
     // body shown for it is kept with it, encoded by the response schema once; lists and creates get
     // new records each time and skip this.
@@ -37,95 +38,155 @@ export const inspectionRoutes =
       return found;
     };
 
-    app.post("/v1/inspections", {
-      schema: {
-        operationId: "createInspection",
-        summary: "Create an inspection and its capture link",
-        headers: z.object({ "idempotency-key": z.string().optional() }),
-        body: CreateInspectionBody,
-        response: { 201: Inspection, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody, 422: ErrorBody, ...commonErrorResponses },
+    app.post(
+      "/v1/inspections",
+      {
+        schema: {
+          operationId: "createInspection",
+          summary: "Create an inspection and its capture link",
+          headers: z.object({ "idempotency-key": z.string().optional() }),
+          body: CreateInspectionBody,
+          response: { 201: Inspection, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody, 422: ErrorBody, ...commonErrorResponses },
+        },
       },
-    }, async (request, reply) => {
-      const { scope } = request;
-      const body = request.body;
-      if (body.notify_url) await checkNotifyUrl(body.notify_url, scope.livemode, s.config.webhooks.allowPrivateTargets);
-      const vehicle = await s.vin.decode(body.vehicle.vin);
-      const now = s.clock.now();
-      const id = newId("insp");
-      const record: InspectionRecord = {
-        id, accountId: scope.accountId, livemode: scope.livemode, status: "created",
-        reference: body.reference ?? null, vin: body.vehicle.vin, ...vehicle, notifyUrl: body.notify_url ?? null,
-        expiresAt: now + s.config.inspectionTtlMs, createdAt: now, updatedAt: now,
-        submittedAt: null, completedAt: null, canceledAt: null, summary: null, failure: null,
-        openedAt: null, submitRequestedAt: null, cancelRequestedAt: null, vinObserved: null,
-        processingAttempts: 0, processingDueAt: null, reconcileGeneration: 0,
-      };
-      await s.inspections.create(record, CaptureLinks.hash(s.captureLinks.token(id)), (r) => {
-        const eventId = newId("evt");
-        return { id: eventId, type: eventTypeFor(r.status), data: eventPayload(eventId, eventTypeFor(r.status), r, s.config.publicUrl) };
-      });
-      return reply.code(201).header("location", `/v1/inspections/${id}`).send(view(record));
-    });
-
-    app.get("/v1/inspections/:id", {
-      schema: { operationId: "retrieveInspection", summary: "Retrieve an inspection", params: IdParams, response: { 200: Inspection, ...commonErrorResponses } },
-    }, async (request, reply) => sendSerialized(reply, bodyOfFound(find(request.scope, request.params.id))));
-
-    app.get("/v1/inspections", {
-      schema: {
-        operationId: "listInspections",
-        summary: "List inspections, most recent first",
-        querystring: InspectionListQuery,
-        response: { 200: InspectionList, ...commonErrorResponses },
+      async (request, reply) => {
+        const { scope } = request;
+        const body = request.body;
+        if (body.notify_url) await checkNotifyUrl(body.notify_url, scope.livemode, s.config.webhooks.allowPrivateTargets);
+        const vehicle = await s.vin.decode(body.vehicle.vin);
+        const now = s.clock.now();
+        const id = newId("insp");
+        const record: InspectionRecord = {
+          id,
+          accountId: scope.accountId,
+          livemode: scope.livemode,
+          status: "created",
+          reference: body.reference ?? null,
+          vin: body.vehicle.vin,
+          ...vehicle,
+          notifyUrl: body.notify_url ?? null,
+          expiresAt: now + s.config.inspectionTtlMs,
+          createdAt: now,
+          updatedAt: now,
+          submittedAt: null,
+          completedAt: null,
+          canceledAt: null,
+          summary: null,
+          failure: null,
+          openedAt: null,
+          submitRequestedAt: null,
+          cancelRequestedAt: null,
+          vinObserved: null,
+          processingAttempts: 0,
+          processingDueAt: null,
+          reconcileGeneration: 0,
+        };
+        await s.inspections.create(record, CaptureLinks.hash(s.captureLinks.token(id)), (r) => {
+          const eventId = newId("evt");
+          return { id: eventId, type: eventTypeFor(r.status), data: eventPayload(eventId, eventTypeFor(r.status), r, s.config.publicUrl) };
+        });
+        return reply.code(201).header("location", `/v1/inspections/${id}`).send(view(record));
       },
-    }, async (request) => {
-      const { limit, cursor, status, reference, vin } = request.query;
-      let after: { createdAt: number; id: string } | undefined;
-      if (cursor !== undefined) {
-        const at = s.inspections.get(request.scope, cursor);
-        if (!at) throw new ApiError("parameter_invalid", "cursor must be the next_cursor of a previous page of this list.", { param: "cursor" });
-        after = { createdAt: at.createdAt, id: at.id };
-      }
-      const rows = s.inspections.list(request.scope, { limit: limit + 1, after, status, reference, vin });
-      const page = rows.slice(0, limit);
-      const hasMore = rows.length > limit;
-      return { object: "list" as const, data: page.map(view), has_more: hasMore, next_cursor: hasMore ? page.at(-1)!.id : null };
-    });
+    );
 
-    app.post("/v1/inspections/:id/cancel", {
-      schema: {
-        operationId: "cancelInspection",
-        summary: "Cancel an inspection before completion",
-        params: IdParams,
-        body: z.strictObject({}).nullish(),
-        response: { 200: Inspection, 409: ErrorBody, 422: ErrorBody, 503: ErrorBody, ...commonErrorResponses },
+    app.get(
+      "/v1/inspections/:id",
+      {
+        schema: {
+          operationId: "retrieveInspection",
+          summary: "Retrieve an inspection",
+          params: IdParams,
+          response: { 200: Inspection, ...commonErrorResponses },
+        },
       },
-    }, async (request) => {
-      const current = find(request.scope, request.params.id);
-      if (current.status === "canceled") return view(current);
-      if (!isCancelable(current.status)) throw notCancelable(current);
-      // The controller owns status: record the intent, then report its verdict.
-      s.inspections.recordCancelRequested(current.id, s.clock.now());
-      s.signals.nudgeController();
-      const after = await s.signals.waitFor(current.id, () => find(request.scope, current.id), (r) => isTerminal(r.status), CANCEL_WAIT_MS);
-      if (after.status === "canceled") return view(after);
-      if (isTerminal(after.status)) throw notCancelable(after);
-      throw new ApiError("service_unavailable", "The cancellation is recorded but not yet confirmed; retry the request to see its outcome.");
-    });
+      async (request, reply) => sendSerialized(reply, bodyOfFound(find(request.scope, request.params.id))),
+    );
 
-    app.get("/v1/inspections/:id/report", {
-      schema: { operationId: "retrieveReport", summary: "Retrieve the report of a completed inspection", params: IdParams, response: { 200: Report, 409: ErrorBody, ...commonErrorResponses } },
-    }, async (request, reply) => {
-      const inspection = find(request.scope, request.params.id);
-      // Canceled, expired and failed are terminal without a report: waiting would never help.
-      if (isTerminal(inspection.status) && inspection.status !== "completed") {
-        throw new ApiError("report_unavailable", `The inspection is ${inspection.status}, so it will never have a report.`);
-      }
-      const report = inspection.status === "completed" ? s.inspections.getReport(inspection.id) : null;
-      if (!report) throw new ApiError("report_not_ready", `The report is not ready: the inspection is ${inspection.status}; it is ready once the inspection is completed.`);
-      // Stored as the serialized report; sending the string skips a parse and re-serialization.
-      return sendSerialized(reply, report);
-    });
+    app.get(
+      "/v1/inspections",
+      {
+        schema: {
+          operationId: "listInspections",
+          summary: "List inspections, most recent first",
+          querystring: InspectionListQuery,
+          response: { 200: InspectionList, ...commonErrorResponses },
+        },
+      },
+      async (request) => {
+        const { limit, cursor, status, reference, vin } = request.query;
+        let after: { createdAt: number; id: string } | undefined;
+        if (cursor !== undefined) {
+          const at = s.inspections.get(request.scope, cursor);
+          if (!at)
+            throw new ApiError("parameter_invalid", "cursor must be the next_cursor of a previous page of this list.", { param: "cursor" });
+          after = { createdAt: at.createdAt, id: at.id };
+        }
+        const rows = s.inspections.list(request.scope, { limit: limit + 1, after, status, reference, vin });
+        const page = rows.slice(0, limit);
+        const hasMore = rows.length > limit;
+        return { object: "list" as const, data: page.map(view), has_more: hasMore, next_cursor: hasMore ? page.at(-1)!.id : null };
+      },
+    );
+
+    app.post(
+      "/v1/inspections/:id/cancel",
+      {
+        schema: {
+          operationId: "cancelInspection",
+          summary: "Cancel an inspection before completion",
+          params: IdParams,
+          body: z.strictObject({}).nullish(),
+          response: { 200: Inspection, 409: ErrorBody, 422: ErrorBody, 503: ErrorBody, ...commonErrorResponses },
+        },
+      },
+      async (request) => {
+        const current = find(request.scope, request.params.id);
+        if (current.status === "canceled") return view(current);
+        if (!isCancelable(current.status)) throw notCancelable(current);
+        // The controller owns status: record the intent, then report its verdict.
+        s.inspections.recordCancelRequested(current.id, s.clock.now());
+        s.signals.nudgeController();
+        const after = await s.signals.waitFor(
+          current.id,
+          () => find(request.scope, current.id),
+          (r) => isTerminal(r.status),
+          CANCEL_WAIT_MS,
+        );
+        if (after.status === "canceled") return view(after);
+        if (isTerminal(after.status)) throw notCancelable(after);
+        throw new ApiError(
+          "service_unavailable",
+          "The cancellation is recorded but not yet confirmed; retry the request to see its outcome.",
+        );
+      },
+    );
+
+    app.get(
+      "/v1/inspections/:id/report",
+      {
+        schema: {
+          operationId: "retrieveReport",
+          summary: "Retrieve the report of a completed inspection",
+          params: IdParams,
+          response: { 200: Report, 409: ErrorBody, ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => {
+        const inspection = find(request.scope, request.params.id);
+        // Canceled, expired and failed are terminal without a report: waiting would never help.
+        if (isTerminal(inspection.status) && inspection.status !== "completed") {
+          throw new ApiError("report_unavailable", `The inspection is ${inspection.status}, so it will never have a report.`);
+        }
+        const report = inspection.status === "completed" ? s.inspections.getReport(inspection.id) : null;
+        if (!report)
+          throw new ApiError(
+            "report_not_ready",
+            `The report is not ready: the inspection is ${inspection.status}; it is ready once the inspection is completed.`,
+          );
+        // Stored as the serialized report; sending the string skips a parse and re-serialization.
+        return sendSerialized(reply, report);
+      },
+    );
   };
 
 const notCancelable = (r: InspectionRecord) =>

@@ -8,7 +8,9 @@ export async function checkNotifyUrl(raw: string, livemode: boolean, allowPrivat
     throw new ApiError("parameter_invalid", "notify_url must use https with a live key.", { param: "notify_url" });
   }
   if (url.username || url.password) {
-    throw new ApiError("parameter_invalid", "notify_url must not carry credentials; verify deliveries by their signature instead.", { param: "notify_url" });
+    throw new ApiError("parameter_invalid", "notify_url must not carry credentials; verify deliveries by their signature instead.", {
+      param: "notify_url",
+    });
   }
   if (allowPrivateTargets) return;
   try {

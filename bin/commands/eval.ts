@@ -14,7 +14,12 @@ const BATCH = 8;
  * boxes (all detections down to 0.001, at most 300 an image). Prints a line per class, then, last,
  * the contract's JSON object.
  */
-export async function evaluate(config: Config, dataDir: string, modelPath?: string, log: (line: string) => void = console.log): Promise<Record<string, unknown>> {
+export async function evaluate(
+  config: Config,
+  dataDir: string,
+  modelPath?: string,
+  log: (line: string) => void = console.log,
+): Promise<Record<string, unknown>> {
   const path = modelPath ?? config.models.damageModel;
   if (!path) throw new Error("no damage model is configured (DAMAGE_MODEL)");
   const model = await OnnxDetector.load(path, { provider: config.models.provider, ...SCORING });
@@ -24,10 +29,17 @@ export async function evaluate(config: Config, dataDir: string, modelPath?: stri
   const detections: Scored[][] = [];
   const truths: Truth[][] = [];
   const t0 = performance.now();
-  const [results] = await detectImages([model], images.map((img) => readFileSync(img.image)), { batchSize: BATCH });
+  const [results] = await detectImages(
+    [model],
+    images.map((img) => readFileSync(img.image)),
+    { batchSize: BATCH },
+  );
   const inferenceMs = performance.now() - t0;
   images.forEach((img, j) => {
-    const { found, lb: { width, height } } = results![j]!;
+    const {
+      found,
+      lb: { width, height },
+    } = results![j]!;
     detections.push(found.filter((d) => toEval[d.cls]! >= 0).map((d) => ({ ...d, cls: toEval[d.cls]! })));
     truths.push(img.boxes.map((b) => ({ cls: b.cls, x1: b.x1 * width, y1: b.y1 * height, x2: b.x2 * width, y2: b.y2 * height })));
   });
@@ -39,9 +51,17 @@ export async function evaluate(config: Config, dataDir: string, modelPath?: stri
   for (const [c, v] of result.perClass) {
     perClass[EVAL_CLASSES[c]!] = { ap50: r4(v.ap50), ap50_95: r4(v.ap50_95), instances: v.instances };
     const op = operating.get(c)!;
-    log(`${EVAL_CLASSES[c]!.padEnd(14)} instances ${String(v.instances).padStart(5)}  AP50 ${v.ap50.toFixed(3)}  AP50-95 ${v.ap50_95.toFixed(3)}  best F1 ${op.f1.toFixed(3)} at score ${op.threshold.toFixed(3)} (P ${op.precision.toFixed(2)}, R ${op.recall.toFixed(2)})`);
+    log(
+      `${EVAL_CLASSES[c]!.padEnd(14)} instances ${String(v.instances).padStart(5)}  AP50 ${v.ap50.toFixed(3)}  AP50-95 ${v.ap50_95.toFixed(3)}  best F1 ${op.f1.toFixed(3)} at score ${op.threshold.toFixed(3)} (P ${op.precision.toFixed(2)}, R ${op.recall.toFixed(2)})`,
+    );
   }
-  const summary = { images: images.length, map50: r4(result.map50), map50_95: r4(result.map50_95), per_class: perClass, ms_per_image: Math.round((inferenceMs / images.length) * 10) / 10 };
+  const summary = {
+    images: images.length,
+    map50: r4(result.map50),
+    map50_95: r4(result.map50_95),
+    per_class: perClass,
+    ms_per_image: Math.round((inferenceMs / images.length) * 10) / 10,
+  };
   log(JSON.stringify(summary));
   return summary;
 }

@@ -16,9 +16,18 @@ export function createKey(config: Config, env: Environment, account: string): st
 export function listKeys(config: Config): string[] {
   const { keys, close } = keyStoreOnly(config);
   try {
-    return keys.list().map((k) =>
-      [k.id, k.accountName, k.livemode ? "live" : "test", `sk_${k.livemode ? "live" : "test"}_…${k.last4}`, new Date(k.createdAt).toISOString(), k.revokedAt ? `revoked ${new Date(k.revokedAt).toISOString()}` : "active"].join("\t"),
-    );
+    return keys
+      .list()
+      .map((k) =>
+        [
+          k.id,
+          k.accountName,
+          k.livemode ? "live" : "test",
+          `sk_${k.livemode ? "live" : "test"}_…${k.last4}`,
+          new Date(k.createdAt).toISOString(),
+          k.revokedAt ? `revoked ${new Date(k.revokedAt).toISOString()}` : "active",
+        ].join("\t"),
+      );
   } finally {
     close();
   }

@@ -15,15 +15,26 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
   const s = embeddedServices(config, log);
   const runner = new WorkerPoolRunner({ blobDir: join(config.dataDir, "blobs"), threads: config.detectionThreads, models: config.models });
   const controller = new Controller({
-    store: s.inspections, runner, signals: s.signals, clock: s.clock, log: log.child({ component: "controller" }),
-    publicUrl: config.publicUrl, pollMs: config.controllerPollMs, maxProcessingAttempts: config.processingMaxAttempts,
+    store: s.inspections,
+    runner,
+    signals: s.signals,
+    clock: s.clock,
+    log: log.child({ component: "controller" }),
+    publicUrl: config.publicUrl,
+    pollMs: config.controllerPollMs,
+    maxProcessingAttempts: config.processingMaxAttempts,
     shutdownGraceMs: config.shutdownGraceMs,
     settled: (r) => deleteInspectionModelInputs(s.blobs, r.id, s.inspections.photos(r.id), s.modelInputSizes),
   });
   const dispatcher = new WebhookDispatcher({
-    events: s.events, keys: s.keys, clock: s.clock, log: log.child({ component: "webhooks" }),
-    retryScheduleMs: config.webhooks.retryScheduleMs, timeoutMs: config.webhooks.timeoutMs,
-    allowPrivateTargets: config.webhooks.allowPrivateTargets, pollMs: Math.min(config.controllerPollMs, 250),
+    events: s.events,
+    keys: s.keys,
+    clock: s.clock,
+    log: log.child({ component: "webhooks" }),
+    retryScheduleMs: config.webhooks.retryScheduleMs,
+    timeoutMs: config.webhooks.timeoutMs,
+    allowPrivateTargets: config.webhooks.allowPrivateTargets,
+    pollMs: Math.min(config.controllerPollMs, 250),
   });
   const purge = setInterval(() => s.idempotency.purge(s.clock.now() - IDEMPOTENCY_RETENTION_MS), 60_000).unref();
 

@@ -38,5 +38,9 @@ mkdirSync(join(ocr, "lang"), { recursive: true });
 copyFileSync(join(dirname(require.resolve("tesseract.js/package.json")), "dist/worker.min.js"), join(ocr, "worker.min.js"));
 const core = dirname(require.resolve("tesseract.js-core/package.json"));
 // tesseract.js picks the LSTM-only build that the browser supports (relaxed SIMD, SIMD or plain).
-for (const file of readdirSync(core).filter((f) => /^tesseract-core(-simd|-relaxedsimd)?-lstm\.wasm\.js$/.test(f))) copyFileSync(join(core, file), join(ocr, "core", file));
-copyFileSync(join(dirname(require.resolve("@tesseract.js-data/eng/package.json")), "4.0.0_best_int/eng.traineddata.gz"), join(ocr, "lang", "eng.traineddata.gz"));
+for (const file of readdirSync(core).filter((f) => /^tesseract-core(-simd|-relaxedsimd)?-lstm\.wasm\.js$/.test(f)))
+  copyFileSync(join(core, file), join(ocr, "core", file));
+copyFileSync(
+  join(dirname(require.resolve("@tesseract.js-data/eng/package.json")), "4.0.0_best_int/eng.traineddata.gz"),
+  join(ocr, "lang", "eng.traineddata.gz"),
+);

@@ -31,8 +31,10 @@ const ACCEPTED = `${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
 const SHARP_FORMATS = { "image/jpeg": "jpeg", "image/png": "png", "image/webp": "webp" } as const;
 const heavyDecodes = pLimit(1);
 
-const notAccepted = () => new ApiError("unsupported_media_type", `The photo is not a ${ACCEPTED} image; send one of those.`, { param: "photo" });
-const tooLarge = () => new ApiError("body_too_large", `The photo has more than ${PHOTO_LIMITS.maxPixels / 1e6} megapixels; send it at a lower resolution.`);
+const notAccepted = () =>
+  new ApiError("unsupported_media_type", `The photo is not a ${ACCEPTED} image; send one of those.`, { param: "photo" });
+const tooLarge = () =>
+  new ApiError("body_too_large", `The photo has more than ${PHOTO_LIMITS.maxPixels / 1e6} megapixels; send it at a lower resolution.`);
 
 /**
  * The photo's format from its bytes, which must be the one its Content-Type declares. Checked before
@@ -43,7 +45,11 @@ function photoType(input: Buffer, declaredType: string): PhotoContentType {
   const found = sniffPhotoType(input);
   if (!found) throw notAccepted();
   if (found !== declaredType) {
-    throw new ApiError("unsupported_media_type", `The photo is a ${PHOTO_FORMAT_NAMES[found]} image but was sent as ${declaredType}; send it as ${found}.`, { param: "photo" });
+    throw new ApiError(
+      "unsupported_media_type",
+      `The photo is a ${PHOTO_FORMAT_NAMES[found]} image but was sent as ${declaredType}; send it as ${found}.`,
+      { param: "photo" },
+    );
   }
   return found;
 }
@@ -91,5 +97,11 @@ export async function ingestPhoto(input: Buffer, declaredType: string): Promise<
   }
   const { data: jpeg, info } = out;
   const quality = await measureQuality(jpeg);
-  return { jpeg, width: info.width, height: info.height, quality, etag: `"${createHash("sha256").update(jpeg).digest("base64url").slice(0, 27)}"` };
+  return {
+    jpeg,
+    width: info.width,
+    height: info.height,
+    quality,
+    etag: `"${createHash("sha256").update(jpeg).digest("base64url").slice(0, 27)}"`,
+  };
 }

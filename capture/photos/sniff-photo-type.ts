@@ -4,7 +4,12 @@ import { isHeic } from "./decode-heic.ts";
 export type PhotoContentType = (typeof PHOTO_CONTENT_TYPES)[number];
 
 /** What a message calls each accepted format. */
-export const PHOTO_FORMAT_NAMES = { "image/jpeg": "JPEG", "image/png": "PNG", "image/webp": "WebP", "image/heic": "HEIC" } as const satisfies Record<PhotoContentType, string>;
+export const PHOTO_FORMAT_NAMES = {
+  "image/jpeg": "JPEG",
+  "image/png": "PNG",
+  "image/webp": "WebP",
+  "image/heic": "HEIC",
+} as const satisfies Record<PhotoContentType, string>;
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 

@@ -7,7 +7,19 @@ import { ApiError } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
 import { ErrorBody } from "../../core/schemas/common.ts";
-import { ANGLES, CaptureSession, isExterior, PHOTO_CONTENT_TYPES, PhotoParams, PhotoResult, REQUIRED_ANGLES, SubmitResult, TokenParams, VinBody, VinResult } from "../../core/schemas/capture.ts";
+import {
+  ANGLES,
+  CaptureSession,
+  isExterior,
+  PHOTO_CONTENT_TYPES,
+  PhotoParams,
+  PhotoResult,
+  REQUIRED_ANGLES,
+  SubmitResult,
+  TokenParams,
+  VinBody,
+  VinResult,
+} from "../../core/schemas/capture.ts";
 import type { Services } from "../../core/services.ts";
 import { formatTimestamp } from "../../core/time.ts";
 import { deleteModelInputs, storeModelInputs } from "../../inference/detection/model-input.ts";
@@ -15,7 +27,17 @@ import { ingestPhoto, PHOTO_LIMITS } from "../photos/ingest-photo.ts";
 
 /** How long opening and submitting wait for the controller to apply the move before answering. */
 const MOVE_WAIT_MS = 5_000;
-const errors = { 400: ErrorBody, 404: ErrorBody, 409: ErrorBody, 410: ErrorBody, 413: ErrorBody, 415: ErrorBody, 429: ErrorBody, 500: ErrorBody, 503: ErrorBody };
+const errors = {
+  400: ErrorBody,
+  404: ErrorBody,
+  409: ErrorBody,
+  410: ErrorBody,
+  413: ErrorBody,
+  415: ErrorBody,
+  429: ErrorBody,
+  500: ErrorBody,
+  503: ErrorBody,
+};
 
 function validVin(raw: string): string {
   const vin = normalizeVin(raw);
@@ -24,7 +46,8 @@ function validVin(raw: string): string {
   return vin;
 }
 
-const linkInactive = (state: string) => new ApiError("capture_link_inactive", `This capture link is no longer active: the inspection is ${state}.`);
+const linkInactive = (state: string) =>
+  new ApiError("capture_link_inactive", `This capture link is no longer active: the inspection is ${state}.`);
 
 /**
  * The state an inspection whose capture the store has closed is in, or is moving to: an intent
@@ -44,11 +67,14 @@ function closingState(r: InspectionRecord, now: number): string {
 export const captureRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
-    app.addContentTypeParser([...PHOTO_CONTENT_TYPES], { parseAs: "buffer", bodyLimit: PHOTO_LIMITS.maxBytes }, (_request, body, done) => done(null, body));
+    app.addContentTypeParser([...PHOTO_CONTENT_TYPES], { parseAs: "buffer", bodyLimit: PHOTO_LIMITS.maxBytes }, (_request, body, done) =>
+      done(null, body),
+    );
 
     const open = (token: string): InspectionRecord => {
       const inspection = s.inspections.getByCaptureTokenHash(CaptureLinks.hash(token));
-      if (!inspection) throw new ApiError("resource_missing", "This capture link does not exist; check that it was copied whole.", { param: "token" });
+      if (!inspection)
+        throw new ApiError("resource_missing", "This capture link does not exist; check that it was copied whole.", { param: "token" });
       const state = captureLinkState(inspection.status, inspection.expiresAt, s.clock.now());
       if (state !== "active") throw linkInactive(state);
       return inspection;
@@ -62,92 +88,182 @@ export const captureRoutes =
         expires_at: formatTimestamp(r.expiresAt)!,
         vehicle: { vin: r.vin, make: r.make, model: r.model, year: r.year },
         vin_confirmed: r.vinObserved,
-        steps: ANGLES.map((angle) => ({ angle, required: REQUIRED_ANGLES.includes(angle), done: photos.has(angle), quality: photos.get(angle)?.quality ?? null })),
+        steps: ANGLES.map((angle) => ({
+          angle,
+          required: REQUIRED_ANGLES.includes(angle),
+          done: photos.has(angle),
+          quality: photos.get(angle)?.quality ?? null,
+        })),
       };
     };
 
-    app.get("/capture/v1/:token", {
-      schema: { operationId: "captureSession", summary: "The capture session (opens the inspection)", tags: ["capture"], params: TokenParams, response: { 200: CaptureSession, ...errors } },
-    }, async (request) => {
-      let inspection = open(request.params.token);
-      if (inspection.status === "created") {
-        s.inspections.recordOpened(inspection.id, s.clock.now());
+    app.get(
+      "/capture/v1/:token",
+      {
+        schema: {
+          operationId: "captureSession",
+          summary: "The capture session (opens the inspection)",
+          tags: ["capture"],
+          params: TokenParams,
+          response: { 200: CaptureSession, ...errors },
+        },
+      },
+      async (request) => {
+        let inspection = open(request.params.token);
+        if (inspection.status === "created") {
+          s.inspections.recordOpened(inspection.id, s.clock.now());
+          s.signals.nudgeController();
+          inspection = await s.signals.waitFor(
+            inspection.id,
+            () => s.inspections.getById(inspection.id)!,
+            (r) => r.status !== "created",
+            MOVE_WAIT_MS,
+          );
+        }
+        return session(inspection);
+      },
+    );
+
+    app.put(
+      "/capture/v1/:token/photos/:angle",
+      {
+        bodyLimit: PHOTO_LIMITS.maxBytes,
+        schema: {
+          operationId: "capturePhoto",
+          summary: "Upload the photo of one angle (a retake replaces it)",
+          tags: ["capture"],
+          params: PhotoParams,
+          response: { 200: PhotoResult, ...errors },
+        },
+      },
+      async (request) => {
+        const inspection = open(request.params.token);
+        if (!Buffer.isBuffer(request.body) || request.body.length === 0) {
+          throw new ApiError("parameter_missing", "Send the photo as the request body.", { param: "photo" });
+        }
+        const photo = await ingestPhoto(request.body, (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase());
+        const angle = request.params.angle;
+        if (isExterior(angle) && (await s.angles?.isWrongAngle(angle, photo.jpeg))) {
+          photo.quality = { ...photo.quality, passed: false, problems: [...photo.quality.problems, "wrong_angle"] };
+        }
+        const now = s.clock.now();
+        const mediaId = newId("med");
+        const blobKey = photoBlobKey(inspection.id, mediaId);
+        // Only exterior photos are searched for damage, so only they get model inputs.
+        const inputSizes = isExterior(request.params.angle) ? s.modelInputSizes : [];
+        // Blobs first, then the row that points at them: a crash in between leaves orphan files, never a dangling row.
+        await Promise.all([
+          s.blobs.put(blobKey, photo.jpeg, "image/jpeg"),
+          storeModelInputs(s.blobs, inspection.id, mediaId, photo.jpeg, inputSizes),
+        ]);
+        // Stored only if the capture is still open now: a submit or cancel may have landed while the photo was ingested.
+        const stored = s.inspections.putPhoto(
+          {
+            inspectionId: inspection.id,
+            angle: request.params.angle,
+            mediaId,
+            width: photo.width,
+            height: photo.height,
+            quality: photo.quality,
+            tries: 1,
+            capturedAt: now,
+          },
+          {
+            id: mediaId,
+            accountId: inspection.accountId,
+            livemode: inspection.livemode,
+            inspectionId: inspection.id,
+            kind: "photo",
+            blobKey,
+            bytes: photo.jpeg.length,
+            etag: photo.etag,
+            width: photo.width,
+            height: photo.height,
+            createdAt: now,
+          },
+        );
+        if (!stored.accepted) {
+          await Promise.all([s.blobs.delete(blobKey), deleteModelInputs(s.blobs, inspection.id, mediaId, inputSizes)]);
+          throw linkInactive(closingState(s.inspections.getById(inspection.id)!, now));
+        }
+        // Only now that no row points at the replaced photo can its blobs go.
+        const { replaced } = stored;
+        if (replaced)
+          await Promise.all([s.blobs.delete(replaced.blobKey), deleteModelInputs(s.blobs, inspection.id, replaced.id, inputSizes)]);
+        return { media_id: mediaId, angle: request.params.angle, width: photo.width, height: photo.height, quality: photo.quality };
+      },
+    );
+
+    app.get(
+      "/capture/v1/:token/vin",
+      {
+        schema: {
+          operationId: "captureVinDecode",
+          summary: "Decode a VIN for the customer to check, without recording it",
+          tags: ["capture"],
+          params: TokenParams,
+          querystring: VinBody,
+          response: { 200: VinResult, ...errors },
+        },
+      },
+      async (request) => {
+        const inspection = open(request.params.token);
+        const vin = validVin(request.query.vin);
+        return { vin, valid: true, matches_vehicle: vin === inspection.vin, ...(await s.vin.decode(vin)) };
+      },
+    );
+
+    app.post(
+      "/capture/v1/:token/vin",
+      {
+        schema: {
+          operationId: "captureVin",
+          summary: "Confirm the VIN read from the vehicle or typed",
+          tags: ["capture"],
+          params: TokenParams,
+          body: VinBody,
+          response: { 200: VinResult, ...errors },
+        },
+      },
+      async (request) => {
+        const inspection = open(request.params.token);
+        const vin = validVin(request.body.vin);
+        s.inspections.recordVinObserved(inspection.id, vin);
+        const decoded = await s.vin.decode(vin);
+        return { vin, valid: true, matches_vehicle: vin === inspection.vin, ...decoded };
+      },
+    );
+
+    app.post(
+      "/capture/v1/:token/submit",
+      {
+        schema: {
+          operationId: "captureSubmit",
+          summary: "Submit the walkthrough for processing",
+          tags: ["capture"],
+          params: TokenParams,
+          response: { 202: SubmitResult, ...errors },
+        },
+      },
+      async (request, reply) => {
+        const inspection = open(request.params.token);
+        const done = new Set(s.inspections.photos(inspection.id).map((p) => p.angle));
+        const missing = REQUIRED_ANGLES.filter((a) => !done.has(a));
+        if (missing.length) throw new ApiError("capture_incomplete", `Photos are still missing for: ${missing.join(", ")}.`);
+        const now = s.clock.now();
+        if (inspection.status === "created") s.inspections.recordOpened(inspection.id, now);
+        s.inspections.recordSubmitRequested(inspection.id, now);
         s.signals.nudgeController();
-        inspection = await s.signals.waitFor(inspection.id, () => s.inspections.getById(inspection.id)!, (r) => r.status !== "created", MOVE_WAIT_MS);
-      }
-      return session(inspection);
-    });
-
-    app.put("/capture/v1/:token/photos/:angle", {
-      bodyLimit: PHOTO_LIMITS.maxBytes,
-      schema: { operationId: "capturePhoto", summary: "Upload the photo of one angle (a retake replaces it)", tags: ["capture"], params: PhotoParams, response: { 200: PhotoResult, ...errors } },
-    }, async (request) => {
-      const inspection = open(request.params.token);
-      if (!Buffer.isBuffer(request.body) || request.body.length === 0) {
-        throw new ApiError("parameter_missing", "Send the photo as the request body.", { param: "photo" });
-      }
-      const photo = await ingestPhoto(request.body, (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase());
-      const angle = request.params.angle;
-      if (isExterior(angle) && (await s.angles?.isWrongAngle(angle, photo.jpeg))) {
-        photo.quality = { ...photo.quality, passed: false, problems: [...photo.quality.problems, "wrong_angle"] };
-      }
-      const now = s.clock.now();
-      const mediaId = newId("med");
-      const blobKey = photoBlobKey(inspection.id, mediaId);
-      // Only exterior photos are searched for damage, so only they get model inputs.
-      const inputSizes = isExterior(request.params.angle) ? s.modelInputSizes : [];
-      // Blobs first, then the row that points at them: a crash in between leaves orphan files, never a dangling row.
-      await Promise.all([
-        s.blobs.put(blobKey, photo.jpeg, "image/jpeg"),
-        storeModelInputs(s.blobs, inspection.id, mediaId, photo.jpeg, inputSizes),
-      ]);
-      // Stored only if the capture is still open now: a submit or cancel may have landed while the photo was ingested.
-      const stored = s.inspections.putPhoto(
-        { inspectionId: inspection.id, angle: request.params.angle, mediaId, width: photo.width, height: photo.height, quality: photo.quality, tries: 1, capturedAt: now },
-        { id: mediaId, accountId: inspection.accountId, livemode: inspection.livemode, inspectionId: inspection.id, kind: "photo", blobKey, bytes: photo.jpeg.length, etag: photo.etag, width: photo.width, height: photo.height, createdAt: now },
-      );
-      if (!stored.accepted) {
-        await Promise.all([s.blobs.delete(blobKey), deleteModelInputs(s.blobs, inspection.id, mediaId, inputSizes)]);
-        throw linkInactive(closingState(s.inspections.getById(inspection.id)!, now));
-      }
-      // Only now that no row points at the replaced photo can its blobs go.
-      const { replaced } = stored;
-      if (replaced) await Promise.all([s.blobs.delete(replaced.blobKey), deleteModelInputs(s.blobs, inspection.id, replaced.id, inputSizes)]);
-      return { media_id: mediaId, angle: request.params.angle, width: photo.width, height: photo.height, quality: photo.quality };
-    });
-
-    app.get("/capture/v1/:token/vin", {
-      schema: { operationId: "captureVinDecode", summary: "Decode a VIN for the customer to check, without recording it", tags: ["capture"], params: TokenParams, querystring: VinBody, response: { 200: VinResult, ...errors } },
-    }, async (request) => {
-      const inspection = open(request.params.token);
-      const vin = validVin(request.query.vin);
-      return { vin, valid: true, matches_vehicle: vin === inspection.vin, ...(await s.vin.decode(vin)) };
-    });
-
-    app.post("/capture/v1/:token/vin", {
-      schema: { operationId: "captureVin", summary: "Confirm the VIN read from the vehicle or typed", tags: ["capture"], params: TokenParams, body: VinBody, response: { 200: VinResult, ...errors } },
-    }, async (request) => {
-      const inspection = open(request.params.token);
-      const vin = validVin(request.body.vin);
-      s.inspections.recordVinObserved(inspection.id, vin);
-      const decoded = await s.vin.decode(vin);
-      return { vin, valid: true, matches_vehicle: vin === inspection.vin, ...decoded };
-    });
-
-    app.post("/capture/v1/:token/submit", {
-      schema: { operationId: "captureSubmit", summary: "Submit the walkthrough for processing", tags: ["capture"], params: TokenParams, response: { 202: SubmitResult, ...errors } },
-    }, async (request, reply) => {
-      const inspection = open(request.params.token);
-      const done = new Set(s.inspections.photos(inspection.id).map((p) => p.angle));
-      const missing = REQUIRED_ANGLES.filter((a) => !done.has(a));
-      if (missing.length) throw new ApiError("capture_incomplete", `Photos are still missing for: ${missing.join(", ")}.`);
-      const now = s.clock.now();
-      if (inspection.status === "created") s.inspections.recordOpened(inspection.id, now);
-      s.inspections.recordSubmitRequested(inspection.id, now);
-      s.signals.nudgeController();
-      const after = await s.signals.waitFor(inspection.id, () => s.inspections.getById(inspection.id)!, (r) => !isCaptureOpen(r.status), MOVE_WAIT_MS);
-      if (after.status === "processing" || after.status === "completed" || after.status === "failed") return reply.code(202).send({ status: "processing" as const });
-      if (!isCaptureOpen(after.status)) throw linkInactive(after.status);
-      throw new ApiError("service_unavailable", "The submission is recorded but not yet confirmed; retry in a moment.");
-    });
+        const after = await s.signals.waitFor(
+          inspection.id,
+          () => s.inspections.getById(inspection.id)!,
+          (r) => !isCaptureOpen(r.status),
+          MOVE_WAIT_MS,
+        );
+        if (after.status === "processing" || after.status === "completed" || after.status === "failed")
+          return reply.code(202).send({ status: "processing" as const });
+        if (!isCaptureOpen(after.status)) throw linkInactive(after.status);
+        throw new ApiError("service_unavailable", "The submission is recorded but not yet confirmed; retry in a moment.");
+      },
+    );
   };

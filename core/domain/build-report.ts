@@ -35,8 +35,15 @@ export function buildReport({ inspection, photos, result, publicUrl, now, newFin
   if (inspection.vinObserved && inspection.vinObserved !== inspection.vin) {
     const vinPhoto = photos.find((p) => p.angle === "vin");
     findings.push({
-      id: newFindingId(), object: "finding", type: "vin_mismatch", part: null, severity: VIN_MISMATCH_SEVERITY,
-      confidence: null, media_id: vinPhoto?.mediaId ?? null, bbox: null, evidence_url: vinPhoto ? mediaUrl(vinPhoto.mediaId) : null,
+      id: newFindingId(),
+      object: "finding",
+      type: "vin_mismatch",
+      part: null,
+      severity: VIN_MISMATCH_SEVERITY,
+      confidence: null,
+      media_id: vinPhoto?.mediaId ?? null,
+      bbox: null,
+      evidence_url: vinPhoto ? mediaUrl(vinPhoto.mediaId) : null,
     });
   }
   const grade = overallGrade(findings.map((f) => f.severity));

@@ -3,7 +3,12 @@
  * (1 after the first); the schedule lists the waits before attempts 2, 3, …. Null means the
  * attempts are used up and the event is marked failed.
  */
-export function nextAttemptAt(now: number, attemptsMade: number, scheduleMs: readonly number[], random: () => number = Math.random): number | null {
+export function nextAttemptAt(
+  now: number,
+  attemptsMade: number,
+  scheduleMs: readonly number[],
+  random: () => number = Math.random,
+): number | null {
   const wait = scheduleMs[attemptsMade - 1];
   if (wait === undefined) return null;
   // ±10% jitter spreads retries of many events that failed together (svix does the same).

@@ -5,7 +5,14 @@
 export const STATUSES = ["created", "in_progress", "processing", "completed", "canceled", "expired", "failed"] as const;
 export type Status = (typeof STATUSES)[number];
 
-export const TRIGGERS = ["capture_opened", "capture_submitted", "report_stored", "cancel_requested", "link_expired", "processing_failed"] as const;
+export const TRIGGERS = [
+  "capture_opened",
+  "capture_submitted",
+  "report_stored",
+  "cancel_requested",
+  "link_expired",
+  "processing_failed",
+] as const;
 export type Trigger = (typeof TRIGGERS)[number];
 
 export const TRANSITIONS: ReadonlyArray<{ from: Status; on: Trigger; to: Status }> = [

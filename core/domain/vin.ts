@@ -5,9 +5,29 @@
 export const VIN_PATTERN = /^[A-HJ-NPR-Z0-9]{17}$/;
 
 const TRANSLITERATION: Record<string, number> = {
-  A: 1, B: 2, C: 3, D: 4, E: 5, F: 6, G: 7, H: 8,
-  J: 1, K: 2, L: 3, M: 4, N: 5, P: 7, R: 9,
-  S: 2, T: 3, U: 4, V: 5, W: 6, X: 7, Y: 8, Z: 9,
+  A: 1,
+  B: 2,
+  C: 3,
+  D: 4,
+  E: 5,
+  F: 6,
+  G: 7,
+  H: 8,
+  J: 1,
+  K: 2,
+  L: 3,
+  M: 4,
+  N: 5,
+  P: 7,
+  R: 9,
+  S: 2,
+  T: 3,
+  U: 4,
+  V: 5,
+  W: 6,
+  X: 7,
+  Y: 8,
+  Z: 9,
 };
 const WEIGHTS = [8, 7, 6, 5, 4, 3, 2, 10, 0, 9, 8, 7, 6, 5, 4, 3, 2];
 
@@ -75,11 +95,14 @@ function repair(run: string): string | null {
  */
 export function vinFromOcr(text: string): string | null {
   const cleaned = text.toUpperCase().replace(/I/g, "1").replace(/[OQ]/g, "0");
-  const runs = cleaned.replace(/[^A-HJ-NPR-Z0-9]+/g, " ").split(" ").flatMap((word) => {
-    const out: string[] = [];
-    for (let i = 0; i + 17 <= word.length; i++) out.push(word.slice(i, i + 17));
-    return out;
-  });
+  const runs = cleaned
+    .replace(/[^A-HJ-NPR-Z0-9]+/g, " ")
+    .split(" ")
+    .flatMap((word) => {
+      const out: string[] = [];
+      for (let i = 0; i + 17 <= word.length; i++) out.push(word.slice(i, i + 17));
+      return out;
+    });
   for (const run of runs) {
     const vin = repair(run);
     if (vin) return vin;

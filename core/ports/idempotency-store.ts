@@ -2,11 +2,7 @@ import type { Scope } from "./records.ts";
 
 export type StoredResponse = { statusCode: number; body: string; headers: Record<string, string> };
 
-export type BeginResult =
-  | { kind: "started" }
-  | { kind: "replay"; response: StoredResponse }
-  | { kind: "in_flight" }
-  | { kind: "mismatch" };
+export type BeginResult = { kind: "started" } | { kind: "replay"; response: StoredResponse } | { kind: "in_flight" } | { kind: "mismatch" };
 
 /**
  * Idempotency keys, scoped to an account and environment. `begin` is atomic: of many concurrent

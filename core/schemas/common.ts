@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { ERROR_CODES, type ErrorCode, type ErrorType } from "../errors.ts";
 
-export const Timestamp = z.string().meta({ description: "UTC, ISO 8601, whole seconds: YYYY-MM-DDTHH:MM:SSZ", example: "2026-11-21T10:00:00Z" });
+export const Timestamp = z
+  .string()
+  .meta({ description: "UTC, ISO 8601, whole seconds: YYYY-MM-DDTHH:MM:SSZ", example: "2026-11-21T10:00:00Z" });
 
 const ERROR_TYPES = [...new Set(Object.values(ERROR_CODES).map((e) => e.type))] as [ErrorType, ...ErrorType[]];
 

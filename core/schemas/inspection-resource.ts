@@ -12,7 +12,11 @@ export const Condition = z.object({
   status: z.enum(["True", "False", "Unknown"]),
   observedGeneration: z.number().int().min(0).optional(),
   lastTransitionTime: z.string(),
-  reason: z.string().min(1).max(1024).regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/),
+  reason: z
+    .string()
+    .min(1)
+    .max(1024)
+    .regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/),
   message: z.string().max(32768),
 });
 

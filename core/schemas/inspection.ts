@@ -14,12 +14,18 @@ export const Vin = z
     const problem = vinProblem(vin);
     if (problem) ctx.addIssue({ code: "custom", message: VIN_PROBLEM_MESSAGES[problem] });
   })
-  .meta({ description: "17 characters of A-HJ-NPR-Z0-9; North American VINs (1-5) must carry a correct check digit.", example: "1HGCM82633A004352" });
+  .meta({
+    description: "17 characters of A-HJ-NPR-Z0-9; North American VINs (1-5) must carry a correct check digit.",
+    example: "1HGCM82633A004352",
+  });
 
 export const CreateInspectionBody = z.strictObject({
   reference: z.string().min(1).max(255).optional(),
   vehicle: z.strictObject({ vin: Vin }),
-  notify_url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
+  notify_url: z
+    .url({ protocol: /^https?$/ })
+    .max(2048)
+    .optional(),
 });
 export type CreateInspectionBody = z.infer<typeof CreateInspectionBody>;
 

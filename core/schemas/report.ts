@@ -5,7 +5,16 @@ import { Grade, Summary } from "./inspection.ts";
 
 export const FINDING_TYPES = ["dent", "scratch", "crack", "glass_shatter", "lamp_broken", "tire_flat", "vin_mismatch"] as const;
 
-export const QUALITY_PROBLEMS = ["too_dark", "too_bright", "blurry", "glare", "wrong_angle", "too_small", "unreadable", "no_vehicle"] as const;
+export const QUALITY_PROBLEMS = [
+  "too_dark",
+  "too_bright",
+  "blurry",
+  "glare",
+  "wrong_angle",
+  "too_small",
+  "unreadable",
+  "no_vehicle",
+] as const;
 export type QualityProblem = (typeof QUALITY_PROBLEMS)[number];
 
 export const Quality = z.object({
@@ -14,7 +23,8 @@ export const Quality = z.object({
   glare: z.number().meta({ description: "Share of blown-out pixels (luminance 250 of 255 or more) in the central half of the frame." }),
   passed: z.boolean(),
   problems: z.array(z.enum(QUALITY_PROBLEMS)).meta({
-    description: "too_dark, too_bright, blurry, glare: measured on upload; wrong_angle: on upload, the photo shows another side of the vehicle than its angle (judged from the parts it shows). too_small, unreadable, no_vehicle: found during processing, where the photo is then left out of detection.",
+    description:
+      "too_dark, too_bright, blurry, glare: measured on upload; wrong_angle: on upload, the photo shows another side of the vehicle than its angle (judged from the parts it shows). too_small, unreadable, no_vehicle: found during processing, where the photo is then left out of detection.",
   }),
 });
 export type Quality = z.infer<typeof Quality>;
@@ -38,7 +48,11 @@ export const Finding = z.object({
   confidence: z.number().nullable(),
   media_id: z.string().nullable(),
   // An array of exactly four rather than a tuple: schemathesis cannot read a tuple's prefixItems.
-  bbox: z.array(z.number().min(0).max(1)).length(4).nullable().meta({ description: "x, y, width, height, relative to the photo, each 0 to 1." }),
+  bbox: z
+    .array(z.number().min(0).max(1))
+    .length(4)
+    .nullable()
+    .meta({ description: "x, y, width, height, relative to the photo, each 0 to 1." }),
   evidence_url: z.string().nullable(),
 });
 export type Finding = z.infer<typeof Finding>;

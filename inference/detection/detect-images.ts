@@ -18,10 +18,19 @@ export type ImageDetections = { found: Detected[]; lb: Letterbox };
 export async function detectImages(
   detectors: OnnxDetector[],
   images: (Buffer | ScaledPixels)[],
-  { batchSize = 8, thresholds = [], stopping }: { batchSize?: number; thresholds?: (ArrayLike<number> | undefined)[]; stopping?: () => void } = {},
+  {
+    batchSize = 8,
+    thresholds = [],
+    stopping,
+  }: { batchSize?: number; thresholds?: (ArrayLike<number> | undefined)[]; stopping?: () => void } = {},
 ): Promise<ImageDetections[][]> {
   const sizes = detectors.map((d) => d.size);
-  const prepare = (from: number): Promise<Letterboxed[][]> => Promise.all(images.slice(from, from + batchSize).map(async (image) => Buffer.isBuffer(image) ? letterboxes(image, sizes) : fromScaled(image, sizes)));
+  const prepare = (from: number): Promise<Letterboxed[][]> =>
+    Promise.all(
+      images
+        .slice(from, from + batchSize)
+        .map(async (image) => (Buffer.isBuffer(image) ? letterboxes(image, sizes) : fromScaled(image, sizes))),
+    );
   const out: ImageDetections[][] = detectors.map(() => []);
   const run = async (k: number, batch: Letterboxed[]) => {
     // Between batches is where a stopping process can leave: never inside a model's run.
@@ -37,11 +46,18 @@ export async function detectImages(
     // A photo that fails to decode rejects the batch being prepared; keep that rejection from
     // going unhandled while this batch runs.
     next?.catch(() => {});
-    await run(0, inputs.map((perModel) => perModel[0]!));
+    await run(
+      0,
+      inputs.map((perModel) => perModel[0]!),
+    );
     kept.push(...inputs.map((perModel) => perModel.slice(1)));
   }
   for (let k = 1; k < detectors.length; k++) {
-    for (let from = 0; from < kept.length; from += batchSize) await run(k, kept.slice(from, from + batchSize).map((perModel) => perModel[k - 1]!));
+    for (let from = 0; from < kept.length; from += batchSize)
+      await run(
+        k,
+        kept.slice(from, from + batchSize).map((perModel) => perModel[k - 1]!),
+      );
   }
   return out;
 }

@@ -3,7 +3,13 @@ import { evidenceBlobKey } from "../../core/blob-keys.ts";
 import { DAMAGE_TYPES, PART_SHARE_OF_PHOTO, findingSeverity, type DamageType } from "../../core/domain/grading.ts";
 import { newId } from "../../core/ids.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
-import { DetectionInterrupted, type Detection, type DetectionResult, type PhotoOutcome, type PhotoToInspect } from "../../core/ports/detection-runner.ts";
+import {
+  DetectionInterrupted,
+  type Detection,
+  type DetectionResult,
+  type PhotoOutcome,
+  type PhotoToInspect,
+} from "../../core/ports/detection-runner.ts";
 import { isExterior } from "../../core/schemas/capture.ts";
 import type { Quality } from "../../core/schemas/report.ts";
 import { drawEvidence } from "../evidence/draw-evidence.ts";
@@ -24,7 +30,12 @@ const MIN_PART_OVERLAP = 0.3;
 
 const area = (b: Box) => Math.max(0, b.x2 - b.x1) * Math.max(0, b.y2 - b.y1);
 const overlapShare = (inner: Box, outer: Box) =>
-  area({ x1: Math.max(inner.x1, outer.x1), y1: Math.max(inner.y1, outer.y1), x2: Math.min(inner.x2, outer.x2), y2: Math.min(inner.y2, outer.y2) }) / Math.max(area(inner), 1e-9);
+  area({
+    x1: Math.max(inner.x1, outer.x1),
+    y1: Math.max(inner.y1, outer.y1),
+    x2: Math.min(inner.x2, outer.x2),
+    y2: Math.min(inner.y2, outer.y2),
+  }) / Math.max(area(inner), 1e-9);
 
 /**
  * Parts a damage type can be on: shattered glass is on a window, a broken lamp on a light, a flat
@@ -63,16 +74,32 @@ export function showsVehicle(parts: Detected[], damage: Detected[]): boolean {
 }
 
 /** Each photo's damage, from the full frame and from its tiles, merged (tiles.ts). */
-async function lookCloser(model: OnnxDetector, photos: { bytes: Buffer; width: number; height: number }[], full: Detected[][], n: number, stopping: () => void): Promise<Detected[][]> {
+async function lookCloser(
+  model: OnnxDetector,
+  photos: { bytes: Buffer; width: number; height: number }[],
+  full: Detected[][],
+  n: number,
+  stopping: () => void,
+): Promise<Detected[][]> {
   const tiles = photos.flatMap((p, i) => tileRegions(p.width, p.height, n).map((region) => ({ i, region, bytes: p.bytes })));
   const scaled = await Promise.all(tiles.map((t) => scaleRegion(t.bytes, t.region, model.size)));
   const [runs] = await detectImages([model], scaled, { stopping });
-  return full.map((found, i) => mergeTiles(found, tiles.flatMap((t, k) => (t.i === i ? [{ region: t.region, found: runs![k]!.found }] : [])), MERGE_IOU));
+  return full.map((found, i) =>
+    mergeTiles(
+      found,
+      tiles.flatMap((t, k) => (t.i === i ? [{ region: t.region, found: runs![k]!.found }] : [])),
+      MERGE_IOU,
+    ),
+  );
 }
 /** Tiles and the full frame see one damage more than once; the detector's own NMS overlap merges them. */
 const MERGE_IOU = 0.5;
 
-const flagged = (q: Quality, problem: Quality["problems"][number]): Quality => ({ ...q, passed: false, problems: [...q.problems, problem] });
+const flagged = (q: Quality, problem: Quality["problems"][number]): Quality => ({
+  ...q,
+  passed: false,
+  problems: [...q.problems, problem],
+});
 const UNREADABLE: Quality = { brightness: 0, sharpness: 0, glare: 0, passed: false, problems: ["unreadable"] };
 
 /**
@@ -82,7 +109,13 @@ const UNREADABLE: Quality = { brightness: 0, sharpness: 0, glare: 0, passed: fal
  * an evidence photo. A photo that cannot be read, is too small, or shows no vehicle (showsVehicle)
  * is reported as such and yields no findings.
  */
-export async function detectPhotos(blobs: BlobStore, inspectionId: string, photos: PhotoToInspect[], models: Models, stopping: () => boolean = () => false): Promise<DetectionResult> {
+export async function detectPhotos(
+  blobs: BlobStore,
+  inspectionId: string,
+  photos: PhotoToInspect[],
+  models: Models,
+  stopping: () => boolean = () => false,
+): Promise<DetectionResult> {
   const checkpoint = () => {
     if (stopping()) throw new DetectionInterrupted();
   };
@@ -117,10 +150,21 @@ export async function detectPhotos(blobs: BlobStore, inspectionId: string, photo
 
   const detectors = models.parts ? [models.damage, models.parts] : [models.damage];
   const sizes = detectors.map((d) => d.size);
-  const inputs = await Promise.all(searched.map(async (s) => (await loadModelInputs(blobs, inspectionId, s.photo.mediaId, s.width, s.height, sizes)) ?? s.bytes));
+  const inputs = await Promise.all(
+    searched.map(async (s) => (await loadModelInputs(blobs, inspectionId, s.photo.mediaId, s.width, s.height, sizes)) ?? s.bytes),
+  );
   const [damageRuns, partsRuns] = await detectImages(detectors, inputs, { stopping: checkpoint });
   const parts = partsRuns?.map((r) => r.found) ?? null;
-  const damage = models.tiles > 1 ? await lookCloser(models.damage, searched, damageRuns!.map((r) => r.found), models.tiles, checkpoint) : damageRuns!.map((r) => r.found);
+  const damage =
+    models.tiles > 1
+      ? await lookCloser(
+          models.damage,
+          searched,
+          damageRuns!.map((r) => r.found),
+          models.tiles,
+          checkpoint,
+        )
+      : damageRuns!.map((r) => r.found);
 
   const detections: Detection[] = [];
   for (const [i, s] of searched.entries()) {

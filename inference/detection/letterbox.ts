@@ -61,11 +61,17 @@ export async function scaleForModels(image: Buffer, sizes: number[]): Promise<Sc
   return {
     width,
     height,
-    pixels: await Promise.all(sizes.map(async (size) => {
-      const { w, h } = fit(width, height, size);
-      return w === decoded.w && h === decoded.h ? pixels
-        : sharp(pixels, { raw: { width: decoded.w, height: decoded.h, channels: 3 } }).resize(w, h, { fit: "fill", kernel: "linear" }).raw().toBuffer();
-    })),
+    pixels: await Promise.all(
+      sizes.map(async (size) => {
+        const { w, h } = fit(width, height, size);
+        return w === decoded.w && h === decoded.h
+          ? pixels
+          : sharp(pixels, { raw: { width: decoded.w, height: decoded.h, channels: 3 } })
+              .resize(w, h, { fit: "fill", kernel: "linear" })
+              .raw()
+              .toBuffer();
+      }),
+    ),
   };
 }
 

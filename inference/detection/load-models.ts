@@ -13,7 +13,13 @@ import { OnnxDetector, type Provider } from "./onnx-detector.ts";
  */
 export const PART_THRESHOLD = 0.03;
 
-export type ModelConfig = { damageModel: string | null; partsModel: string | null; provider: Provider; thresholds: Record<string, number>; tiles: number };
+export type ModelConfig = {
+  damageModel: string | null;
+  partsModel: string | null;
+  provider: Provider;
+  thresholds: Record<string, number>;
+  tiles: number;
+};
 
 /** Loads the configured models once for a worker; a model that cannot load is an error that says why. */
 export async function loadModels(c: ModelConfig): Promise<Models> {
@@ -25,5 +31,9 @@ export async function loadModels(c: ModelConfig): Promise<Models> {
       throw new Error(`the ${what} model at ${path} failed to load: ${(error as Error).message}`);
     }
   };
-  return { damage: await load(c.damageModel, "damage", c.thresholds), parts: await load(c.partsModel, "parts", undefined, PART_THRESHOLD), tiles: c.tiles };
+  return {
+    damage: await load(c.damageModel, "damage", c.thresholds),
+    parts: await load(c.partsModel, "parts", undefined, PART_THRESHOLD),
+    tiles: c.tiles,
+  };
 }

@@ -28,10 +28,18 @@ export function modelInputSizes(models: { damageModel: string | null; partsModel
 }
 
 /** Scales the stored photo for each size and stores the pixels. Its letterboxed tensors are then the ones decoding it gives. */
-export async function storeModelInputs(blobs: BlobStore, inspectionId: string, mediaId: string, jpeg: Buffer, sizes: number[]): Promise<void> {
+export async function storeModelInputs(
+  blobs: BlobStore,
+  inspectionId: string,
+  mediaId: string,
+  jpeg: Buffer,
+  sizes: number[],
+): Promise<void> {
   if (sizes.length === 0) return;
   const { pixels } = await scaleForModels(jpeg, sizes);
-  await Promise.all(sizes.map((size, k) => blobs.put(modelInputBlobKey(inspectionId, mediaId, size), pixels[k]!, "application/octet-stream")));
+  await Promise.all(
+    sizes.map((size, k) => blobs.put(modelInputBlobKey(inspectionId, mediaId, size), pixels[k]!, "application/octet-stream")),
+  );
 }
 
 export async function deleteModelInputs(blobs: BlobStore, inspectionId: string, mediaId: string, sizes: number[]): Promise<void> {
@@ -43,12 +51,24 @@ export async function deleteModelInputs(blobs: BlobStore, inspectionId: string, 
  * failed, canceled or expired): only processing reads them. At today's sizes they are about 560 KB
  * a photo, more than most photos.
  */
-export async function deleteInspectionModelInputs(blobs: BlobStore, inspectionId: string, photos: readonly { mediaId: string; angle: string }[], sizes: number[]): Promise<void> {
+export async function deleteInspectionModelInputs(
+  blobs: BlobStore,
+  inspectionId: string,
+  photos: readonly { mediaId: string; angle: string }[],
+  sizes: number[],
+): Promise<void> {
   await Promise.all(photos.filter((p) => isExterior(p.angle)).map((p) => deleteModelInputs(blobs, inspectionId, p.mediaId, sizes)));
 }
 
 /** The stored model inputs of a width × height photo, or null if any is missing or not of its size. */
-export async function loadModelInputs(blobs: BlobStore, inspectionId: string, mediaId: string, width: number, height: number, sizes: number[]): Promise<ScaledPixels | null> {
+export async function loadModelInputs(
+  blobs: BlobStore,
+  inspectionId: string,
+  mediaId: string,
+  width: number,
+  height: number,
+  sizes: number[],
+): Promise<ScaledPixels | null> {
   const pixels = await Promise.all(sizes.map((size) => blobs.get(modelInputBlobKey(inspectionId, mediaId, size))));
   const whole = pixels.every((p, k): p is Buffer => {
     const { w, h } = fit(width, height, sizes[k]!);

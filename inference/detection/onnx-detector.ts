@@ -22,7 +22,14 @@ export class OnnxDetector {
   readonly #thresholds: Float32Array;
   readonly #iou: number;
 
-  private constructor(session: ort.InferenceSession, names: string[], size: number, thresholds: Float32Array, iou: number, info: { name: string; version: string }) {
+  private constructor(
+    session: ort.InferenceSession,
+    names: string[],
+    size: number,
+    thresholds: Float32Array,
+    iou: number,
+    info: { name: string; version: string },
+  ) {
     this.session = session;
     this.info = info;
     this.names = names;
@@ -32,7 +39,10 @@ export class OnnxDetector {
   }
 
   /** `thresholds`: per class name; `fallback` for the rest. Throws with the reason when the model cannot be used. */
-  static async load(path: string, options: { provider?: Provider; thresholds?: Record<string, number>; fallback?: number; iou?: number } = {}): Promise<OnnxDetector> {
+  static async load(
+    path: string,
+    options: { provider?: Provider; thresholds?: Record<string, number>; fallback?: number; iou?: number } = {},
+  ): Promise<OnnxDetector> {
     let bytes: Buffer;
     try {
       bytes = await readFile(path);
@@ -61,7 +71,9 @@ export class OnnxDetector {
     const out = (await this.session.run(feeds))[this.session.outputNames[0]!]!;
     const dims = out.dims as number[];
     if (dims.length !== 3 || dims[1] !== 4 + this.names.length) {
-      throw new Error(`model output is [${dims.join(", ")}], expected [batch, ${4 + this.names.length}, anchors] (Ultralytics detection format)`);
+      throw new Error(
+        `model output is [${dims.join(", ")}], expected [batch, ${4 + this.names.length}, anchors] (Ultralytics detection format)`,
+      );
     }
     return { data: out.data as Float32Array, n: dims[2]! };
   }
@@ -72,7 +84,10 @@ export class OnnxDetector {
     const { data, n } = await this.forward(batch.map((b) => b.chw));
     return batch.map(({ lb }, b) =>
       nms(candidates(data, b, this.names.length, n, thresholds ?? this.#thresholds), this.#iou).map((c: Candidate) => ({
-        ...unletterbox(c, lb), score: c.score, cls: c.cls, name: this.names[c.cls]!,
+        ...unletterbox(c, lb),
+        score: c.score,
+        cls: c.cls,
+        name: this.names[c.cls]!,
       })),
     );
   }

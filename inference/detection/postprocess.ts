@@ -40,7 +40,10 @@ export function candidates(data: Float32Array, b: number, nc: number, n: number,
       if (s > best) (best = s), (cls = c);
     }
     if (cls < 0 || best < thresholds[cls]!) continue;
-    const cx = data[base + i]!, cy = data[base + n + i]!, w = data[base + 2 * n + i]!, h = data[base + 3 * n + i]!;
+    const cx = data[base + i]!,
+      cy = data[base + n + i]!,
+      w = data[base + 2 * n + i]!,
+      h = data[base + 3 * n + i]!;
     out.push({ x1: cx - w / 2, y1: cy - h / 2, x2: cx + w / 2, y2: cy + h / 2, score: best, cls });
   }
   return out;

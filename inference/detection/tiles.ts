@@ -18,7 +18,8 @@ export function tileRegions(width: number, height: number, n: number): Region[] 
   const th = Math.min(height, side(height));
   const at = (i: number, length: number, t: number) => Math.round((i * (length - t)) / (n - 1));
   const regions: Region[] = [];
-  for (let row = 0; row < n; row++) for (let col = 0; col < n; col++) regions.push({ left: at(col, width, tw), top: at(row, height, th), width: tw, height: th });
+  for (let row = 0; row < n; row++)
+    for (let col = 0; col < n; col++) regions.push({ left: at(col, width, tw), top: at(row, height, th), width: tw, height: th });
   return regions;
 }
 

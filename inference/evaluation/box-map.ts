@@ -61,7 +61,11 @@ function matchClass(detections: Scored[][], truths: Truth[][], c: number, thresh
   return hits;
 }
 
-export function boxMap(detections: Scored[][], truths: Truth[][], numClasses: number): { map50: number; map50_95: number; perClass: Map<number, ClassResult> } {
+export function boxMap(
+  detections: Scored[][],
+  truths: Truth[][],
+  numClasses: number,
+): { map50: number; map50_95: number; perClass: Map<number, ClassResult> } {
   const perClass = new Map<number, ClassResult>();
   for (let c = 0; c < numClasses; c++) {
     const instances = truths.reduce((n, t) => n + t.filter((g) => g.cls === c).length, 0);
@@ -78,7 +82,11 @@ export function boxMap(detections: Scored[][], truths: Truth[][], numClasses: nu
  * Per class, the score threshold that maximises F1 at IoU 0.5: the product's default operating
  * point for each class, chosen on the validation split.
  */
-export function f1Thresholds(detections: Scored[][], truths: Truth[][], numClasses: number): Map<number, { threshold: number; f1: number; precision: number; recall: number }> {
+export function f1Thresholds(
+  detections: Scored[][],
+  truths: Truth[][],
+  numClasses: number,
+): Map<number, { threshold: number; f1: number; precision: number; recall: number }> {
   const out = new Map<number, { threshold: number; f1: number; precision: number; recall: number }>();
   for (let c = 0; c < numClasses; c++) {
     const instances = truths.reduce((n, t) => n + t.filter((g) => g.cls === c).length, 0);

@@ -47,7 +47,13 @@ function inside(x: number, y: number, polygon: number[]): boolean {
 
 const datasets = join(import.meta.dirname, "../../../shared/datasets");
 const { values } = parseArgs({
-  options: { model: { type: "string" }, damage: { type: "string" }, threshold: { type: "string", default: String(PART_THRESHOLD) }, parts: { type: "string", default: join(datasets, "car-parts/testset") }, cars: { type: "string", default: join(datasets, "car-damage/valid") } },
+  options: {
+    model: { type: "string" },
+    damage: { type: "string" },
+    threshold: { type: "string", default: String(PART_THRESHOLD) },
+    parts: { type: "string", default: join(datasets, "car-parts/testset") },
+    cars: { type: "string", default: join(datasets, "car-damage/valid") },
+  },
 });
 const modelPath = values.model ?? join(import.meta.dirname, "../models/parts/model.onnx");
 const root = values.parts;
@@ -66,7 +72,8 @@ for (const [label, zoom] of Object.entries(ZOOMS)) {
   for (const a of coco.annotations) {
     const im = imagesById.get(a.image_id)!;
     const [bx, by, bw, bh] = a.bbox;
-    const cx = bx + bw / 2, cy = by + bh / 2;
+    const cx = bx + bw / 2,
+      cy = by + bh / 2;
     if (!a.segmentation.some((p) => inside(cx, cy, p))) continue;
     const side = Math.round(Math.min(zoom * Math.max(bw, bh), im.width, im.height));
     if (side < MIN_CROP_PX) continue;
@@ -78,7 +85,8 @@ for (const [label, zoom] of Object.entries(ZOOMS)) {
     expected.push(names.get(a.category_id)!);
   }
   const [found] = await detectImages([model], crops);
-  let named = 0, right = 0;
+  let named = 0,
+    right = 0;
   found!.forEach(({ found: parts, lb: { width, height } }, i) => {
     const part = partOf({ x1: width * 0.4, y1: height * 0.4, x2: width * 0.6, y2: height * 0.6 }, parts);
     if (part) named++;
@@ -91,11 +99,24 @@ const backgrounds: Buffer[] = [];
 for (const im of coco.images) {
   const boxes = coco.annotations.filter((a) => a.image_id === im.id).map((a) => a.bbox);
   if (boxes.length === 0) continue;
-  const x1 = Math.floor(Math.min(...boxes.map((b) => b[0]))) - CAR_MARGIN_PX, y1 = Math.floor(Math.min(...boxes.map((b) => b[1]))) - CAR_MARGIN_PX;
-  const x2 = Math.ceil(Math.max(...boxes.map((b) => b[0] + b[2]))) + CAR_MARGIN_PX, y2 = Math.ceil(Math.max(...boxes.map((b) => b[1] + b[3]))) + CAR_MARGIN_PX;
-  const strips = [[0, 0, x1, im.height], [x2, 0, im.width - x2, im.height], [0, 0, im.width, y1], [0, y2, im.width, im.height - y2]];
+  const x1 = Math.floor(Math.min(...boxes.map((b) => b[0]))) - CAR_MARGIN_PX,
+    y1 = Math.floor(Math.min(...boxes.map((b) => b[1]))) - CAR_MARGIN_PX;
+  const x2 = Math.ceil(Math.max(...boxes.map((b) => b[0] + b[2]))) + CAR_MARGIN_PX,
+    y2 = Math.ceil(Math.max(...boxes.map((b) => b[1] + b[3]))) + CAR_MARGIN_PX;
+  const strips = [
+    [0, 0, x1, im.height],
+    [x2, 0, im.width - x2, im.height],
+    [0, 0, im.width, y1],
+    [0, y2, im.width, im.height - y2],
+  ];
   for (const [left, top, width, height] of strips) {
-    if (width! >= MIN_CROP_PX && height! >= MIN_CROP_PX) backgrounds.push(await sharp(photos.get(im.id)!).extract({ left: left!, top: top!, width: width!, height: height! }).jpeg({ quality: 90 }).toBuffer());
+    if (width! >= MIN_CROP_PX && height! >= MIN_CROP_PX)
+      backgrounds.push(
+        await sharp(photos.get(im.id)!)
+          .extract({ left: left!, top: top!, width: width!, height: height! })
+          .jpeg({ quality: 90 })
+          .toBuffer(),
+      );
   }
 }
 const cars = readYoloFolder(values.cars).map((i) => readFileSync(i.image));
@@ -107,7 +128,9 @@ const [onBackgrounds, onCars] = [await detectImages([damage, model], backgrounds
 const gate = (label: string, shows: (damageFound: Detected[], partsFound: Detected[]) => boolean) => {
   const away = onCars[1]!.filter((r, i) => !shows(onCars[0]![i]!.found, r.found)).length;
   const through = onBackgrounds[1]!.filter((r, i) => shows(onBackgrounds[0]![i]!.found, r.found)).length;
-  console.log(`vehicle gate, ${label}: turns away ${pct(away, cars.length)} car-damage valid photos; lets through ${pct(through, backgrounds.length)} background crops of the test photos`);
+  console.log(
+    `vehicle gate, ${label}: turns away ${pct(away, cars.length)} car-damage valid photos; lets through ${pct(through, backgrounds.length)} background crops of the test photos`,
+  );
 };
 gate("parts model alone", (_, partsFound) => partsFound.length > 0);
 gate("as processing applies it (or a sure glass shatter)", (damageFound, partsFound) => showsVehicle(partsFound, damageFound));
@@ -115,8 +138,20 @@ gate("as processing applies it (or a sure glass shatter)", (damageFound, partsFo
 const scored = await OnnxDetector.load(modelPath, SCORING);
 const [whole] = await detectImages([scored], [...photos.values()]);
 const truths: Truth[][] = [...photos.keys()].map((id) =>
-  coco.annotations.filter((a) => a.image_id === id).map((a) => ({ cls: scored.names.indexOf(names.get(a.category_id)!), x1: a.bbox[0], y1: a.bbox[1], x2: a.bbox[0] + a.bbox[2], y2: a.bbox[1] + a.bbox[3] })),
+  coco.annotations
+    .filter((a) => a.image_id === id)
+    .map((a) => ({
+      cls: scored.names.indexOf(names.get(a.category_id)!),
+      x1: a.bbox[0],
+      y1: a.bbox[1],
+      x2: a.bbox[0] + a.bbox[2],
+      y2: a.bbox[1] + a.bbox[3],
+    })),
 );
-const map = boxMap(whole!.map((r) => r.found), truths, scored.names.length);
+const map = boxMap(
+  whole!.map((r) => r.found),
+  truths,
+  scored.names.length,
+);
 console.log(`whole test photos (${photos.size}), letterboxed: box mAP50 ${map.map50.toFixed(3)}, mAP50-95 ${map.map50_95.toFixed(3)}`);
 await Promise.all([model.close(), scored.close(), damage.close()]);

@@ -66,7 +66,10 @@ function chunks<T>(items: T[], size: number): T[][] {
 }
 
 export async function cleanCars(models: Models, dir: string, log: (line: string) => void) {
-  const files = readdirSync(dir).filter((f) => f.endsWith(".jpg")).sort().slice(0, CLEAN_INSPECTIONS * INSPECTION_SIZE);
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith(".jpg"))
+    .sort()
+    .slice(0, CLEAN_INSPECTIONS * INSPECTION_SIZE);
   const photos = files.map((name) => ({ name, bytes: readFileSync(join(dir, name)), width: 0, height: 0 }));
   let photosWithFinding = 0;
   const grades: Grade[] = [];
@@ -79,8 +82,17 @@ export async function cleanCars(models: Models, dir: string, log: (line: string)
   }
   const gradedAboveNone = grades.filter((g) => g !== "none").length;
   const share = photosWithFinding / photos.length;
-  log(`clean cars: ${photosWithFinding} of ${photos.length} photos (${(share * 100).toFixed(1)}%) with a finding; ${gradedAboveNone} of ${grades.length} inspections graded above none (${grades.join(", ")}); findings by type ${JSON.stringify(byType)}`);
-  return { photos: photos.length, photos_with_finding: photosWithFinding, share_with_finding: round(share), inspections: grades.length, graded_above_none: gradedAboveNone, findings_by_type: byType };
+  log(
+    `clean cars: ${photosWithFinding} of ${photos.length} photos (${(share * 100).toFixed(1)}%) with a finding; ${gradedAboveNone} of ${grades.length} inspections graded above none (${grades.join(", ")}); findings by type ${JSON.stringify(byType)}`,
+  );
+  return {
+    photos: photos.length,
+    photos_with_finding: photosWithFinding,
+    share_with_finding: round(share),
+    inspections: grades.length,
+    graded_above_none: gradedAboveNone,
+    findings_by_type: byType,
+  };
 }
 
 export async function wholeCars(models: Models, dir: string, log: (line: string) => void) {
@@ -97,33 +109,66 @@ export async function wholeCars(models: Models, dir: string, log: (line: string)
   const detections: Scored[][] = [];
   const truths: Truth[][] = [];
   // Rows: the label's severity; columns: the finding's, or missed.
-  const confusion: Record<string, Record<string, number>> = Object.fromEntries(SEVERITIES.map((s) => [s, Object.fromEntries([...SEVERITIES, "missed"].map((p) => [p, 0]))]));
+  const confusion: Record<string, Record<string, number>> = Object.fromEntries(
+    SEVERITIES.map((s) => [s, Object.fromEntries([...SEVERITIES, "missed"].map((p) => [p, 0]))]),
+  );
   for (const group of chunks(images, INSPECTION_SIZE)) {
-    const photos = group.map((im) => ({ name: im.file_name, bytes: readFileSync(join(dir, "images", im.file_name)), width: im.width, height: im.height }));
+    const photos = group.map((im) => ({
+      name: im.file_name,
+      bytes: readFileSync(join(dir, "images", im.file_name)),
+      width: im.width,
+      height: im.height,
+    }));
     const inspected = await inspect(models, photos);
     group.forEach((im, i) => {
       const found = inspected.detections.filter((d) => d.mediaId === String(i));
-      const boxes = found.map((d) => ({ x1: d.bbox[0] * im.width, y1: d.bbox[1] * im.height, x2: (d.bbox[0] + d.bbox[2]) * im.width, y2: (d.bbox[1] + d.bbox[3]) * im.height, type: d.type, severity: d.severity, score: d.confidence }));
+      const boxes = found.map((d) => ({
+        x1: d.bbox[0] * im.width,
+        y1: d.bbox[1] * im.height,
+        x2: (d.bbox[0] + d.bbox[2]) * im.width,
+        y2: (d.bbox[1] + d.bbox[3]) * im.height,
+        type: d.type,
+        severity: d.severity,
+        score: d.confidence,
+      }));
       const labelled = truthsOf.get(im.id) ?? [];
       detections.push(boxes.filter((b) => isSeverityType(b.type)).map((b) => ({ ...b, cls: SEVERITY_TYPES.indexOf(b.type as never) })));
       truths.push(labelled.filter((t) => isSeverityType(t.type)).map((t) => ({ ...t, cls: SEVERITY_TYPES.indexOf(t.type as never) })));
       for (const t of labelled.filter((l) => isSeverityType(l.type))) {
-        const match = boxes.filter((b) => b.type === t.type).map((b) => ({ b, overlap: iou(b, t) })).filter((m) => m.overlap >= MATCH_IOU).sort((x, y) => y.overlap - x.overlap)[0];
+        const match = boxes
+          .filter((b) => b.type === t.type)
+          .map((b) => ({ b, overlap: iou(b, t) }))
+          .filter((m) => m.overlap >= MATCH_IOU)
+          .sort((x, y) => y.overlap - x.overlap)[0];
         if (SEVERITIES.includes(t.severity as Severity)) confusion[t.severity]![match ? match.b.severity : "missed"]!++;
       }
     });
   }
   const map = boxMap(detections, truths, SEVERITY_TYPES.length);
-  const ap50 = Object.fromEntries(SEVERITY_TYPES.map((type, c) => [type, { ap50: round(map.perClass.get(c)?.ap50 ?? 0), instances: map.perClass.get(c)?.instances ?? 0 }]));
+  const ap50 = Object.fromEntries(
+    SEVERITY_TYPES.map((type, c) => [
+      type,
+      { ap50: round(map.perClass.get(c)?.ap50 ?? 0), instances: map.perClass.get(c)?.instances ?? 0 },
+    ]),
+  );
   const meanAp50 = round(SEVERITY_TYPES.reduce((sum, type) => sum + ap50[type]!.ap50, 0) / SEVERITY_TYPES.length);
   const matched = SEVERITIES.flatMap((s) => SEVERITIES.map((p) => confusion[s]![p]!)).reduce((a, b) => a + b, 0);
   const agreeing = SEVERITIES.reduce((sum, s) => sum + confusion[s]![s]!, 0);
-  log(`whole cars (car-damage-severity held out: ${images.length} photos): AP50 dent ${ap50.dent!.ap50.toFixed(3)} (${ap50.dent!.instances}), scratch ${ap50.scratch!.ap50.toFixed(3)} (${ap50.scratch!.instances}); mean ${meanAp50.toFixed(3)}`);
+  log(
+    `whole cars (car-damage-severity held out: ${images.length} photos): AP50 dent ${ap50.dent!.ap50.toFixed(3)} (${ap50.dent!.instances}), scratch ${ap50.scratch!.ap50.toFixed(3)} (${ap50.scratch!.instances}); mean ${meanAp50.toFixed(3)}`,
+  );
   log(`  severity, label (rows) against finding (columns), dent and scratch matched at IoU ${MATCH_IOU}:`);
   log(`  ${"".padEnd(9)} ${[...SEVERITIES, "missed"].map((p) => p.padStart(8)).join(" ")}`);
-  for (const s of SEVERITIES) log(`  ${s.padEnd(9)} ${[...SEVERITIES, "missed"].map((p) => String(confusion[s]![p]).padStart(8)).join(" ")}`);
+  for (const s of SEVERITIES)
+    log(`  ${s.padEnd(9)} ${[...SEVERITIES, "missed"].map((p) => String(confusion[s]![p]).padStart(8)).join(" ")}`);
   log(`  agreement on matched findings: ${agreeing} of ${matched}`);
-  return { photos: images.length, ap50, mean_ap50: meanAp50, severity_confusion: confusion, severity_agreement: matched ? round(agreeing / matched) : null };
+  return {
+    photos: images.length,
+    ap50,
+    mean_ap50: meanAp50,
+    severity_confusion: confusion,
+    severity_agreement: matched ? round(agreeing / matched) : null,
+  };
 }
 
 /**
@@ -135,12 +180,16 @@ export async function angleCheck(parts: OnnxDetector, dir: string, log: (line: s
   const coco = JSON.parse(readFileSync(join(dir, "annotations.json"), "utf8")) as Coco;
   const label = new Map(coco.categories.map((c) => [c.id, c.name]));
   const labelled = new Map<number, { name: string; score: number }[]>();
-  for (const a of coco.annotations) labelled.set(a.image_id, [...(labelled.get(a.image_id) ?? []), { name: label.get(a.category_id)!, score: 1 }]);
+  for (const a of coco.annotations)
+    labelled.set(a.image_id, [...(labelled.get(a.image_id) ?? []), { name: label.get(a.category_id)!, score: 1 }]);
   const known = coco.images
     .map((im) => ({ im, truth: sidesShown(labelled.get(im.id) ?? []) }))
     .map((x) => ({ ...x, own: angleOfSides(x.truth) }))
     .filter((x): x is typeof x & { own: ExteriorAngle } => x.own !== null);
-  const [found] = await detectImages([parts], known.map(({ im }) => readFileSync(join(dir, "JPEGImages", im.file_name))));
+  const [found] = await detectImages(
+    [parts],
+    known.map(({ im }) => readFileSync(join(dir, "JPEGImages", im.file_name))),
+  );
   let ownFlagged = 0;
   let wrongPrompts = 0;
   let wrongFlagged = 0;
@@ -155,8 +204,16 @@ export async function angleCheck(parts: OnnxDetector, dir: string, log: (line: s
       if (isWrongAngle(prompt, shown)) wrongFlagged++;
     }
   });
-  log(`angle check (car-parts photos whose side their parts tell: ${known.length}): own angle flagged ${ownFlagged} of ${known.length}; contradicting prompts flagged ${wrongFlagged} of ${wrongPrompts}; angle read exactly ${sidePredicted} of ${known.length}`);
-  return { photos: known.length, own_angle_flagged: ownFlagged, wrong_prompts: wrongPrompts, wrong_prompts_flagged: wrongFlagged, angle_read_exactly: sidePredicted };
+  log(
+    `angle check (car-parts photos whose side their parts tell: ${known.length}): own angle flagged ${ownFlagged} of ${known.length}; contradicting prompts flagged ${wrongFlagged} of ${wrongPrompts}; angle read exactly ${sidePredicted} of ${known.length}`,
+  );
+  return {
+    photos: known.length,
+    own_angle_flagged: ownFlagged,
+    wrong_prompts: wrongPrompts,
+    wrong_prompts_flagged: wrongFlagged,
+    angle_read_exactly: sidePredicted,
+  };
 }
 
 const isSeverityType = (type: string) => (SEVERITY_TYPES as readonly string[]).includes(type);

@@ -11,7 +11,14 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../../core/config.ts";
-import { findingSeverity, PART_SHARE_OF_PHOTO, SEVERITIES, SEVERITY_TABLE, type DamageType, type Severity } from "../../core/domain/grading.ts";
+import {
+  findingSeverity,
+  PART_SHARE_OF_PHOTO,
+  SEVERITIES,
+  SEVERITY_TABLE,
+  type DamageType,
+  type Severity,
+} from "../../core/domain/grading.ts";
 import { detectImages } from "../detection/detect-images.ts";
 import { partOf } from "../detection/detect-photos.ts";
 import { loadModels } from "../detection/load-models.ts";
@@ -30,7 +37,10 @@ const coco = JSON.parse(readFileSync(join(dir, "annotations.json"), "utf8")) as 
 const label = new Map(coco.categories.map((c) => [c.id, c.name]));
 const models = await loadModels(loadConfig().models);
 if (!models.parts) throw new Error("the calibration needs the parts model (PARTS_MODEL)");
-const [parts] = await detectImages([models.parts], coco.images.map((im) => readFileSync(join(dir, "images", im.file_name))));
+const [parts] = await detectImages(
+  [models.parts],
+  coco.images.map((im) => readFileSync(join(dir, "images", im.file_name))),
+);
 const partsOf = new Map(coco.images.map((im, i) => [im.id, parts![i]!.found]));
 const imageOf = new Map(coco.images.map((im) => [im.id, im]));
 
@@ -42,12 +52,15 @@ for (const a of coco.annotations) {
   const [x, y, w, h] = a.bbox;
   const box = { x1: x, y1: y, x2: x + w, y2: y + h };
   const part = partOf(box, partsOf.get(a.image_id) ?? [], type);
-  const share = part ? (w * h) / Math.max((part.x2 - part.x1) * (part.y2 - part.y1), 1e-9) : (w * h) / (im.width * im.height * PART_SHARE_OF_PHOTO);
+  const share = part
+    ? (w * h) / Math.max((part.x2 - part.x1) * (part.y2 - part.y1), 1e-9)
+    : (w * h) / (im.width * im.height * PART_SHARE_OF_PHOTO);
   boxes.push({ type, severity, share, heldOut: isHeldOut(im.file_name) });
 }
 
 type Row = { moderateFrom: number; severeFrom: number };
-const severityBy = (row: Row, share: number): Severity => (share >= row.severeFrom ? "severe" : share >= row.moderateFrom ? "moderate" : "minor");
+const severityBy = (row: Row, share: number): Severity =>
+  share >= row.severeFrom ? "severe" : share >= row.moderateFrom ? "moderate" : "minor";
 
 /**
  * Mean F1 over the severities present: each label counts however rare (plain agreement would
@@ -56,19 +69,26 @@ const severityBy = (row: Row, share: number): Severity => (share >= row.severeFr
  */
 function macroF1(items: Labelled[], predict: (b: Labelled) => Severity): number {
   const present = SEVERITIES.filter((s) => items.some((b) => b.severity === s));
-  return present.reduce((sum, s) => {
-    const tp = items.filter((b) => b.severity === s && predict(b) === s).length;
-    const labelled = items.filter((b) => b.severity === s).length;
-    const predicted = items.filter((b) => predict(b) === s).length;
-    return sum + (tp === 0 ? 0 : (2 * tp) / (labelled + predicted));
-  }, 0) / present.length;
+  return (
+    present.reduce((sum, s) => {
+      const tp = items.filter((b) => b.severity === s && predict(b) === s).length;
+      const labelled = items.filter((b) => b.severity === s).length;
+      const predicted = items.filter((b) => predict(b) === s).length;
+      return sum + (tp === 0 ? 0 : (2 * tp) / (labelled + predicted));
+    }, 0) / present.length
+  );
 }
 
 function confusion(items: Labelled[], predict: (b: Labelled) => Severity): string {
   const lines = [`    ${"label \\ rule".padEnd(14)}${SEVERITIES.map((s) => s.padStart(9)).join("")}`];
-  for (const s of SEVERITIES) lines.push(`    ${s.padEnd(14)}${SEVERITIES.map((p) => String(items.filter((b) => b.severity === s && predict(b) === p).length).padStart(9)).join("")}`);
+  for (const s of SEVERITIES)
+    lines.push(
+      `    ${s.padEnd(14)}${SEVERITIES.map((p) => String(items.filter((b) => b.severity === s && predict(b) === p).length).padStart(9)).join("")}`,
+    );
   const agree = items.filter((b) => predict(b) === b.severity).length;
-  lines.push(`    agreement ${agree} of ${items.length} (${((100 * agree) / items.length).toFixed(1)}%), macro F1 ${macroF1(items, predict).toFixed(3)}`);
+  lines.push(
+    `    agreement ${agree} of ${items.length} (${((100 * agree) / items.length).toFixed(1)}%), macro F1 ${macroF1(items, predict).toFixed(3)}`,
+  );
   return lines.join("\n");
 }
 
@@ -84,15 +104,25 @@ for (const type of ["dent", "scratch"] as const) {
     }
   }
   best[type] = top.row;
-  const shares = (s: Severity) => train.filter((b) => b.severity === s).map((b) => b.share).sort((x, y) => x - y);
+  const shares = (s: Severity) =>
+    train
+      .filter((b) => b.severity === s)
+      .map((b) => b.share)
+      .sort((x, y) => x - y);
   const median = (v: number[]) => (v.length ? v[Math.floor(v.length / 2)]!.toFixed(3) : "-");
-  console.log(`${type}: ${train.length} labelled boxes to calibrate on; median share of the part by label: ${SEVERITIES.map((s) => `${s} ${median(shares(s))} (${shares(s).length})`).join(", ")}`);
-  console.log(`  best on them: moderate from ${top.row.moderateFrom}, severe from ${top.row.severeFrom} (macro F1 ${top.score.toFixed(3)})`);
+  console.log(
+    `${type}: ${train.length} labelled boxes to calibrate on; median share of the part by label: ${SEVERITIES.map((s) => `${s} ${median(shares(s))} (${shares(s).length})`).join(", ")}`,
+  );
+  console.log(
+    `  best on them: moderate from ${top.row.moderateFrom}, severe from ${top.row.severeFrom} (macro F1 ${top.score.toFixed(3)})`,
+  );
 }
 
 for (const type of ["dent", "scratch"] as const) {
   const held = boxes.filter((b) => b.type === type && b.heldOut);
-  console.log(`${type}, held out (${held.length} boxes), the table as it is (moderate from ${SEVERITY_TABLE[type].moderateFrom}, severe from ${SEVERITY_TABLE[type].severeFrom}):`);
+  console.log(
+    `${type}, held out (${held.length} boxes), the table as it is (moderate from ${SEVERITY_TABLE[type].moderateFrom}, severe from ${SEVERITY_TABLE[type].severeFrom}):`,
+  );
   console.log(confusion(held, (b) => findingSeverity(type, b.share)));
   console.log(`${type}, held out, the best thresholds found:`);
   console.log(confusion(held, (b) => severityBy(best[type]!, b.share)));

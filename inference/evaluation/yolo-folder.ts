@@ -17,18 +17,20 @@ export function readYoloFolder(dir: string): LabelledImage[] {
     .map((f) => {
       const label = join(dir, "labels", `${basename(f, extname(f))}.txt`);
       const boxes = existsSync(label)
-        ? readFileSync(label, "utf8").split("\n").flatMap((line) => {
-            const v = line.trim().split(/\s+/).map(Number);
-            if (v.length < 5 || v.some(Number.isNaN)) return [];
-            const [cls, ...n] = v as [number, ...number[]];
-            if (n.length === 4) {
-              const [cx, cy, w, h] = n as [number, number, number, number];
-              return [{ cls, x1: cx - w / 2, y1: cy - h / 2, x2: cx + w / 2, y2: cy + h / 2 }];
-            }
-            const xs = n.filter((_, i) => i % 2 === 0);
-            const ys = n.filter((_, i) => i % 2 === 1);
-            return [{ cls, x1: Math.min(...xs), y1: Math.min(...ys), x2: Math.max(...xs), y2: Math.max(...ys) }];
-          })
+        ? readFileSync(label, "utf8")
+            .split("\n")
+            .flatMap((line) => {
+              const v = line.trim().split(/\s+/).map(Number);
+              if (v.length < 5 || v.some(Number.isNaN)) return [];
+              const [cls, ...n] = v as [number, ...number[]];
+              if (n.length === 4) {
+                const [cx, cy, w, h] = n as [number, number, number, number];
+                return [{ cls, x1: cx - w / 2, y1: cy - h / 2, x2: cx + w / 2, y2: cy + h / 2 }];
+              }
+              const xs = n.filter((_, i) => i % 2 === 0);
+              const ys = n.filter((_, i) => i % 2 === 1);
+              return [{ cls, x1: Math.min(...xs), y1: Math.min(...ys), x2: Math.max(...xs), y2: Math.max(...ys) }];
+            })
         : [];
       return { image: join(images, f), boxes };
     });

@@ -2,7 +2,12 @@ import sharp from "sharp";
 import type { Box } from "../detection/postprocess.ts";
 
 const COLOURS: Record<string, string> = {
-  dent: "#f59e0b", scratch: "#eab308", crack: "#ef4444", glass_shatter: "#a855f7", lamp_broken: "#3b82f6", tire_flat: "#ec4899",
+  dent: "#f59e0b",
+  scratch: "#eab308",
+  crack: "#ef4444",
+  glass_shatter: "#a855f7",
+  lamp_broken: "#3b82f6",
+  tire_flat: "#ec4899",
 };
 
 const escapeXml = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -11,14 +16,22 @@ const escapeXml = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(
  * The evidence photo of a finding: the photo with the finding outlined and labelled ("dent ·
  * front_bumper · 87%"), drawn as an SVG overlay composited by sharp, as a JPEG.
  */
-export async function drawEvidence(photo: Buffer, box: Box, label: string, type: string): Promise<{ jpeg: Buffer; width: number; height: number }> {
+export async function drawEvidence(
+  photo: Buffer,
+  box: Box,
+  label: string,
+  type: string,
+): Promise<{ jpeg: Buffer; width: number; height: number }> {
   const image = sharp(photo).rotate();
   const { width = 0, height = 0 } = await image.metadata();
   const stroke = Math.max(3, Math.round(Math.max(width, height) / 250));
   const font = Math.max(14, Math.round(Math.max(width, height) / 45));
   const colour = COLOURS[type] ?? "#ef4444";
   const pad = stroke * 2;
-  const x = Math.round(box.x1), y = Math.round(box.y1), w = Math.max(1, Math.round(box.x2 - box.x1)), h = Math.max(1, Math.round(box.y2 - box.y1));
+  const x = Math.round(box.x1),
+    y = Math.round(box.y1),
+    w = Math.max(1, Math.round(box.x2 - box.x1)),
+    h = Math.max(1, Math.round(box.y2 - box.y1));
   const labelW = Math.round(font * 0.62 * label.length + 2 * pad);
   const labelH = font + 2 * pad;
   // The label sits above the box, or inside it when the box touches the top edge.

@@ -12,4 +12,3 @@ export async function measureQuality(image: Buffer): Promise<Quality> {
     .toBuffer({ resolveWithObject: true });
   return qualityOfGrey(data, info.width, info.height);
 }
-

@@ -26,8 +26,14 @@ function structural(schema: z.ZodType): JsonSchema {
 export function buildCrd(): JsonSchema {
   const spec = structural(InspectionSpec);
   spec["x-kubernetes-validations"] = [
-    { rule: "self.vehicle == oldSelf.vehicle && self.accountId == oldSelf.accountId && self.livemode == oldSelf.livemode", message: "the creation request is immutable" },
-    { rule: "!has(oldSelf.cancelRequested) || !oldSelf.cancelRequested || self.cancelRequested", message: "a cancel request cannot be withdrawn" },
+    {
+      rule: "self.vehicle == oldSelf.vehicle && self.accountId == oldSelf.accountId && self.livemode == oldSelf.livemode",
+      message: "the creation request is immutable",
+    },
+    {
+      rule: "!has(oldSelf.cancelRequested) || !oldSelf.cancelRequested || self.cancelRequested",
+      message: "a cancel request cannot be withdrawn",
+    },
   ];
   return {
     apiVersion: "apiextensions.k8s.io/v1",

@@ -42,10 +42,26 @@ function cpuSeconds(pid: number): number {
 }
 
 type Figures = { rps: number; p99: number; non2xx: number; cpuUs: number };
-async function load(server: ChildProcess, url: string, opts: { method?: "GET" | "POST"; headers?: Record<string, string>; body?: string } = {}): Promise<Figures> {
+async function load(
+  server: ChildProcess,
+  url: string,
+  opts: { method?: "GET" | "POST"; headers?: Record<string, string>; body?: string } = {},
+): Promise<Figures> {
   const cpu0 = cpuSeconds(server.pid!);
-  const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, method: opts.method ?? "GET", headers: opts.headers, body: opts.body });
-  return { rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx, cpuUs: ((cpuSeconds(server.pid!) - cpu0) * 1e6) / r.requests.total };
+  const r = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: DURATION_S,
+    method: opts.method ?? "GET",
+    headers: opts.headers,
+    body: opts.body,
+  });
+  return {
+    rps: r.requests.average,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    cpuUs: ((cpuSeconds(server.pid!) - cpu0) * 1e6) / r.requests.total,
+  };
 }
 
 /** Inserts inspections straight into the store: a million through the API would take the whole run. */
@@ -70,7 +86,14 @@ function seed(dataDir: string, accountId: string, count: number, startAt: number
 
 const dataDir = mkdtempSync(join(tmpdir(), "vi-bench-"));
 const [svcPort, barePort] = [await freePort(), await freePort()];
-const env = { DATA_DIR: dataDir, PORT: String(svcPort), HOST: "127.0.0.1", LOG_LEVEL: "info", RATE_LIMIT_TEST_PER_SECOND: "1000000", RATE_LIMIT_LIVE_PER_SECOND: "1000000" };
+const env = {
+  DATA_DIR: dataDir,
+  PORT: String(svcPort),
+  HOST: "127.0.0.1",
+  LOG_LEVEL: "info",
+  RATE_LIMIT_TEST_PER_SECOND: "1000000",
+  RATE_LIMIT_LIVE_PER_SECOND: "1000000",
+};
 const key = createKey(loadConfig(env), "test", "bench");
 const auth = { authorization: `Bearer ${key}` };
 
@@ -78,7 +101,9 @@ const bare = await startChild(["test/bench/bare-server.ts"], { PORT: String(bare
 const svc = await startChild(["bin/vehicle-inspection.ts", "start"], env, "vehicle inspection service started");
 const base = `http://127.0.0.1:${svcPort}`;
 const createBody = JSON.stringify({ vehicle: { vin: "1HGCM82633A004352" }, reference: "bench" });
-const made = await (await fetch(`${base}/v1/inspections`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: createBody })).json() as { id: string };
+const made = (await (
+  await fetch(`${base}/v1/inspections`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: createBody })
+).json()) as { id: string };
 // The list runs use an account of their own, so the POST run's inspections do not count.
 const listKey = createKey(loadConfig(env), "test", "bench-list");
 const listAuth = { authorization: `Bearer ${listKey}` };
@@ -89,28 +114,55 @@ const listAccount = (reader.prepare("SELECT a.id FROM accounts a WHERE a.name = 
 const rows: [string, Figures, Figures][] = [];
 const bareUrl = `http://127.0.0.1:${barePort}/`;
 try {
-  rows.push(["GET /v1/inspections/:id", await load(svc, `${base}/v1/inspections/${made.id}`, { headers: auth }), await load(bare, bareUrl)]);
-  rows.push(["POST /v1/inspections", await load(svc, `${base}/v1/inspections`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: createBody }), await load(bare, bareUrl, { method: "POST", headers: { "content-type": "application/json" }, body: createBody })]);
+  rows.push([
+    "GET /v1/inspections/:id",
+    await load(svc, `${base}/v1/inspections/${made.id}`, { headers: auth }),
+    await load(bare, bareUrl),
+  ]);
+  rows.push([
+    "POST /v1/inspections",
+    await load(svc, `${base}/v1/inspections`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: createBody,
+    }),
+    await load(bare, bareUrl, { method: "POST", headers: { "content-type": "application/json" }, body: createBody }),
+  ]);
 
   const stored = () => (reader.prepare("SELECT count(*) AS n FROM inspections WHERE account_id = ?").get(listAccount) as { n: number }).n;
   seed(dataDir, listAccount, 1000, Date.now() - 1000);
-  rows.push([`GET /v1/inspections?limit=100 (${stored().toLocaleString("en")} stored)`, await load(svc, `${base}/v1/inspections?limit=100`, { headers: listAuth }), await load(bare, bareUrl)]);
+  rows.push([
+    `GET /v1/inspections?limit=100 (${stored().toLocaleString("en")} stored)`,
+    await load(svc, `${base}/v1/inspections?limit=100`, { headers: listAuth }),
+    await load(bare, bareUrl),
+  ]);
   const t0 = Date.now();
   seed(dataDir, listAccount, BIG - 1000, Date.now() - 10_000_000);
   console.error(`seeded ${(BIG - 1000).toLocaleString("en")} inspections in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  rows.push([`GET /v1/inspections?limit=100 (${stored().toLocaleString("en")} stored)`, await load(svc, `${base}/v1/inspections?limit=100`, { headers: listAuth }), await load(bare, bareUrl)]);
+  rows.push([
+    `GET /v1/inspections?limit=100 (${stored().toLocaleString("en")} stored)`,
+    await load(svc, `${base}/v1/inspections?limit=100`, { headers: listAuth }),
+    await load(bare, bareUrl),
+  ]);
 } finally {
   svc.kill("SIGTERM");
   bare.kill("SIGTERM");
   reader.close();
 }
 
-console.log(`\n${CONNECTIONS} connections, ${DURATION_S} s a run, loopback, Node ${process.version}; each service run is paired with a bare Fastify run right after it\n`);
-console.log("| endpoint | req/s | p99 ms | server CPU µs a request | bare req/s | bare p99 ms | bare CPU µs a request | req/s ratio to bare |");
+console.log(
+  `\n${CONNECTIONS} connections, ${DURATION_S} s a run, loopback, Node ${process.version}; each service run is paired with a bare Fastify run right after it\n`,
+);
+console.log(
+  "| endpoint | req/s | p99 ms | server CPU µs a request | bare req/s | bare p99 ms | bare CPU µs a request | req/s ratio to bare |",
+);
 console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
 for (const [name, s, b] of rows) {
-  console.log(`| ${name} | ${s.rps.toFixed(0)} | ${s.p99} | ${s.cpuUs.toFixed(1)} | ${b.rps.toFixed(0)} | ${b.p99} | ${b.cpuUs.toFixed(1)} | ${(s.rps / b.rps).toFixed(2)} |${s.non2xx ? ` (${s.non2xx} non-2xx!)` : ""}`);
+  console.log(
+    `| ${name} | ${s.rps.toFixed(0)} | ${s.p99} | ${s.cpuUs.toFixed(1)} | ${b.rps.toFixed(0)} | ${b.p99} | ${b.cpuUs.toFixed(1)} | ${(s.rps / b.rps).toFixed(2)} |${s.non2xx ? ` (${s.non2xx} non-2xx!)` : ""}`,
+  );
 }
 const [, , small, big] = rows;
-if (small && big) console.log(`\nlist p99 with ${BIG.toLocaleString("en")} stored / with 1,000 stored: ${(big[1].p99 / small[1].p99).toFixed(2)}`);
+if (small && big)
+  console.log(`\nlist p99 with ${BIG.toLocaleString("en")} stored / with 1,000 stored: ${(big[1].p99 / small[1].p99).toFixed(2)}`);
 rmSync(dataDir, { recursive: true, force: true });

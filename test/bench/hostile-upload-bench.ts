@@ -51,7 +51,13 @@ const dataDir = mkdtempSync(join(tmpdir(), "vi-bench-uploads-"));
 const port = await freePort();
 const url = `http://127.0.0.1:${port}`;
 const env = {
-  DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: url, LOG_LEVEL: "info", DAMAGE_MODEL: "none", PARTS_MODEL: "none",
+  DATA_DIR: dataDir,
+  PORT: String(port),
+  HOST: "127.0.0.1",
+  PUBLIC_URL: url,
+  LOG_LEVEL: "info",
+  DAMAGE_MODEL: "none",
+  PARTS_MODEL: "none",
   // A's sequential uploads run faster than a person takes photos; B paces itself to the default instead.
   RATE_LIMIT_CAPTURE_PER_SECOND: "100000",
 };
@@ -62,7 +68,9 @@ process.on("exit", () => svc.kill("SIGTERM"));
 
 async function captureToken(): Promise<string> {
   const res = await fetch(`${url}/v1/inspections`, {
-    method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ vehicle: { vin: VALID_VIN } }),
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ vehicle: { vin: VALID_VIN } }),
   });
   return ((await res.json()) as { capture_url: string }).capture_url.split("/c/")[1]!;
 }
@@ -127,16 +135,21 @@ try {
   const refusedOnly = await whileB(hostile.filter(([label]) => label !== "40 MP PNG"));
 
   const f = (v: number) => v.toFixed(0).padStart(6);
-  console.log(`customer A: ${UPLOADS} sequential uploads of a ${(ordinary.length / 1024).toFixed(0)} KB 1632 × 1224 JPEG; customer B: ${HOSTILE_CONNECTIONS} connections, at most ${HOSTILE_PER_SECOND} requests/s; Node ${process.version}`);
+  console.log(
+    `customer A: ${UPLOADS} sequential uploads of a ${(ordinary.length / 1024).toFixed(0)} KB 1632 × 1224 JPEG; customer B: ${HOSTILE_CONNECTIONS} connections, at most ${HOSTILE_PER_SECOND} requests/s; Node ${process.version}`,
+  );
   const row = (label: string, ms: number[]) =>
-    console.log(`| ${label} | ${f(percentile(ms, 50))} | ${f(percentile(ms, 99))} | ${(percentile(ms, 50) / percentile(alone, 50)).toFixed(2)} | ${(percentile(ms, 99) / percentile(alone, 99)).toFixed(2)} |`);
+    console.log(
+      `| ${label} | ${f(percentile(ms, 50))} | ${f(percentile(ms, 99))} | ${(percentile(ms, 50) / percentile(alone, 50)).toFixed(2)} | ${(percentile(ms, 99) / percentile(alone, 99)).toFixed(2)} |`,
+    );
   console.log("| customer A's upload | p50 ms | p99 ms | p50 / alone | p99 / alone |\n|---|---:|---:|---:|---:|");
   row("alone", alone);
   row("while B sends hostile uploads", attacked.ms);
   row("while B sends them without the 40 MP PNGs", refusedOnly.ms);
   console.log("\n| customer B's request | answers | p50 ms | max ms |\n|---|---|---:|---:|");
   for (const [label] of hostile) {
-    for (const [status, ms] of attacked.answers.get(label) ?? []) console.log(`| ${label} | ${ms.length} × ${status || "no answer"} | ${f(percentile(ms, 50))} | ${f(Math.max(...ms))} |`);
+    for (const [status, ms] of attacked.answers.get(label) ?? [])
+      console.log(`| ${label} | ${ms.length} × ${status || "no answer"} | ${f(percentile(ms, 50))} | ${f(Math.max(...ms))} |`);
   }
 } finally {
   svc.kill("SIGTERM");

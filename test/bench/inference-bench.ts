@@ -31,7 +31,10 @@ const modelPath = process.env.DAMAGE_MODEL ?? config.models.damageModel;
 if (!modelPath) throw new Error("no damage model: set DAMAGE_MODEL or add inference/models/damage/model.onnx");
 
 const dir = join(DATASETS, "car-damage/valid/images");
-const files = readdirSync(dir).sort().slice(0, PHOTOS).map((f) => readFileSync(join(dir, f)));
+const files = readdirSync(dir)
+  .sort()
+  .slice(0, PHOTOS)
+  .map((f) => readFileSync(join(dir, f)));
 const model = await OnnxDetector.load(modelPath);
 
 /** Best wall time of each run over ROUNDS interleaved rounds, after one warm-up round (first runs allocate). */
@@ -57,12 +60,15 @@ const forwardAll = async (m: OnnxDetector, ts: { chw: Float32Array }[]) => {
  */
 const blobs = new FsBlobStore(mkdtempSync(join(tmpdir(), "vi-bench-inputs-")));
 async function storeInputs(photos: Buffer[], sizes: number[], tag: string): Promise<() => Promise<ScaledPixels[]>> {
-  const dims = await Promise.all(photos.map(async (f, i) => {
-    await storeModelInputs(blobs, tag, `med_${i}`, f, sizes);
-    const { width = 0, height = 0 } = await sharp(f).metadata();
-    return { width, height };
-  }));
-  return async () => Promise.all(dims.map(async ({ width, height }, i) => (await loadModelInputs(blobs, tag, `med_${i}`, width, height, sizes))!));
+  const dims = await Promise.all(
+    photos.map(async (f, i) => {
+      await storeModelInputs(blobs, tag, `med_${i}`, f, sizes);
+      const { width = 0, height = 0 } = await sharp(f).metadata();
+      return { width, height };
+    }),
+  );
+  return async () =>
+    Promise.all(dims.map(async ({ width, height }, i) => (await loadModelInputs(blobs, tag, `med_${i}`, width, height, sizes))!));
 }
 
 const tensors = await Promise.all(files.map((f) => letterbox(f, model.size)));
@@ -87,11 +93,20 @@ const [once, fromStored, each, bb] = parts
   ? ((await bestOf([
       () => detectImages(both, files, { batchSize: BATCH }),
       async () => detectImages(both, await storedBoth(), { batchSize: BATCH }),
-      async () => { for (const m of both) await detectImages([m], files, { batchSize: BATCH }); },
-      async () => { await forwardAll(model, tensors); await forwardAll(parts!, partsTensors); },
+      async () => {
+        for (const m of both) await detectImages([m], files, { batchSize: BATCH });
+      },
+      async () => {
+        await forwardAll(model, tensors);
+        await forwardAll(parts!, partsTensors);
+      },
     ])) as [number, number, number, number])
   : [];
-const phone = parts ? await Promise.all(files.slice(0, PHONE_PHOTOS).map((f) => sharp(f).resize(4032, 3024, { fit: "fill" }).jpeg({ quality: 85 }).toBuffer())) : [];
+const phone = parts
+  ? await Promise.all(
+      files.slice(0, PHONE_PHOTOS).map((f) => sharp(f).resize(4032, 3024, { fit: "fill" }).jpeg({ quality: 85 }).toBuffer()),
+    )
+  : [];
 const phoneStored = await storeInputs(phone, sizes, "phone");
 // The phone photos are the first photos stretched to 4:3, so their bare runs are on their own tensors.
 const phoneTensors = parts ? await Promise.all(phone.map((f) => letterboxes(f, sizes))) : [];
@@ -99,19 +114,33 @@ const [phoneOnce, phoneFromStored, phoneBare] = parts
   ? ((await bestOf([
       () => detectImages(both, phone, { batchSize: BATCH }),
       async () => detectImages(both, await phoneStored(), { batchSize: BATCH }),
-      async () => { await forwardAll(model, phoneTensors.map((t) => t[0]!)); await forwardAll(parts, phoneTensors.map((t) => t[1]!)); },
+      async () => {
+        await forwardAll(
+          model,
+          phoneTensors.map((t) => t[0]!),
+        );
+        await forwardAll(
+          parts,
+          phoneTensors.map((t) => t[1]!),
+        );
+      },
     ])) as [number, number, number])
   : [];
 // The upload's share: scaling the stored JPEG for both models, one photo at a time as uploads come.
 const uploadCost = async (photos: Buffer[]) => {
-  const [ms] = await bestOf([async () => { for (const f of photos) await scaleForModels(f, sizes.length ? sizes : [model.size]); }]);
+  const [ms] = await bestOf([
+    async () => {
+      for (const f of photos) await scaleForModels(f, sizes.length ? sizes : [model.size]);
+    },
+  ]);
   return ms! / photos.length;
 };
 const [uploadMs, phoneUploadMs] = [await uploadCost(files), parts ? await uploadCost(phone) : 0];
 
 const rss = (script: string) => Number(execFileSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" }).trim());
 const bareRss = rss("console.log(process.memoryUsage().rss)");
-const modelRss = rss(`import { OnnxDetector } from ${JSON.stringify(new URL("../../inference/detection/onnx-detector.ts", import.meta.url).href)};
+const modelRss =
+  rss(`import { OnnxDetector } from ${JSON.stringify(new URL("../../inference/detection/onnx-detector.ts", import.meta.url).href)};
 import { letterbox } from ${JSON.stringify(new URL("../../inference/detection/letterbox.ts", import.meta.url).href)};
 import { readFileSync } from "node:fs";
 const m = await OnnxDetector.load(${JSON.stringify(modelPath)});
@@ -120,8 +149,11 @@ await m.detect(Array(${BATCH}).fill(x));
 console.log(process.memoryUsage().rss);`);
 
 const mb = (v: number) => (v / 1024 / 1024).toFixed(0);
-console.log(`model ${model.info.name} (${model.info.version}), input ${model.size} px, ${files.length} photos from car-damage/valid, batches of ${BATCH}, best of ${ROUNDS}, Node ${process.version}, CPU`);
-const row = (label: string, ms: number, n = files.length) => console.log(`| ${label} | ${(1000 * n / ms).toFixed(1)} | ${(ms / n).toFixed(1)} |`);
+console.log(
+  `model ${model.info.name} (${model.info.version}), input ${model.size} px, ${files.length} photos from car-damage/valid, batches of ${BATCH}, best of ${ROUNDS}, Node ${process.version}, CPU`,
+);
+const row = (label: string, ms: number, n = files.length) =>
+  console.log(`| ${label} | ${((1000 * n) / ms).toFixed(1)} | ${(ms / n).toFixed(1)} |`);
 const header = () => console.log("| run | photos/s | ms per photo |\n|---|---:|---:|");
 header();
 row("whole pipeline from the photo (decode and letterbox, run, decode, NMS)", p);
@@ -135,13 +167,19 @@ if (parts) {
   row("whole pipeline from the model inputs stored on upload (processing)", fromStored!);
   row("whole pipeline from the photo, a decode per model", each!);
   row("bare session.run of both models, same tensors", bb!);
-  console.log(`both models, pipeline / bare: ${(fromStored! / bb!).toFixed(2)} from the stored model inputs, ${(once! / bb!).toFixed(2)} from the photo; one decode against a decode per model: ${(once! / each!).toFixed(2)}`);
+  console.log(
+    `both models, pipeline / bare: ${(fromStored! / bb!).toFixed(2)} from the stored model inputs, ${(once! / bb!).toFixed(2)} from the photo; one decode against a decode per model: ${(once! / each!).toFixed(2)}`,
+  );
   console.log(`\nthe first ${phone.length} photos as a phone sends them: 4032 × 3024 JPEG (quality 85), both models`);
   header();
   row("whole pipeline from the photo", phoneOnce!, phone.length);
   row("whole pipeline from the model inputs stored on upload (processing)", phoneFromStored!, phone.length);
   row("bare session.run of both models, same tensors", phoneBare!, phone.length);
-  console.log(`12 MP, pipeline / bare: ${(phoneFromStored! / phoneBare!).toFixed(2)} from the stored model inputs, ${(phoneOnce! / phoneBare!).toFixed(2)} from the photo`);
+  console.log(
+    `12 MP, pipeline / bare: ${(phoneFromStored! / phoneBare!).toFixed(2)} from the stored model inputs, ${(phoneOnce! / phoneBare!).toFixed(2)} from the photo`,
+  );
 }
-console.log(`\nmaking the model inputs on upload, one photo at a time: ${uploadMs.toFixed(1)} ms a dataset photo${parts ? `, ${phoneUploadMs.toFixed(1)} ms a 12 MP photo` : ""}`);
+console.log(
+  `\nmaking the model inputs on upload, one photo at a time: ${uploadMs.toFixed(1)} ms a dataset photo${parts ? `, ${phoneUploadMs.toFixed(1)} ms a 12 MP photo` : ""}`,
+);
 console.log(`resident memory: ${mb(modelRss)} MB with the model loaded and run once on a batch, ${mb(bareRss)} MB for a bare Node process`);

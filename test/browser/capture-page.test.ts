@@ -15,8 +15,15 @@ import { until } from "../helpers/webhook-receiver.ts";
 import { vinPlate, writeY4m } from "../helpers/y4m.ts";
 
 const NAMES: Record<string, string> = {
-  front: "Front", front_left: "Front left corner", left: "Left side", rear_left: "Rear left corner", rear: "Rear",
-  rear_right: "Rear right corner", right: "Right side", front_right: "Front right corner", vin: "VIN",
+  front: "Front",
+  front_left: "Front left corner",
+  left: "Left side",
+  rear_left: "Rear left corner",
+  rear: "Rear",
+  rear_right: "Rear right corner",
+  right: "Right side",
+  front_right: "Front right corner",
+  vin: "VIN",
 };
 const dir = mkdtempSync(join(tmpdir(), "vi-cam-"));
 let svc: TestService;
@@ -70,13 +77,21 @@ describe("the hosted capture page", () => {
 
     for (const angle of EXTERIOR_ANGLES) {
       expect(await heading(page).textContent()).toBe(NAMES[angle]);
-      await expect(page.getByText(/Stand|Photograph/).first().isVisible()).resolves.toBe(true);
+      await expect(
+        page
+          .getByText(/Stand|Photograph/)
+          .first()
+          .isVisible(),
+      ).resolves.toBe(true);
       await shoot(page, NAMES[angle]!);
       if (angle === "left") await shot(page, "02-after-left");
     }
     expect(await heading(page).textContent()).toBe("VIN");
     const beforeVin = [...new Set(scripts)];
-    const gzipped = beforeVin.reduce((sum, path) => sum + gzipSync(readFileSync(join(PAGE_DIST, path.replace("/capture/assets/", "")))).length, 0);
+    const gzipped = beforeVin.reduce(
+      (sum, path) => sum + gzipSync(readFileSync(join(PAGE_DIST, path.replace("/capture/assets/", "")))).length,
+      0,
+    );
     console.log(`JavaScript loaded before the VIN step: ${beforeVin.join(", ")} = ${gzipped} bytes gzipped`);
     expect(gzipped).toBeLessThanOrEqual(60 * 1024);
     expect(beforeVin.some((p) => p.includes("tesseract") || p.includes("ocr"))).toBe(false);
@@ -97,7 +112,11 @@ describe("the hosted capture page", () => {
     await expect.poll(() => heading(page).textContent()).toBe("Thank you");
     await shot(page, "05-thank-you");
     expect(["processing", "completed"]).toContain(await status(id));
-    const report = await until("report", async () => svc.api(key, `/v1/inspections/${id}/report`), (r) => r.status === 200);
+    const report = await until(
+      "report",
+      async () => svc.api(key, `/v1/inspections/${id}/report`),
+      (r) => r.status === 200,
+    );
     const body = await report.json();
     expect(body.vehicle).toMatchObject({ vin_confirmed: true, vin_observed: VALID_VIN });
     expect(body.photos).toHaveLength(9);
@@ -141,7 +160,9 @@ describe("accessibility", () => {
       const page = await context.newPage();
       const audit = async (view: string) => {
         await page.addScriptTag({ path: createRequire(import.meta.url).resolve("axe-core/axe.min.js") });
-        const result = await page.evaluate(async () => (globalThis as any).axe.run({ runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } }));
+        const result = await page.evaluate(async () =>
+          (globalThis as any).axe.run({ runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } }),
+        );
         const violations = result.violations.map((v: any) => `${view}: ${v.id} (${v.nodes.length}): ${v.help}`);
         expect(violations).toEqual([]);
       };
@@ -223,7 +244,11 @@ describe("VIN confirmation", () => {
       // The exterior photos are already in (as if taken earlier): the page resumes at the VIN step.
       await fetch(`${svc.url}/capture/v1/${token}`);
       for (const [i, angle] of EXTERIOR_ANGLES.entries()) {
-        await fetch(`${svc.url}/capture/v1/${token}/photos/${angle}`, { method: "PUT", body: carPhotos(8)[i]!, headers: { "content-type": "image/jpeg" } });
+        await fetch(`${svc.url}/capture/v1/${token}/photos/${angle}`, {
+          method: "PUT",
+          body: carPhotos(8)[i]!,
+          headers: { "content-type": "image/jpeg" },
+        });
       }
       await page.goto(`${svc.url}/c/${token}`);
       await expect.poll(() => heading(page).textContent()).toBe("VIN");

@@ -35,7 +35,9 @@ describe("the OpenAPI document", () => {
   it("passes Redocly's recommended lint with no error", async () => {
     const file = join(OUT, "openapi.json");
     writeFileSync(file, JSON.stringify(doc));
-    const lint = await run(process.execPath, [join(ROOT, "node_modules/@redocly/cli/bin/cli.js"), "lint", file, "--format=json"], { maxBuffer: 1 << 24 }).catch((e) => e);
+    const lint = await run(process.execPath, [join(ROOT, "node_modules/@redocly/cli/bin/cli.js"), "lint", file, "--format=json"], {
+      maxBuffer: 1 << 24,
+    }).catch((e) => e);
     const result = JSON.parse(lint.stdout);
     const errors = result.problems.filter((p: { severity: string }) => p.severity === "error");
     expect(errors, JSON.stringify(errors, null, 1)).toEqual([]);
@@ -49,7 +51,11 @@ describe("the OpenAPI document", () => {
         const where = `${method.toUpperCase()} ${path}`;
         expect(op.tags, where).toHaveLength(1);
         if (path.startsWith("/capture/")) expect(op.security, where).toEqual([]);
-        if (method === "post" && path.startsWith("/v1/")) expect(op.parameters.map((p: any) => p.name), where).toContain("Idempotency-Key");
+        if (method === "post" && path.startsWith("/v1/"))
+          expect(
+            op.parameters.map((p: any) => p.name),
+            where,
+          ).toContain("Idempotency-Key");
         for (const [status, response] of Object.entries<any>(op.responses)) {
           expect(response.description, `${where} ${status}`).not.toBe("Default Response");
           expect(response.headers["Request-Id"], `${where} ${status}`).toBeDefined();
@@ -80,7 +86,9 @@ describe("the OpenAPI document", () => {
       transform: (schema) => (schema.format === "binary" ? ts.factory.createTypeReferenceNode("Blob") : undefined),
     });
     writeFileSync(join(OUT, "api.d.ts"), astToString(types));
-    writeFileSync(join(OUT, "upload.ts"), `import createClient from "openapi-fetch";
+    writeFileSync(
+      join(OUT, "upload.ts"),
+      `import createClient from "openapi-fetch";
 import type { paths } from "./api.d.ts";
 
 const client = createClient<paths>({ baseUrl: "http://localhost:8080" });
@@ -103,9 +111,24 @@ export async function wrongAngle(token: string, photo: Blob) {
   // @ts-expect-error: the body of a photo upload is the photo's bytes, not JSON
   await client.PUT("/capture/v1/{token}/photos/{angle}", { params: { path: { token, angle: "rear" } }, body: { url: "x" } });
 }
-`);
-    const tsc = await run(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "--noEmit", "--strict", "--target", "es2022", "--module", "nodenext",
-      "--moduleResolution", "nodenext", "--allowImportingTsExtensions", "--skipLibCheck", "--lib", "es2022,dom", join(OUT, "upload.ts")]).catch((e) => e);
+`,
+    );
+    const tsc = await run(process.execPath, [
+      join(ROOT, "node_modules/typescript/bin/tsc"),
+      "--noEmit",
+      "--strict",
+      "--target",
+      "es2022",
+      "--module",
+      "nodenext",
+      "--moduleResolution",
+      "nodenext",
+      "--allowImportingTsExtensions",
+      "--skipLibCheck",
+      "--lib",
+      "es2022,dom",
+      join(OUT, "upload.ts"),
+    ]).catch((e) => e);
     expect(`${tsc.stdout ?? ""}${tsc.stderr ?? ""}`).toBe("");
   });
 });

@@ -23,8 +23,12 @@ import { sampleInspection } from "./fixtures.ts";
  * JetStream KV, Kubernetes custom resources, S3) join these lists when they land.
  */
 type Stores = {
-  inspections: InspectionStore; events: EventStore; keys: KeyStore; idempotency: IdempotencyStore;
-  reopen: () => InspectionStore; reopenKeys: () => KeyStore;
+  inspections: InspectionStore;
+  events: EventStore;
+  keys: KeyStore;
+  idempotency: IdempotencyStore;
+  reopen: () => InspectionStore;
+  reopenKeys: () => KeyStore;
 };
 const tmp = (p: string) => mkdtempSync(join(tmpdir(), p));
 
@@ -35,7 +39,10 @@ const STORE_ADAPTERS: { name: string; make: () => Stores }[] = [
       const dir = tmp("vi-contract-");
       const db = openDatabase(dir);
       return {
-        inspections: new SqliteInspectionStore(db), events: new SqliteEventStore(db), keys: new SqliteKeyStore(db), idempotency: new SqliteIdempotencyStore(db),
+        inspections: new SqliteInspectionStore(db),
+        events: new SqliteEventStore(db),
+        keys: new SqliteKeyStore(db),
+        idempotency: new SqliteIdempotencyStore(db),
         // A second connection: what it reads, another process would.
         reopen: () => new SqliteInspectionStore(openDatabase(dir)),
         reopenKeys: () => new SqliteKeyStore(openDatabase(dir)),
@@ -48,7 +55,9 @@ const BLOB_ADAPTERS: { name: string; make: () => BlobStore }[] = [
   { name: "memory", make: () => new MemoryBlobStore() },
 ];
 
-const event = (type = "inspection.created") => () => ({ id: newId("evt"), type, data: "{}" });
+const event =
+  (type = "inspection.created") =>
+  () => ({ id: newId("evt"), type, data: "{}" });
 /** How long another process's write may take to show in reads (the SQLite adapter's read caches: 1 ms). */
 const OTHER_PROCESS_WRITES_SHOW_WITHIN_MS = 50;
 const afterOtherProcessWrites = () => new Promise((resolve) => setTimeout(resolve, OTHER_PROCESS_WRITES_SHOW_WITHIN_MS));
@@ -60,7 +69,19 @@ function photoOf(r: InspectionRecord, angle: string, at = r.createdAt + 1): [Pho
   const quality = { brightness: 0.5, sharpness: 100, glare: 0, passed: true, problems: [] };
   return [
     { inspectionId: r.id, angle, mediaId, width: 640, height: 480, quality, tries: 1, capturedAt: at },
-    { id: mediaId, accountId: r.accountId, livemode: r.livemode, inspectionId: r.id, kind: "photo", blobKey: `photos/${r.id}/${mediaId}.jpg`, bytes: 1, etag: "e", width: 640, height: 480, createdAt: at },
+    {
+      id: mediaId,
+      accountId: r.accountId,
+      livemode: r.livemode,
+      inspectionId: r.id,
+      kind: "photo",
+      blobKey: `photos/${r.id}/${mediaId}.jpg`,
+      bytes: 1,
+      etag: "e",
+      width: 640,
+      height: 480,
+      createdAt: at,
+    },
   ];
 }
 
@@ -83,7 +104,9 @@ for (const adapter of STORE_ADAPTERS) {
       const broken = sampleInspection();
       const results = await Promise.allSettled([
         ...rows.map((r, i) => inspections.create(r, `h${i}`, event())),
-        inspections.create(broken, "h-broken", () => { throw new Error("no event"); }),
+        inspections.create(broken, "h-broken", () => {
+          throw new Error("no event");
+        }),
       ]);
       expect(results.map((r) => r.status)).toEqual([...rows.map(() => "fulfilled"), "rejected"]);
       const other = reopen();
@@ -98,7 +121,9 @@ for (const adapter of STORE_ADAPTERS) {
       await inspections.create(first, "h1", event());
       const pending = sampleInspection();
       const created = inspections.create(pending, "h2", event());
-      expect(inspections.transition(first.id, "created", "in_progress", first.createdAt + 1, {}, event("inspection.in_progress"))?.status).toBe("in_progress");
+      expect(
+        inspections.transition(first.id, "created", "in_progress", first.createdAt + 1, {}, event("inspection.in_progress"))?.status,
+      ).toBe("in_progress");
       await created;
       const other = reopen();
       expect(other.get(scope, first.id)?.status).toBe("in_progress");
@@ -111,7 +136,9 @@ for (const adapter of STORE_ADAPTERS) {
       await inspections.create(r, "h", event());
       const moved = inspections.transition(r.id, "created", "in_progress", r.createdAt + 1000, {}, event("inspection.in_progress"));
       expect(moved?.status).toBe("in_progress");
-      expect(inspections.transition(r.id, "created", "canceled", r.createdAt + 2000, { canceledAt: 1 }, event("inspection.canceled"))).toBeNull();
+      expect(
+        inspections.transition(r.id, "created", "canceled", r.createdAt + 2000, { canceledAt: 1 }, event("inspection.canceled")),
+      ).toBeNull();
       expect(events.list(scope, 10)!.map((e) => e.type)).toEqual(["inspection.in_progress", "inspection.created"]);
       expect(inspections.get(scope, r.id)!.canceledAt).toBeNull();
     });
@@ -120,7 +147,14 @@ for (const adapter of STORE_ADAPTERS) {
       const { inspections } = adapter.make();
       const r = sampleInspection({ status: "processing" });
       await inspections.create(r, "h", event());
-      inspections.transition(r.id, "processing", "completed", r.createdAt, { completedAt: r.createdAt, summary: { findings: 0, grade: "none" }, report: '{"a":1}' }, event());
+      inspections.transition(
+        r.id,
+        "processing",
+        "completed",
+        r.createdAt,
+        { completedAt: r.createdAt, summary: { findings: 0, grade: "none" }, report: '{"a":1}' },
+        event(),
+      );
       expect(inspections.getReport(r.id)).toBe('{"a":1}');
       expect(inspections.get(scope, r.id)!.summary).toEqual({ findings: 0, grade: "none" });
     });
@@ -128,9 +162,13 @@ for (const adapter of STORE_ADAPTERS) {
     it("keyset pages by (created_at seconds, id) descending, and filters", async () => {
       const { inspections } = adapter.make();
       const t = Date.now();
-      const rows = Array.from({ length: 7 }, (_, i) => sampleInspection({ createdAt: t + Math.floor(i / 3) * 1000, reference: i % 2 ? "odd" : "even" }));
+      const rows = Array.from({ length: 7 }, (_, i) =>
+        sampleInspection({ createdAt: t + Math.floor(i / 3) * 1000, reference: i % 2 ? "odd" : "even" }),
+      );
       await Promise.all(rows.map((r, i) => inspections.create(r, `h${i}`, event())));
-      const expected = [...rows].sort((a, b) => Math.floor(b.createdAt / 1000) - Math.floor(a.createdAt / 1000) || (a.id < b.id ? 1 : -1)).map((r) => r.id);
+      const expected = [...rows]
+        .sort((a, b) => Math.floor(b.createdAt / 1000) - Math.floor(a.createdAt / 1000) || (a.id < b.id ? 1 : -1))
+        .map((r) => r.id);
       const page1 = inspections.list(scope, { limit: 4 });
       const last = page1.at(-1)!;
       const page2 = inspections.list(scope, { limit: 4, after: { createdAt: last.createdAt, id: last.id } });
@@ -147,11 +185,19 @@ for (const adapter of STORE_ADAPTERS) {
           createdAt: t + Math.floor(i / 10) * 1000 + (i % 10),
           reference: i % 2 ? "odd" : "even",
           vin: i % 3 ? "1HGCM82633A004352" : "WVWZZZ1JZXW000001",
-        }));
+        }),
+      );
       await Promise.all(rows.map((r, i) => inspections.create(r, `h${i}`, event())));
       rows[4] = inspections.transition(rows[4]!.id, "created", "in_progress", t + 5000, {}, event("inspection.in_progress"))!;
-      const order = (a: InspectionRecord, b: InspectionRecord) => Math.floor(b.createdAt / 1000) - Math.floor(a.createdAt / 1000) || (a.id < b.id ? 1 : -1);
-      const filters = [{ reference: "odd" }, { vin: "WVWZZZ1JZXW000001" }, { status: "created" as const }, { reference: "odd", vin: "1HGCM82633A004352" }, { status: "created" as const, reference: "even" }];
+      const order = (a: InspectionRecord, b: InspectionRecord) =>
+        Math.floor(b.createdAt / 1000) - Math.floor(a.createdAt / 1000) || (a.id < b.id ? 1 : -1);
+      const filters = [
+        { reference: "odd" },
+        { vin: "WVWZZZ1JZXW000001" },
+        { status: "created" as const },
+        { reference: "odd", vin: "1HGCM82633A004352" },
+        { status: "created" as const, reference: "even" },
+      ];
       for (const filter of filters) {
         const expected = rows
           .filter((r) => Object.entries(filter).every(([k, v]) => r[k as keyof InspectionRecord] === v))
@@ -281,12 +327,23 @@ for (const adapter of STORE_ADAPTERS) {
       expect(events.list(scope, 10, "evt_unknown")).toBeNull();
       expect(events.list({ ...scope, livemode: true }, 10)).toEqual([]);
       expect(events.due(Date.now(), 10)).toHaveLength(2);
-      events.recordAttempt({ eventId: oldest!.id, n: 1, attemptedAt: 1, statusCode: 500, latencyMs: 3, error: "HTTP 500" }, { nextAttemptAt: Date.now() + 60_000 });
-      events.recordAttempt({ eventId: newest!.id, n: 1, attemptedAt: 2, statusCode: 200, latencyMs: 4, error: null }, { status: "succeeded" });
+      events.recordAttempt(
+        { eventId: oldest!.id, n: 1, attemptedAt: 1, statusCode: 500, latencyMs: 3, error: "HTTP 500" },
+        { nextAttemptAt: Date.now() + 60_000 },
+      );
+      events.recordAttempt(
+        { eventId: newest!.id, n: 1, attemptedAt: 2, statusCode: 200, latencyMs: 4, error: null },
+        { status: "succeeded" },
+      );
       expect(events.due(Date.now(), 10)).toHaveLength(0);
       expect(events.due(Date.now() + 61_000, 10).map((e) => e.id)).toEqual([oldest!.id]);
       expect(events.get(scope, newest!.id)!.deliveryStatus).toBe("succeeded");
-      expect(events.attempts([oldest!.id]).get(oldest!.id)!.map((a) => a.statusCode)).toEqual([500]);
+      expect(
+        events
+          .attempts([oldest!.id])
+          .get(oldest!.id)!
+          .map((a) => a.statusCode),
+      ).toEqual([500]);
     });
 
     it("an inspection without notify_url has events with delivery none", async () => {
@@ -305,7 +362,10 @@ for (const adapter of STORE_ADAPTERS) {
       expect(idempotency.begin(scope, "k", "f1", now, 1000).kind).toBe("in_flight");
       expect(idempotency.begin(scope, "k", "f2", now, 1000).kind).toBe("mismatch");
       idempotency.complete(scope, "k", { statusCode: 201, body: "{}", headers: { location: "/x" } });
-      expect(idempotency.begin(scope, "k", "f1", now, 1000)).toEqual({ kind: "replay", response: { statusCode: 201, body: "{}", headers: { location: "/x" } } });
+      expect(idempotency.begin(scope, "k", "f1", now, 1000)).toEqual({
+        kind: "replay",
+        response: { statusCode: 201, body: "{}", headers: { location: "/x" } },
+      });
       expect(idempotency.begin({ ...scope, livemode: true }, "k", "f2", now, 1000).kind).toBe("started");
       expect(idempotency.begin(scope, "k", "f2", now + 1000, 1000).kind).toBe("started");
       expect(idempotency.begin(scope, "j", "f", now, 1000).kind).toBe("started");

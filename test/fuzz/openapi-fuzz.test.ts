@@ -37,7 +37,8 @@ beforeAll(async () => {
   const [, service] = await Promise.all([installSchemathesis(), startService({ RATE_LIMIT_CAPTURE_PER_SECOND: "100000" })]);
   svc = service;
   const key = svc.key("test");
-  const create = async () => (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, reference: "fuzz" } })).json();
+  const create = async () =>
+    (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, reference: "fuzz" } })).json();
 
   // A completed inspection, so the report, media and events answer 200 with real bodies.
   const done = await create();
@@ -47,7 +48,12 @@ beforeAll(async () => {
     await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[i]!, headers: { "content-type": "image/jpeg" } });
   }
   await fetch(`${base}/submit`, { method: "POST" });
-  await until("completed", async () => (await svc.api(key, `/v1/inspections/${done.id}`)).json(), (r: { status: string }) => r.status === "completed", 30_000);
+  await until(
+    "completed",
+    async () => (await svc.api(key, `/v1/inspections/${done.id}`)).json(),
+    (r: { status: string }) => r.status === "completed",
+    30_000,
+  );
   const report = await (await svc.api(key, `/v1/inspections/${done.id}/report`)).json();
   const events = await (await svc.api(key, "/v1/events?limit=1")).json();
 

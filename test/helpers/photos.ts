@@ -10,7 +10,10 @@ export const DATASETS = join(import.meta.dirname, "../../../shared/datasets");
 const PARTS_DIR = join(DATASETS, "car-parts/testset/JPEGImages");
 
 export function carPhotos(count: number): Buffer[] {
-  const files = readdirSync(PARTS_DIR).filter((f) => f.endsWith(".jpg")).sort().slice(0, count);
+  const files = readdirSync(PARTS_DIR)
+    .filter((f) => f.endsWith(".jpg"))
+    .sort()
+    .slice(0, count);
   return files.map((f) => readFileSync(join(PARTS_DIR, f)));
 }
 
@@ -20,7 +23,10 @@ export function carPhotos(count: number): Buffer[] {
  * no part at all.
  */
 export async function streetBackground(): Promise<Buffer> {
-  return sharp(readFileSync(join(PARTS_DIR, "te78.jpg"))).extract({ left: 0, top: 0, width: 1600, height: 340 }).jpeg().toBuffer();
+  return sharp(readFileSync(join(PARTS_DIR, "te78.jpg")))
+    .extract({ left: 0, top: 0, width: 1600, height: 340 })
+    .jpeg()
+    .toBuffer();
 }
 
 export const carPhoto = (index = 0): Buffer => carPhotos(index + 1)[index]!;

@@ -23,7 +23,20 @@ export type TestService = {
  */
 export async function startService(env: Record<string, string> = {}): Promise<TestService> {
   const dataDir = mkdtempSync(join(tmpdir(), "vi-test-"));
-  const baseEnv = { DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true", RATE_LIMIT_TEST_PER_SECOND: "10000", RATE_LIMIT_LIVE_PER_SECOND: "10000", RATE_LIMIT_FAILED_AUTH_PER_MINUTE: "100000", CONTROLLER_POLL_MS: "100", DAMAGE_MODEL: "none", PARTS_MODEL: "none", ...env };
+  const baseEnv = {
+    DATA_DIR: dataDir,
+    PORT: "0",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "silent",
+    WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true",
+    RATE_LIMIT_TEST_PER_SECOND: "10000",
+    RATE_LIMIT_LIVE_PER_SECOND: "10000",
+    RATE_LIMIT_FAILED_AUTH_PER_MINUTE: "100000",
+    CONTROLLER_POLL_MS: "100",
+    DAMAGE_MODEL: "none",
+    PARTS_MODEL: "none",
+    ...env,
+  };
   const port = await freePort();
   const config = loadConfig({ ...baseEnv, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
   const service = await start(config);

@@ -16,10 +16,19 @@ export async function writeY4m(image: Buffer, path: string, width = 640, height 
   }
   for (let row = 0; row < height / 2; row++) {
     for (let col = 0; col < width / 2; col++) {
-      let r = 0, g = 0, b = 0;
-      for (const [dy, dx] of [[0, 0], [0, 1], [1, 0], [1, 1]] as const) {
+      let r = 0,
+        g = 0,
+        b = 0;
+      for (const [dy, dx] of [
+        [0, 0],
+        [0, 1],
+        [1, 0],
+        [1, 1],
+      ] as const) {
         const p = ((row * 2 + dy) * width + col * 2 + dx) * 3;
-        r += rgb[p]!; g += rgb[p + 1]!; b += rgb[p + 2]!;
+        r += rgb[p]!;
+        g += rgb[p + 1]!;
+        b += rgb[p + 2]!;
       }
       [r, g, b] = [r / 4, g / 4, b / 4];
       u[row * (width / 2) + col] = clamp(-0.168736 * r - 0.331264 * g + 0.5 * b + 128);

@@ -48,14 +48,22 @@ describe("capture API", () => {
       expect(body).toMatchObject({ angle, quality: { passed: true, problems: [] } });
       expect(body.media_id).toMatch(/^med_/);
     }
-    const vin = await capture(token, "/vin", { method: "POST", body: JSON.stringify({ vin: VALID_VIN.toLowerCase() }), headers: { "content-type": "application/json" } });
+    const vin = await capture(token, "/vin", {
+      method: "POST",
+      body: JSON.stringify({ vin: VALID_VIN.toLowerCase() }),
+      headers: { "content-type": "application/json" },
+    });
     expect(await vin.json()).toEqual({ vin: VALID_VIN, valid: true, matches_vehicle: true, make: "Honda", model: "Accord", year: 2003 });
 
     const submitted = await capture(token, "/submit", { method: "POST" });
     expect(submitted.status).toBe(202);
     expect(await submitted.json()).toEqual({ status: "processing" });
 
-    const done = await until("completed", async () => (await svc.api(key, `/v1/inspections/${inspection.id}`)).json(), (i: any) => i.status === "completed");
+    const done = await until(
+      "completed",
+      async () => (await svc.api(key, `/v1/inspections/${inspection.id}`)).json(),
+      (i: any) => i.status === "completed",
+    );
     expect(done.summary).toEqual({ findings: 0, grade: "none" });
     expect(done.report_url).toBe(`${svc.url}/v1/inspections/${inspection.id}/report`);
     expect(done.submitted_at).toMatch(/Z$/);
@@ -87,10 +95,20 @@ describe("capture API", () => {
     const { inspection, token } = await newInspection();
     await capture(token);
     for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) await upload(token, angle, photos[i]!);
-    const vin = await (await capture(token, "/vin", { method: "POST", body: JSON.stringify({ vin: OTHER_VALID_VIN }), headers: { "content-type": "application/json" } })).json();
+    const vin = await (
+      await capture(token, "/vin", {
+        method: "POST",
+        body: JSON.stringify({ vin: OTHER_VALID_VIN }),
+        headers: { "content-type": "application/json" },
+      })
+    ).json();
     expect(vin).toMatchObject({ valid: true, matches_vehicle: false, make: "Tesla" });
     expect((await capture(token, "/submit", { method: "POST" })).status).toBe(202);
-    await until("completed", async () => (await svc.api(key, `/v1/inspections/${inspection.id}`)).json(), (i: any) => i.status === "completed");
+    await until(
+      "completed",
+      async () => (await svc.api(key, `/v1/inspections/${inspection.id}`)).json(),
+      (i: any) => i.status === "completed",
+    );
     const report = await (await svc.api(key, `/v1/inspections/${inspection.id}/report`)).json();
     expect(report.findings).toHaveLength(1);
     expect(report.findings[0]).toMatchObject({ object: "finding", type: "vin_mismatch", severity: "moderate" });
@@ -102,14 +120,25 @@ describe("capture API", () => {
   it("decodes a VIN without recording it, for the customer to check", async () => {
     const { token } = await newInspection();
     const res = await capture(token, `/vin?vin=${OTHER_VALID_VIN.toLowerCase()}`);
-    expect(await res.json()).toEqual({ vin: OTHER_VALID_VIN, valid: true, matches_vehicle: false, make: "Tesla", model: "Model 3", year: 2019 });
+    expect(await res.json()).toEqual({
+      vin: OTHER_VALID_VIN,
+      valid: true,
+      matches_vehicle: false,
+      make: "Tesla",
+      model: "Model 3",
+      year: 2019,
+    });
     expect((await (await capture(token)).json()).vin_confirmed).toBeNull();
     expect((await capture(token, "/vin?vin=nope")).status).toBe(400);
   });
 
   it("an invalid VIN is 400 with param vin", async () => {
     const { token } = await newInspection();
-    const res = await capture(token, "/vin", { method: "POST", body: JSON.stringify({ vin: "1HGCM82643A004352" }), headers: { "content-type": "application/json" } });
+    const res = await capture(token, "/vin", {
+      method: "POST",
+      body: JSON.stringify({ vin: "1HGCM82643A004352" }),
+      headers: { "content-type": "application/json" },
+    });
     expect(res.status).toBe(400);
     expect((await res.json()).error).toMatchObject({ code: "parameter_invalid", param: "vin" });
   });
@@ -117,7 +146,10 @@ describe("capture API", () => {
   it("re-encodes to JPEG and strips EXIF, GPS included; a retake replaces the photo", async () => {
     const { token } = await newInspection();
     const withGps = await sharp(photos[0]!)
-      .withExif({ IFD0: { Make: "PhoneCo", Model: "X" }, IFD3: { GPSLatitudeRef: "N", GPSLatitude: "51/1 30/1 0/1", GPSLongitudeRef: "W", GPSLongitude: "0/1 7/1 0/1" } })
+      .withExif({
+        IFD0: { Make: "PhoneCo", Model: "X" },
+        IFD3: { GPSLatitudeRef: "N", GPSLatitude: "51/1 30/1 0/1", GPSLongitudeRef: "W", GPSLongitude: "0/1 7/1 0/1" },
+      })
       .png()
       .toBuffer();
     expect((await sharp(withGps).metadata()).exif).toBeDefined();
@@ -169,7 +201,11 @@ describe("capture API", () => {
     expect(meanDiff(ours, source)).toBeLessThan(6);
     expect(meanDiff(ours, other)).toBeGreaterThan(20);
 
-    const bomb = await heicOf(await sharp({ create: { width: 8000, height: 6000, channels: 3, background: "#808080" } }).png().toBuffer());
+    const bomb = await heicOf(
+      await sharp({ create: { width: 8000, height: 6000, channels: 3, background: "#808080" } })
+        .png()
+        .toBuffer(),
+    );
     expect(bomb.length).toBeLessThan(1024 * 1024);
     const tooBig = await upload(token, "left", bomb, "image/heic");
     expect(tooBig.status).toBe(413);
@@ -200,7 +236,9 @@ describe("capture API", () => {
     expect((await res.json()).error.code).toBe("body_too_large");
 
     // 8000 × 6000 = 48 megapixels in a few hundred kilobytes.
-    const bomb = await sharp({ create: { width: 8000, height: 6000, channels: 3, background: "#808080" } }).png({ compressionLevel: 9 }).toBuffer();
+    const bomb = await sharp({ create: { width: 8000, height: 6000, channels: 3, background: "#808080" } })
+      .png({ compressionLevel: 9 })
+      .toBuffer();
     expect(bomb.length).toBeLessThan(15 * 1024 * 1024);
     res = await upload(token, "front", bomb, "image/png");
     expect(res.status).toBe(413);
@@ -229,7 +267,12 @@ describe("expiry", () => {
       const created = await (await short.api(k, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
       const token = created.capture_url.split("/").pop();
       expect((await fetch(`${short.url}/capture/v1/${token}`)).status).toBe(200);
-      const expired = await until("expired", async () => (await short.api(k, `/v1/inspections/${created.id}`)).json(), (i: any) => i.status === "expired", 10_000);
+      const expired = await until(
+        "expired",
+        async () => (await short.api(k, `/v1/inspections/${created.id}`)).json(),
+        (i: any) => i.status === "expired",
+        10_000,
+      );
       expect(expired.capture_url).toBeNull();
       expect((await fetch(`${short.url}/capture/v1/${token}`)).status).toBe(410);
       const events = await (await short.api(k, "/v1/events")).json();

@@ -50,7 +50,9 @@ type Problems = { lost: string[]; deleted: string[]; leftover: string[] };
 type RoundResult = { n: number; problems: Problems; retake: Outcome; odometer: Outcome };
 
 async function round(n: number): Promise<RoundResult> {
-  const created = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, reference: `race-${n}` } })).json();
+  const created = await (
+    await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, reference: `race-${n}` } })
+  ).json();
   const token = created.capture_url.split("/").pop() as string;
   const first = new Map<string, string>();
   for (const [i, angle] of REQUIRED_ANGLES.entries()) {
@@ -69,7 +71,11 @@ async function round(n: number): Promise<RoundResult> {
     if (o.status !== 200) expect(o, `round ${n}`).toMatchObject({ status: 410, code: "capture_link_inactive" });
   }
 
-  const done = await until("completed", async () => (await svc.api(key, `/v1/inspections/${created.id}`)).json(), (i: any) => i.status === "completed");
+  const done = await until(
+    "completed",
+    async () => (await svc.api(key, `/v1/inspections/${created.id}`)).json(),
+    (i: any) => i.status === "completed",
+  );
   expect(done.status).toBe("completed");
   const report = await (await svc.api(key, `/v1/inspections/${created.id}/report`)).json();
   const inReport = new Map<string, string>(report.photos.map((p: any) => [p.angle, p.media_id]));
@@ -79,7 +85,8 @@ async function round(n: number): Promise<RoundResult> {
   const expected = new Map(first);
   if (retake.mediaId) expected.set("front", retake.mediaId);
   if (odometer.mediaId) expected.set("odometer", odometer.mediaId);
-  for (const [angle, mediaId] of expected) if (inReport.get(angle) !== mediaId) problems.lost.push(`${angle}: answered ${mediaId}, report has ${inReport.get(angle)}`);
+  for (const [angle, mediaId] of expected)
+    if (inReport.get(angle) !== mediaId) problems.lost.push(`${angle}: answered ${mediaId}, report has ${inReport.get(angle)}`);
   if (inReport.size !== expected.size) problems.lost.push(`report angles ${[...inReport.keys()]} for uploads ${[...expected.keys()]}`);
   // Every photo the report names can be fetched.
   for (const p of report.photos) {
@@ -92,7 +99,8 @@ async function round(n: number): Promise<RoundResult> {
   const named = [...inReport.values()].map((id) => `${id}.jpg`).sort();
   const stray = onDisk.filter((f) => !named.includes(f));
   const gone = named.filter((f) => !onDisk.includes(f));
-  if (stray.length || gone.length) problems.leftover.push(`on disk but not in the report: ${stray}; in the report but not on disk: ${gone}`);
+  if (stray.length || gone.length)
+    problems.leftover.push(`on disk but not in the report: ${stray}; in the report but not on disk: ${gone}`);
   return { n, problems, retake, odometer };
 }
 
@@ -100,9 +108,11 @@ describe("capture: uploads racing the submit", () => {
   it(`loses no upload answered 200 and references no deleted media, over ${ROUNDS} rounds`, async () => {
     const results: RoundResult[] = [];
     let next = 0;
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-      while (next < ROUNDS) results.push(await round(next++));
-    }));
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next < ROUNDS) results.push(await round(next++));
+      }),
+    );
     const racing = results.flatMap((r) => [r.retake, r.odometer]);
     const accepted = racing.filter((o) => o.status === 200).length;
     const refused = racing.length - accepted;
@@ -112,7 +122,10 @@ describe("capture: uploads racing the submit", () => {
       `capture race: ${results.length} rounds; racing uploads ${accepted} accepted, ${refused} refused; rounds that lost an accepted upload ${count("lost")}, ` +
         `referenced deleted media ${count("deleted")}, left blobs behind ${count("leftover")}`,
     );
-    expect(bad.slice(0, 3).map((r) => ({ round: r.n, ...r.problems })), `${bad.length} of ${results.length} rounds went wrong`).toEqual([]);
+    expect(
+      bad.slice(0, 3).map((r) => ({ round: r.n, ...r.problems })),
+      `${bad.length} of ${results.length} rounds went wrong`,
+    ).toEqual([]);
     // The rounds raced both ways: some uploads landed before the submit, some after.
     expect(accepted).toBeGreaterThan(0);
     expect(refused).toBeGreaterThan(0);

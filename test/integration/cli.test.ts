@@ -40,7 +40,11 @@ describe("vehicle-inspection CLI", () => {
   it("runs as the README shows it, `npx vehicle-inspection`, from the checkout as committed (executable)", async () => {
     expect(statSync(CLI).mode & 0o111, "bin/vehicle-inspection.ts must be committed executable").toBe(0o111);
     const dir = mkdtempSync(join(tmpdir(), "vi-cli-"));
-    const npx = (...args: string[]) => run("npx", ["--no-install", "vehicle-inspection", ...args], { cwd: join(import.meta.dirname, "../.."), env: { ...process.env, DATA_DIR: dir } });
+    const npx = (...args: string[]) =>
+      run("npx", ["--no-install", "vehicle-inspection", ...args], {
+        cwd: join(import.meta.dirname, "../.."),
+        env: { ...process.env, DATA_DIR: dir },
+      });
     const { stdout: key } = await npx("keys", "create", "--env", "test");
     expect(key).toMatch(/^sk_test_[a-z0-9]{40}\n$/);
     expect((await npx("keys", "list")).stdout).toContain(`sk_test_…${key.trim().slice(-4)}`);
@@ -49,9 +53,14 @@ describe("vehicle-inspection CLI", () => {
 
   it("refuses bad usage with exit code 2 and says why", async () => {
     const dir = mkdtempSync(join(tmpdir(), "vi-cli-"));
-    await expect(cli(dir, "keys", "create", "--env", "prod")).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining("--env must be test or live") });
+    await expect(cli(dir, "keys", "create", "--env", "prod")).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining("--env must be test or live"),
+    });
     await expect(cli(dir, "frobnicate")).rejects.toMatchObject({ code: 2 });
     await expect(cli(dir, "keys", "revoke", "key_nope")).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("no such key") });
-    await expect(run(process.execPath, [CLI, "keys", "list"], { env: { ...process.env, DATA_DIR: dir, PORT: "http" } })).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining("PORT") });
+    await expect(
+      run(process.execPath, [CLI, "keys", "list"], { env: { ...process.env, DATA_DIR: dir, PORT: "http" } }),
+    ).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining("PORT") });
   });
 });

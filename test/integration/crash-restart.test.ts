@@ -40,18 +40,35 @@ describe("crash and restart", () => {
     // Retries every 4 s, 8 attempts: enough that no event runs out of attempts before the restart,
     // even on a loaded machine, so every event must end up delivered.
     const env = {
-      DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: "info",
-      WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_RETRY_SCHEDULE_MS: "4000,4000,4000,4000,4000,4000,4000", RATE_LIMIT_TEST_PER_SECOND: "1000",
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      LOG_LEVEL: "info",
+      WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true",
+      WEBHOOK_RETRY_SCHEDULE_MS: "4000,4000,4000,4000,4000,4000,4000",
+      RATE_LIMIT_TEST_PER_SECOND: "1000",
     };
     const key = createKey(loadConfig(env), "test", "crash");
-    const api = (path: string, init: RequestInit = {}) => fetch(`http://127.0.0.1:${port}${path}`, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers } });
+    const api = (path: string, init: RequestInit = {}) =>
+      fetch(`http://127.0.0.1:${port}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers },
+      });
     // Large photos, so detection is still running when the process is killed.
-    const photos = await Promise.all(carPhotos(9).map((p) => sharp(p).resize(2800, 2100, { fit: "fill" }).jpeg({ quality: 95 }).toBuffer()));
+    const photos = await Promise.all(
+      carPhotos(9).map((p) => sharp(p).resize(2800, 2100, { fit: "fill" }).jpeg({ quality: 95 }).toBuffer()),
+    );
 
     child = await startProcess(env);
     const ids: string[] = [];
     for (let n = 0; n < 2; n++) {
-      const inspection = await (await api("/v1/inspections", { method: "POST", body: JSON.stringify({ vehicle: { vin: VALID_VIN }, notify_url: receiver.url, reference: `crash-${n}` }) })).json();
+      const inspection = await (
+        await api("/v1/inspections", {
+          method: "POST",
+          body: JSON.stringify({ vehicle: { vin: VALID_VIN }, notify_url: receiver.url, reference: `crash-${n}` }),
+        })
+      ).json();
       ids.push(inspection.id);
       const base = `${inspection.capture_url.replace("/c/", "/capture/v1/")}`;
       await fetch(base);
@@ -69,17 +86,32 @@ describe("crash and restart", () => {
 
     receiver.respond = () => 200;
     child = await startProcess(env);
-    const finished = await until("all completed", () => Promise.all(ids.map(async (id) => (await (await api(`/v1/inspections/${id}`)).json()).status)), (s) => s.every((x) => x === "completed"), 30_000);
+    const finished = await until(
+      "all completed",
+      () => Promise.all(ids.map(async (id) => (await (await api(`/v1/inspections/${id}`)).json()).status)),
+      (s) => s.every((x) => x === "completed"),
+      30_000,
+    );
     expect(finished).toEqual(["completed", "completed"]);
 
     const events = (await (await api("/v1/events?limit=100")).json()).data;
     expect(events).toHaveLength(8);
-    const delivered = await until("all delivered", async () => (await (await api("/v1/events?limit=100")).json()).data, (d: any[]) => d.every((e) => e.delivery.status === "succeeded"), 30_000);
+    const delivered = await until(
+      "all delivered",
+      async () => (await (await api("/v1/events?limit=100")).json()).data,
+      (d: any[]) => d.every((e) => e.delivery.status === "succeeded"),
+      30_000,
+    );
     for (const e of delivered) {
       expect(receiver.received.some((r) => r.headers["webhook-id"] === e.id && r.status === 200)).toBe(true);
     }
     // One completion per inspection: re-running detection after the crash made no second move.
-    expect(events.filter((e: any) => e.type === "inspection.completed").map((e: any) => e.data.id).sort()).toEqual([...ids].sort());
+    expect(
+      events
+        .filter((e: any) => e.type === "inspection.completed")
+        .map((e: any) => e.data.id)
+        .sort(),
+    ).toEqual([...ids].sort());
     for (const id of ids) expect((await api(`/v1/inspections/${id}/report`)).status).toBe(200);
   }, 120_000);
 });

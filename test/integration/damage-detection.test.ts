@@ -69,13 +69,24 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
           expect(statSync(inputOf(media_id, size)).size).toBe(w * h * 3);
         }
       }
-      for (const mediaId of [firstTake, media.vin!]) expect(existsSync(inputOf(mediaId, 384)) || existsSync(inputOf(mediaId, 320))).toBe(false);
+      for (const mediaId of [firstTake, media.vin!])
+        expect(existsSync(inputOf(mediaId, 384)) || existsSync(inputOf(mediaId, 320))).toBe(false);
 
       expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
-      const done = await until("completed", async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(), (i: any) => i.status !== "processing", 60_000);
+      const done = await until(
+        "completed",
+        async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(),
+        (i: any) => i.status !== "processing",
+        60_000,
+      );
       expect(done.status).toBe("completed");
       // Settled: nothing reads the model inputs again, so they are gone; the photos stay.
-      await until("model inputs deleted", () => readdirSync(join(svc.dataDir, "blobs", "model-inputs", made.id)), (left) => left.length === 0, 5_000);
+      await until(
+        "model inputs deleted",
+        () => readdirSync(join(svc.dataDir, "blobs", "model-inputs", made.id)),
+        (left) => left.length === 0,
+        5_000,
+      );
       for (const angle of EXTERIOR_ANGLES) expect(existsSync(join(svc.dataDir, "blobs", photoBlobKey(made.id, media[angle]!)))).toBe(true);
       const report = await (await svc.api(key, `/v1/inspections/${made.id}/report`)).json();
       expect(report.model.name).toMatch(/car damage/);
@@ -122,7 +133,12 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
       for (const [i, angle] of EXTERIOR_ANGLES.entries()) await upload(angle, clean[i]!);
       await upload("vin", clean[0]!);
       expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
-      const done = await until("completed", async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(), (i: any) => i.status !== "processing", 60_000);
+      const done = await until(
+        "completed",
+        async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(),
+        (i: any) => i.status !== "processing",
+        60_000,
+      );
       expect(done.status).toBe("completed");
       const report = await (await svc.api(key, `/v1/inspections/${made.id}/report`)).json();
       expect(report.findings).toEqual([]);
@@ -141,7 +157,12 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
       const inputs = join(svc.dataDir, "blobs", "model-inputs", made.id);
       expect(readdirSync(inputs).sort()).toEqual([`${mediaId}-320.rgb`, `${mediaId}-384.rgb`]);
       expect((await svc.api(key, `/v1/inspections/${made.id}/cancel`, { method: "POST" })).status).toBe(200);
-      await until("model inputs deleted", () => readdirSync(inputs), (left) => left.length === 0, 5_000);
+      await until(
+        "model inputs deleted",
+        () => readdirSync(inputs),
+        (left) => left.length === 0,
+        5_000,
+      );
       expect(existsSync(join(svc.dataDir, "blobs", photoBlobKey(made.id, mediaId)))).toBe(true);
     } finally {
       await svc.close();
@@ -156,8 +177,20 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
     await blobs.put(photoBlobKey(inspectionId, mediaId), jpeg);
     const sizes = [models.damage!.size, models.parts!.size];
     await storeModelInputs(blobs, inspectionId, mediaId, jpeg, sizes);
-    const photo = { mediaId, angle: "front", blobKey: photoBlobKey(inspectionId, mediaId), quality: { brightness: 0.5, sharpness: 100, glare: 0, passed: true, problems: [] } };
-    const found = async () => (await detectPhotos(blobs, inspectionId, [photo], models)).detections.map(({ type, part, severity, confidence, bbox }) => ({ type, part, severity, confidence, bbox }));
+    const photo = {
+      mediaId,
+      angle: "front",
+      blobKey: photoBlobKey(inspectionId, mediaId),
+      quality: { brightness: 0.5, sharpness: 100, glare: 0, passed: true, problems: [] },
+    };
+    const found = async () =>
+      (await detectPhotos(blobs, inspectionId, [photo], models)).detections.map(({ type, part, severity, confidence, bbox }) => ({
+        type,
+        part,
+        severity,
+        confidence,
+        bbox,
+      }));
 
     const fromStored = await found();
     expect(fromStored.map((d) => d.type)).toContain("glass_shatter");

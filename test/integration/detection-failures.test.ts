@@ -9,14 +9,24 @@ import { startService, VALID_VIN, withModels, type TestService } from "../helper
 import { until } from "../helpers/webhook-receiver.ts";
 
 /** Uploads one photo per required angle (`override` replaces some), submits, and returns the settled inspection. */
-async function inspect(svc: TestService, key: string, override: Record<string, Buffer> = {}, corrupt: string[] = [], truncate: string[] = []) {
+async function inspect(
+  svc: TestService,
+  key: string,
+  override: Record<string, Buffer> = {},
+  corrupt: string[] = [],
+  truncate: string[] = [],
+) {
   const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
   const base = made.capture_url.replace("/c/", "/capture/v1/");
   await fetch(base);
   const photos = carPhotos(9);
   const media: Record<string, string> = {};
   for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-    const res = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: override[angle] ?? photos[i]!, headers: { "content-type": "image/jpeg" } });
+    const res = await fetch(`${base}/photos/${angle}`, {
+      method: "PUT",
+      body: override[angle] ?? photos[i]!,
+      headers: { "content-type": "image/jpeg" },
+    });
     media[angle] = (await res.json()).media_id;
   }
   // Storage damaged after upload: the stored photo is no longer a JPEG.
@@ -28,7 +38,12 @@ async function inspect(svc: TestService, key: string, override: Record<string, B
     writeFileSync(path, bytes.subarray(0, Math.floor(bytes.length / 2)));
   }
   expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
-  const settled = await until("settled", async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(), (i: any) => ["completed", "failed"].includes(i.status), 30_000);
+  const settled = await until(
+    "settled",
+    async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(),
+    (i: any) => ["completed", "failed"].includes(i.status),
+    30_000,
+  );
   return { inspection: settled, media };
 }
 

@@ -25,12 +25,19 @@ function miniCoco(from: string, to: string, imagesDir: string, keep: (images: Co
   const ids = new Set(images.map((im) => im.id));
   mkdirSync(join(to, imagesDir), { recursive: true });
   for (const im of images) symlinkSync(join(from, imagesDir, im.file_name), join(to, imagesDir, im.file_name));
-  writeFileSync(join(to, "annotations.json"), JSON.stringify({ ...coco, images, annotations: coco.annotations.filter((a) => ids.has(a.image_id)) }));
+  writeFileSync(
+    join(to, "annotations.json"),
+    JSON.stringify({ ...coco, images, annotations: coco.annotations.filter((a) => ids.has(a.image_id)) }),
+  );
 }
 
 it("prints clean cars, whole cars, the angle check and close-ups, then one JSON line", async () => {
-  miniCoco(join(DATASETS, "car-parts/testset"), join(root, "car-parts/testset"), "JPEGImages", (images) => [...images].sort((a, b) => a.file_name.localeCompare(b.file_name)).slice(0, 8));
-  miniCoco(join(DATASETS, "car-damage-severity"), join(root, "car-damage-severity"), "images", (images) => images.filter((im) => isHeldOut(im.file_name)).slice(0, 8));
+  miniCoco(join(DATASETS, "car-parts/testset"), join(root, "car-parts/testset"), "JPEGImages", (images) =>
+    [...images].sort((a, b) => a.file_name.localeCompare(b.file_name)).slice(0, 8),
+  );
+  miniCoco(join(DATASETS, "car-damage-severity"), join(root, "car-damage-severity"), "images", (images) =>
+    images.filter((im) => isHeldOut(im.file_name)).slice(0, 8),
+  );
   const valid = join(DATASETS, "car-damage/valid");
   for (const dir of ["images", "labels"]) mkdirSync(join(root, "car-damage/valid", dir), { recursive: true });
   for (const image of readdirSync(join(valid, "images")).sort().slice(0, 8)) {

@@ -70,7 +70,10 @@ class ServiceProcess {
 function stored(dataDir: string, id: string): { status: string; attempts: number; report: boolean } {
   const db = new DatabaseSync(databaseFile(dataDir), { readOnly: true });
   try {
-    const row = db.prepare("SELECT status, processing_attempts FROM inspections WHERE id = ?").get(id) as { status: string; processing_attempts: number };
+    const row = db.prepare("SELECT status, processing_attempts FROM inspections WHERE id = ?").get(id) as {
+      status: string;
+      processing_attempts: number;
+    };
     const report = db.prepare("SELECT 1 FROM reports WHERE inspection_id = ?").get(id) !== undefined;
     return { status: row.status, attempts: row.processing_attempts, report };
   } finally {
@@ -98,11 +101,23 @@ describe("a restart is not a failure", () => {
     dirs.push(dataDir);
     const port = await freePort();
     const fullEnv = {
-      DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: "info",
-      RATE_LIMIT_TEST_PER_SECOND: "1000", RATE_LIMIT_CAPTURE_PER_SECOND: "1000", CONTROLLER_POLL_MS: "100", DETECTION_THREADS: "1", ...env,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      LOG_LEVEL: "info",
+      RATE_LIMIT_TEST_PER_SECOND: "1000",
+      RATE_LIMIT_CAPTURE_PER_SECOND: "1000",
+      CONTROLLER_POLL_MS: "100",
+      DETECTION_THREADS: "1",
+      ...env,
     };
     const key = createKey(loadConfig(fullEnv), "test", "stop");
-    const api = (path: string, init: RequestInit = {}) => fetch(`http://127.0.0.1:${port}${path}`, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers } });
+    const api = (path: string, init: RequestInit = {}) =>
+      fetch(`http://127.0.0.1:${port}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers },
+      });
     const startService = async () => {
       const service = new ServiceProcess(fullEnv);
       children.push(service);
@@ -110,7 +125,9 @@ describe("a restart is not a failure", () => {
       return service;
     };
     // Larger than the dataset's photos, so that detection takes a while.
-    const photos = await Promise.all(carPhotos(9).map((p) => sharp(p).resize(1600, 1200, { fit: "fill" }).jpeg({ quality: 90 }).toBuffer()));
+    const photos = await Promise.all(
+      carPhotos(9).map((p) => sharp(p).resize(1600, 1200, { fit: "fill" }).jpeg({ quality: 90 }).toBuffer()),
+    );
     const service = await startService();
     const bases: string[] = [];
     const ids: string[] = [];
@@ -141,7 +158,12 @@ describe("a restart is not a failure", () => {
       expect(await current.stop()).toBe(0);
       // Every inspection is completed or still processing, with no attempt counted against it.
       const rows = ids.map((id) => stored(dataDir, id));
-      for (const row of rows) expect(row).toEqual(row.status === "completed" ? { status: "completed", attempts: 0, report: true } : { status: "processing", attempts: 0, report: false });
+      for (const row of rows)
+        expect(row).toEqual(
+          row.status === "completed"
+            ? { status: "completed", attempts: 0, report: true }
+            : { status: "processing", attempts: 0, report: false },
+        );
       const waiting = ids.filter((_, i) => rows[i]!.status === "processing");
       // The log names each inspection the stop interrupted, and those are exactly the ones left processing.
       expect(interruptedBy(current).sort()).toEqual([...waiting].sort());
@@ -150,7 +172,8 @@ describe("a restart is not a failure", () => {
       expect(restart).toBeLessThan(ids.length);
       current = await startService();
       // On start, the log names each inspection picked up again, with the attempts counted so far.
-      for (const id of waiting) expect((await current.line((l) => l.msg === "resuming detection" && l.inspection_id === id, 10_000)).attempts).toBe(0);
+      for (const id of waiting)
+        expect((await current.line((l) => l.msg === "resuming detection" && l.inspection_id === id, 10_000)).attempts).toBe(0);
       await current.line((l) => l.msg === "inspection moved" && l.to === "completed", 60_000);
     }
     // One inspection was interrupted by three stops and resumed by three starts, and completed all the same.
@@ -161,7 +184,12 @@ describe("a restart is not a failure", () => {
       expect((await api(`/v1/inspections/${id}/report`)).status).toBe(200);
     }
     const events = (await (await api("/v1/events?limit=100")).json()).data;
-    expect(events.filter((e: any) => e.type === "inspection.completed").map((e: any) => e.data.id).sort()).toEqual([...ids].sort());
+    expect(
+      events
+        .filter((e: any) => e.type === "inspection.completed")
+        .map((e: any) => e.data.id)
+        .sort(),
+    ).toEqual([...ids].sort());
     expect(await last.stop()).toBe(0);
   }, 120_000);
 

@@ -46,12 +46,18 @@ describe("deep JSON", () => {
   });
 
   it("is refused on the capture API too", async () => {
-    const res = await fetch(`${svc.url}/capture/v1/${token}/vin`, { method: "POST", headers: { "content-type": "application/json" }, body: `{"vin":${"[".repeat(5_000)}${"]".repeat(5_000)}}` });
+    const res = await fetch(`${svc.url}/capture/v1/${token}/vin`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: `{"vin":${"[".repeat(5_000)}${"]".repeat(5_000)}}`,
+    });
     await expectError(res, 400, "parameter_invalid");
   });
 
   it("brackets inside strings do not count", async () => {
-    const res = await post("/v1/inspections", JSON.stringify({ vehicle: { vin: VALID_VIN }, reference: "[".repeat(200) }), { "idempotency-key": "brackets-in-a-string" });
+    const res = await post("/v1/inspections", JSON.stringify({ vehicle: { vin: VALID_VIN }, reference: "[".repeat(200) }), {
+      "idempotency-key": "brackets-in-a-string",
+    });
     expect(res.status).toBe(201);
   });
 });
@@ -65,11 +71,21 @@ describe("strings and encodings", () => {
     ["a right-to-left override", "claim\u202e1001"],
     ["an isolate", "\u2066claim"],
   ])("refuses %s in reference", async (_what, reference) => {
-    await expectError(await post("/v1/inspections", JSON.stringify({ vehicle: { vin: VALID_VIN }, reference })), 400, "parameter_invalid", "reference");
+    await expectError(
+      await post("/v1/inspections", JSON.stringify({ vehicle: { vin: VALID_VIN }, reference })),
+      400,
+      "parameter_invalid",
+      "reference",
+    );
   });
 
   it("refuses a lone surrogate, escaped in the JSON", async () => {
-    await expectError(await post("/v1/inspections", `{"vehicle":{"vin":"${VALID_VIN}"},"reference":"claim\\ud800"}`), 400, "parameter_invalid", "reference");
+    await expectError(
+      await post("/v1/inspections", `{"vehicle":{"vin":"${VALID_VIN}"},"reference":"claim\\ud800"}`),
+      400,
+      "parameter_invalid",
+      "reference",
+    );
   });
 
   it("takes other Unicode as it is", async () => {
@@ -84,12 +100,16 @@ describe("strings and encodings", () => {
   });
 
   it.each(["utf-16", "latin1", "iso-8859-1"])("refuses JSON declared charset=%s (415)", async (charset) => {
-    const res = await post("/v1/inspections", JSON.stringify({ vehicle: { vin: VALID_VIN } }), { "content-type": `application/json; charset=${charset}` });
+    const res = await post("/v1/inspections", JSON.stringify({ vehicle: { vin: VALID_VIN } }), {
+      "content-type": `application/json; charset=${charset}`,
+    });
     await expectError(res, 415, "unsupported_media_type");
   });
 
   it("takes charset=utf-8", async () => {
-    const res = await post("/v1/inspections", JSON.stringify({ vehicle: { vin: VALID_VIN } }), { "content-type": "application/json; charset=UTF-8" });
+    const res = await post("/v1/inspections", JSON.stringify({ vehicle: { vin: VALID_VIN } }), {
+      "content-type": "application/json; charset=UTF-8",
+    });
     expect(res.status).toBe(201);
   });
 
@@ -100,7 +120,8 @@ describe("strings and encodings", () => {
 
 describe("query parameters", () => {
   it.each(["0x10", "1e2", "+5", "%205", "5%20", "1.0", "-1", "0", "101"])("limit=%s is refused", async (limit) => {
-    for (const path of ["/v1/inspections", "/v1/events"]) await expectError(await svc.api(key, `${path}?limit=${limit}`), 400, "parameter_invalid", "limit");
+    for (const path of ["/v1/inspections", "/v1/events"])
+      await expectError(await svc.api(key, `${path}?limit=${limit}`), 400, "parameter_invalid", "limit");
   });
 
   it("limit=5 and limit=007 are read as decimal", async () => {
@@ -110,8 +131,12 @@ describe("query parameters", () => {
 
   it("refuses unknown query parameters on every route", async () => {
     const paths = [
-      `/v1/inspections/${inspectionId}`, `/v1/inspections/${inspectionId}/report`, "/v1/events", "/v1/events/evt_000000000000000000000000",
-      "/v1/media/med_000000000000000000000000/full.jpg", "/v1/inspections",
+      `/v1/inspections/${inspectionId}`,
+      `/v1/inspections/${inspectionId}/report`,
+      "/v1/events",
+      "/v1/events/evt_000000000000000000000000",
+      "/v1/media/med_000000000000000000000000/full.jpg",
+      "/v1/inspections",
     ];
     for (const path of paths) await expectError(await svc.api(key, `${path}?expand=everything`), 400, "parameter_unknown", "expand");
     await expectError(await post(`/v1/inspections/${inspectionId}/cancel?force=1`, "{}"), 400, "parameter_unknown", "force");
@@ -136,20 +161,29 @@ function raw(request: string): Promise<string> {
 function parseRaw(answer: string) {
   const [head, body] = answer.split("\r\n\r\n");
   const status = Number(head!.split(" ")[1]);
-  const headers = Object.fromEntries(head!.split("\r\n").slice(1).map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
+  const headers = Object.fromEntries(
+    head!
+      .split("\r\n")
+      .slice(1)
+      .map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]),
+  );
   return { status, headers, error: JSON.parse(body!).error };
 }
 
 describe("bare HTTP", () => {
   it("answers a request without Host in the contract's shape", async () => {
-    const { status, headers, error } = parseRaw(await raw(`GET /v1/inspections HTTP/1.1\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`));
+    const { status, headers, error } = parseRaw(
+      await raw(`GET /v1/inspections HTTP/1.1\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`),
+    );
     expect(status).toBe(400);
     expect(error.code).toBe("request_malformed");
     expect(headers["request-id"]).toBe(error.request_id);
   });
 
   it("answers Expect: 200-ok with 417 in the contract's shape", async () => {
-    const { status, headers, error } = parseRaw(await raw(`GET /v1/inspections HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n`));
+    const { status, headers, error } = parseRaw(
+      await raw(`GET /v1/inspections HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n`),
+    );
     expect(status).toBe(417);
     expect(error.code).toBe("expectation_failed");
     expect(headers["request-id"]).toBe(error.request_id);
@@ -163,7 +197,9 @@ describe("bare HTTP", () => {
   });
 
   it("still takes Expect: 100-continue", async () => {
-    const answer = await raw(`GET /v1/inspections?limit=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`);
+    const answer = await raw(
+      `GET /v1/inspections?limit=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+    );
     expect(answer).toMatch(/HTTP\/1.1 200 OK/);
   });
 });

@@ -34,7 +34,10 @@ describe("Idempotency-Key", () => {
     expect(res.status).toBe(422);
     const body = await res.json();
     expect(body.error).toMatchObject({ type: "idempotency_error", code: "idempotency_key_reused" });
-    const otherPath = await svc.api(key, `/v1/inspections/insp_000000000000000000000000/cancel`, { method: "POST", headers: { "idempotency-key": "order-2" } });
+    const otherPath = await svc.api(key, `/v1/inspections/insp_000000000000000000000000/cancel`, {
+      method: "POST",
+      headers: { "idempotency-key": "order-2" },
+    });
     expect(otherPath.status).toBe(422);
   });
 

@@ -24,7 +24,11 @@ function expectError(body: any, type: string, code: string, param?: string | nul
 
 describe("POST /v1/inspections", () => {
   it("creates an inspection: 201, Location, the contract's object, VIN normalised and decoded", async () => {
-    const res = await create(key, { reference: "claim-42", vehicle: { vin: ` ${VALID_VIN.toLowerCase()} ` }, notify_url: "http://127.0.0.1:9/hook" });
+    const res = await create(key, {
+      reference: "claim-42",
+      vehicle: { vin: ` ${VALID_VIN.toLowerCase()} ` },
+      notify_url: "http://127.0.0.1:9/hook",
+    });
     expect(res.status).toBe(201);
     const body = await res.json();
     expect(res.headers.get("location")).toBe(`/v1/inspections/${body.id}`);
@@ -79,7 +83,11 @@ describe("POST /v1/inspections", () => {
     expect(res.status).toBe(400);
     expectError(await res.json(), "invalid_request_error", "body_invalid_json");
 
-    res = await svc.api(key, "/v1/inspections", { method: "POST", body: "vin=1", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    res = await svc.api(key, "/v1/inspections", {
+      method: "POST",
+      body: "vin=1",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     expect(res.status).toBe(415);
     expectError(await res.json(), "invalid_request_error", "unsupported_media_type");
 
@@ -115,7 +123,9 @@ describe("authentication", () => {
     const { revokeKey, listKeys } = await import("../../bin/commands/keys.ts");
     const k = svc.key("test", "revoking");
     expect((await svc.api(k, "/v1/inspections")).status).toBe(200);
-    const id = listKeys(svc.config).find((line) => line.includes("revoking"))!.split("\t")[0]!;
+    const id = listKeys(svc.config)
+      .find((line) => line.includes("revoking"))!
+      .split("\t")[0]!;
     expect(revokeKey(svc.config, id)).toBe(true);
     const res = await svc.api(k, "/v1/inspections");
     expect(res.status).toBe(401);
@@ -129,7 +139,11 @@ describe("isolation between accounts and environments", () => {
     const otherAccount = svc.key("test", "globex");
     const sameAccountLive = svc.key("live", "acme");
     for (const k of [otherAccount, sameAccountLive]) {
-      for (const [method, path] of [["GET", `/v1/inspections/${mine.id}`], ["GET", `/v1/inspections/${mine.id}/report`], ["POST", `/v1/inspections/${mine.id}/cancel`]] as const) {
+      for (const [method, path] of [
+        ["GET", `/v1/inspections/${mine.id}`],
+        ["GET", `/v1/inspections/${mine.id}/report`],
+        ["POST", `/v1/inspections/${mine.id}/cancel`],
+      ] as const) {
         const res = await svc.api(k, path, { method });
         expect(res.status, `${method} ${path}`).toBe(404);
         expectError(await res.json(), "not_found_error", "resource_missing", "id");
@@ -289,7 +303,19 @@ describe("GET /v1/openapi.json", () => {
     const doc = await (await fetch(`${svc.url}/v1/openapi.json`)).json();
     expect(doc.openapi).toBe("3.1.0");
     const paths = Object.keys(doc.paths);
-    for (const p of ["/v1/inspections", "/v1/inspections/{id}", "/v1/inspections/{id}/cancel", "/v1/inspections/{id}/report", "/v1/media/{id}/full.jpg", "/v1/events", "/v1/events/{id}", "/capture/v1/{token}", "/capture/v1/{token}/photos/{angle}", "/capture/v1/{token}/vin", "/capture/v1/{token}/submit"]) {
+    for (const p of [
+      "/v1/inspections",
+      "/v1/inspections/{id}",
+      "/v1/inspections/{id}/cancel",
+      "/v1/inspections/{id}/report",
+      "/v1/media/{id}/full.jpg",
+      "/v1/events",
+      "/v1/events/{id}",
+      "/capture/v1/{token}",
+      "/capture/v1/{token}/photos/{angle}",
+      "/capture/v1/{token}/vin",
+      "/capture/v1/{token}/submit",
+    ]) {
       expect(paths).toContain(p);
     }
     const create = doc.paths["/v1/inspections"].post;

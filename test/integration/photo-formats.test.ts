@@ -34,7 +34,11 @@ async function expectUnsupported(res: Response) {
   const body = await res.json();
   expect(res.status, JSON.stringify(body)).toBe(415);
   expect(res.headers.get("request-id")).toMatch(/^req_/);
-  expect(body.error).toMatchObject({ type: "invalid_request_error", code: "unsupported_media_type", request_id: res.headers.get("request-id") });
+  expect(body.error).toMatchObject({
+    type: "invalid_request_error",
+    code: "unsupported_media_type",
+    request_id: res.headers.get("request-id"),
+  });
   expect(body.error).toHaveProperty("param");
   return body.error.message as string;
 }
@@ -99,7 +103,9 @@ describe("accepted formats, labelled as what they are", () => {
     const answers = await Promise.all(["rear", "rear_left", "rear_right"].map((angle) => upload(heavy, "image/png", angle)));
     for (const res of answers) expect(res.status).toBe(200);
     expect((await answers[0]!.json()).width).toBe(4096);
-    const bomb = await sharp({ create: { width: 8000, height: 6000, channels: 3, background: "#808080" } }).png().toBuffer();
+    const bomb = await sharp({ create: { width: 8000, height: 6000, channels: 3, background: "#808080" } })
+      .png()
+      .toBuffer();
     const tooBig = await upload(bomb, "image/png");
     expect(tooBig.status).toBe(413);
     expect((await tooBig.json()).error).toMatchObject({ code: "body_too_large", message: expect.stringMatching(/megapixels/) });

@@ -8,7 +8,9 @@ import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 const photos = carPhotos(9);
 
 async function runInspection(svc: TestService, key: string, notifyUrl: string) {
-  const inspection = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, notify_url: notifyUrl } })).json();
+  const inspection = await (
+    await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, notify_url: notifyUrl } })
+  ).json();
   const token = inspection.capture_url.split("/").pop();
   const base = `${svc.url}/capture/v1/${token}`;
   await fetch(base);
@@ -38,11 +40,19 @@ describe("webhook delivery", () => {
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
     receiver.received.length = 0;
     const id = await runInspection(svc, key, receiver.url);
-    await until("4 deliveries", () => receiver.received.length, (n) => n >= 4);
+    await until(
+      "4 deliveries",
+      () => receiver.received.length,
+      (n) => n >= 4,
+    );
     const verifier = new Webhook(secret);
     const types = [];
     for (const r of receiver.received) {
-      const payload = verifier.verify(r.body, { "webhook-id": r.headers["webhook-id"] as string, "webhook-timestamp": r.headers["webhook-timestamp"] as string, "webhook-signature": r.headers["webhook-signature"] as string }) as any;
+      const payload = verifier.verify(r.body, {
+        "webhook-id": r.headers["webhook-id"] as string,
+        "webhook-timestamp": r.headers["webhook-timestamp"] as string,
+        "webhook-signature": r.headers["webhook-signature"] as string,
+      }) as any;
       expect(payload.id).toBe(r.headers["webhook-id"]);
       expect(payload.id).toMatch(/^evt_/);
       expect(payload.object).toBe("event");
@@ -79,9 +89,17 @@ describe("webhook delivery", () => {
       // The created event: fail twice, then recover.
       flaky.respond = (n) => (n < 2 ? 503 : 200);
       await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, notify_url: flaky.url } });
-      await until("three attempts", () => flaky.received.length, (n) => n >= 3);
+      await until(
+        "three attempts",
+        () => flaky.received.length,
+        (n) => n >= 3,
+      );
       const [event] = (await (await svc.api(key, "/v1/events")).json()).data;
-      const e = await until("succeeded", async () => (await svc.api(key, `/v1/events/${event.id}`)).json(), (x: any) => x.delivery.status === "succeeded");
+      const e = await until(
+        "succeeded",
+        async () => (await svc.api(key, `/v1/events/${event.id}`)).json(),
+        (x: any) => x.delivery.status === "succeeded",
+      );
       expect(e.delivery.attempts.map((a: any) => a.status_code)).toEqual([503, 503, 200]);
       expect(e.delivery.attempts[0].error).toBe("HTTP 503");
       // The same event id every time: receivers dedupe by webhook-id.
@@ -101,7 +119,11 @@ describe("webhook delivery", () => {
       down.respond = () => ({ redirect: elsewhere.url });
       await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, notify_url: down.url } });
       const [event] = (await (await svc.api(key, "/v1/events")).json()).data;
-      const e = await until("failed", async () => (await svc.api(key, `/v1/events/${event.id}`)).json(), (x: any) => x.delivery.status === "failed");
+      const e = await until(
+        "failed",
+        async () => (await svc.api(key, `/v1/events/${event.id}`)).json(),
+        (x: any) => x.delivery.status === "failed",
+      );
       // Schedule of 3 waits: 4 attempts in all.
       expect(e.delivery.attempts).toHaveLength(4);
       expect(e.delivery.attempts.every((a: any) => a.status_code === 302 && /redirect/.test(a.error))).toBe(true);
@@ -120,7 +142,11 @@ describe("webhook delivery", () => {
     await gone.close();
     await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, notify_url: url } });
     const [event] = (await (await svc.api(key, "/v1/events")).json()).data;
-    const e = await until("an attempt", async () => (await svc.api(key, `/v1/events/${event.id}`)).json(), (x: any) => x.delivery.attempts.length > 0);
+    const e = await until(
+      "an attempt",
+      async () => (await svc.api(key, `/v1/events/${event.id}`)).json(),
+      (x: any) => x.delivery.attempts.length > 0,
+    );
     expect(e.delivery.attempts[0].status_code).toBeNull();
     expect(e.delivery.attempts[0].error).toMatch(/ECONNREFUSED/);
   });
@@ -149,7 +175,10 @@ describe("SSRF guard", () => {
     "http://[fe80::1]/",
     "http://0.0.0.0/",
   ])("refuses %s at creation", async (url) => {
-    const res = await svc.api(svc.key("test"), "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, notify_url: url } });
+    const res = await svc.api(svc.key("test"), "/v1/inspections", {
+      method: "POST",
+      json: { vehicle: { vin: VALID_VIN }, notify_url: url },
+    });
     expect(res.status).toBe(400);
     const body = await res.json();
     expect(body.error).toMatchObject({ code: "parameter_invalid", param: "notify_url" });

@@ -19,7 +19,9 @@ beforeAll(() => {
 
 const render = (...set: string[]) => {
   const out = execFileSync(helm, ["template", "r", CHART, ...set.flatMap((s) => ["--set", s])], { encoding: "utf8" });
-  return parseAllDocuments(out).map((d) => d.toJS()).filter(Boolean);
+  return parseAllDocuments(out)
+    .map((d) => d.toJS())
+    .filter(Boolean);
 };
 
 describe("the Helm chart", () => {
@@ -47,7 +49,11 @@ describe("the Helm chart", () => {
     expect(c.env).toContainEqual({ name: "DATA_DIR", value: "/data" });
     expect(c.livenessProbe.httpGet.path).toBe("/healthz");
     expect(c.readinessProbe.httpGet.path).toBe("/readyz");
-    expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
+    expect(c.securityContext).toMatchObject({
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"] },
+    });
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     expect(sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe("20Gi");
   });

@@ -20,6 +20,13 @@ describe("crds/inspections.yaml", () => {
     };
     walk(schema, "");
     expect(crd.spec.names.shortNames).toEqual(["insp"]);
-    expect(crd.spec.versions[0].additionalPrinterColumns.map((c: any) => c.name)).toEqual(["Phase", "Grade", "Findings", "VIN", "Reference", "Age"]);
+    expect(crd.spec.versions[0].additionalPrinterColumns.map((c: any) => c.name)).toEqual([
+      "Phase",
+      "Grade",
+      "Findings",
+      "VIN",
+      "Reference",
+      "Age",
+    ]);
   });
 });

@@ -1,7 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { nextAttemptAt, maxAttempts } from "../../core/domain/delivery-schedule.ts";
 import { overallGrade } from "../../core/domain/grading.ts";
-import { STATUSES, TRANSITIONS, TRIGGERS, captureLinkState, isCancelable, isTerminal, nextStatus } from "../../core/domain/state-machine.ts";
+import {
+  STATUSES,
+  TRANSITIONS,
+  TRIGGERS,
+  captureLinkState,
+  isCancelable,
+  isTerminal,
+  nextStatus,
+} from "../../core/domain/state-machine.ts";
 import { expectedCheckDigit, vinProblem } from "../../core/domain/vin.ts";
 import { signWebhook } from "../../core/domain/webhook-signature.ts";
 import { DEFAULT_RETRY_SCHEDULE_MS } from "../../core/config.ts";
@@ -105,8 +113,12 @@ describe("webhook signature", () => {
     const body = JSON.stringify({ id: "evt_1", type: "inspection.completed" });
     const signature = signWebhook(secret, "evt_1", ts, body);
     expect(signature).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
-    expect(new Webhook(secret).verify(body, { "webhook-id": "evt_1", "webhook-timestamp": String(ts), "webhook-signature": signature })).toEqual(JSON.parse(body));
-    expect(() => new Webhook(secret).verify(body, { "webhook-id": "evt_2", "webhook-timestamp": String(ts), "webhook-signature": signature })).toThrow();
+    expect(
+      new Webhook(secret).verify(body, { "webhook-id": "evt_1", "webhook-timestamp": String(ts), "webhook-signature": signature }),
+    ).toEqual(JSON.parse(body));
+    expect(() =>
+      new Webhook(secret).verify(body, { "webhook-id": "evt_2", "webhook-timestamp": String(ts), "webhook-signature": signature }),
+    ).toThrow();
   });
 });
 

@@ -12,7 +12,10 @@ import { carPhoto } from "../helpers/photos.ts";
 
 describe("box mAP", () => {
   it("matches a hand-computed AP: hit, miss, hit against two objects", () => {
-    const gt = [{ cls: 0, x1: 0, y1: 0, x2: 10, y2: 10 }, { cls: 0, x1: 20, y1: 20, x2: 30, y2: 30 }];
+    const gt = [
+      { cls: 0, x1: 0, y1: 0, x2: 10, y2: 10 },
+      { cls: 0, x1: 20, y1: 20, x2: 30, y2: 30 },
+    ];
     const dets = [
       { cls: 0, score: 0.9, x1: 0, y1: 0, x2: 10, y2: 10 },
       { cls: 0, score: 0.8, x1: 50, y1: 50, x2: 60, y2: 60 },
@@ -38,7 +41,10 @@ describe("box mAP", () => {
 
   it("does not let one detection match two objects, nor two detections one object", () => {
     const gt = [{ cls: 0, x1: 0, y1: 0, x2: 10, y2: 10 }];
-    const dets = [{ cls: 0, score: 0.9, x1: 0, y1: 0, x2: 10, y2: 10 }, { cls: 0, score: 0.8, x1: 0, y1: 0, x2: 10, y2: 10 }];
+    const dets = [
+      { cls: 0, score: 0.9, x1: 0, y1: 0, x2: 10, y2: 10 },
+      { cls: 0, score: 0.8, x1: 0, y1: 0, x2: 10, y2: 10 },
+    ];
     expect(boxMap([dets], [gt], 1).map50).toBe(1);
     expect(boxMap([[dets[0]!]], [[gt[0]!, { cls: 0, x1: 0, y1: 0, x2: 10, y2: 10 }]], 1).map50).toBeCloseTo(51 / 101, 10);
   });
@@ -63,7 +69,9 @@ describe("YOLO folders", () => {
 
 describe("letterbox", () => {
   it("fits a 2:1 photo into the square without stretching, padding top and bottom with grey", async () => {
-    const photo = await sharp({ create: { width: 200, height: 100, channels: 3, background: "#ff0000" } }).png().toBuffer();
+    const photo = await sharp({ create: { width: 200, height: 100, channels: 3, background: "#ff0000" } })
+      .png()
+      .toBuffer();
     const { chw, lb } = await letterbox(photo, 64);
     expect(lb).toEqual({ scale: 0.32, padX: 0, padY: 16, width: 200, height: 100 });
     const plane = 64 * 64;
@@ -75,7 +83,9 @@ describe("letterbox", () => {
     // A gradient, so that a wrong scale or offset shows in the pixels.
     const raw = Buffer.alloc(150 * 100 * 3);
     for (let i = 0; i < 150 * 100; i++) raw.set([i % 150, (i / 150) & 255, (i * 7) & 255], i * 3);
-    const photo = await sharp(raw, { raw: { width: 150, height: 100, channels: 3 } }).jpeg().toBuffer();
+    const photo = await sharp(raw, { raw: { width: 150, height: 100, channels: 3 } })
+      .jpeg()
+      .toBuffer();
     const [big, small] = await letterboxes(photo, [96, 64]);
     const [alone96, alone64] = [await letterbox(photo, 96), await letterbox(photo, 64)];
     expect(big!.lb).toEqual(alone96.lb);
@@ -136,7 +146,13 @@ describe("evidence drawing", () => {
     const out = await drawEvidence(photo, box, "dent · front_bumper · 87%", "dent");
     expect([out.width, out.height]).toEqual([width, height]);
     const { data, info } = await sharp(out.jpeg).raw().toBuffer({ resolveWithObject: true });
-    const at = (x: number, y: number) => Array.from(data.subarray((Math.round(y) * info.width + Math.round(x)) * info.channels, (Math.round(y) * info.width + Math.round(x)) * info.channels + 3));
+    const at = (x: number, y: number) =>
+      Array.from(
+        data.subarray(
+          (Math.round(y) * info.width + Math.round(x)) * info.channels,
+          (Math.round(y) * info.width + Math.round(x)) * info.channels + 3,
+        ),
+      );
     // On the left edge of the box: the dent colour, #f59e0b (within JPEG error).
     const [r, g, b] = at(box.x1, (box.y1 + box.y2) / 2);
     expect(r).toBeGreaterThan(200);
@@ -145,7 +161,8 @@ describe("evidence drawing", () => {
     expect(b).toBeLessThan(70);
     // Inside the box, the photo is untouched.
     const original = await sharp(photo).raw().toBuffer();
-    const cx = Math.round((box.x1 + box.x2) / 2), cy = Math.round((box.y1 + box.y2) / 2);
+    const cx = Math.round((box.x1 + box.x2) / 2),
+      cy = Math.round((box.y1 + box.y2) / 2);
     const o = Array.from(original.subarray((cy * width + cx) * 3, (cy * width + cx) * 3 + 3));
     at(cx, cy).forEach((v, i) => expect(Math.abs(v - o[i]!)).toBeLessThan(20));
   });

@@ -64,10 +64,12 @@ describe("ReadCache (SQLite adapter)", () => {
       readAgain();
       expect(reads, change).toHaveLength(before + 1);
     }
-    expect(() => transaction(db, () => {
-      sql(db, "INSERT INTO reports (inspection_id, body) VALUES ('insp_3', '{}')").run();
-      throw new Error("undone");
-    })).toThrow("undone");
+    expect(() =>
+      transaction(db, () => {
+        sql(db, "INSERT INTO reports (inspection_id, body) VALUES ('insp_3', '{}')").run();
+        throw new Error("undone");
+      }),
+    ).toThrow("undone");
     readAgain();
     expect(reads).toHaveLength(7);
     // Tables are named as SQL names them, in any case.

@@ -105,8 +105,16 @@ describe("isPublicAddress", () => {
   });
 
   it.each([
-    "0.1.2.3", "192.0.0.9", "192.0.2.1", "192.88.99.1", "198.18.0.1", "198.19.255.255",
-    "198.51.100.1", "203.0.113.1", "240.0.0.1", "100.127.255.254",
+    "0.1.2.3",
+    "192.0.0.9",
+    "192.0.2.1",
+    "192.88.99.1",
+    "198.18.0.1",
+    "198.19.255.255",
+    "198.51.100.1",
+    "203.0.113.1",
+    "240.0.0.1",
+    "100.127.255.254",
   ])("IPv4 special-purpose block: %s is refused", (ip) => {
     expect(isPublicAddress(ip)).toBe(false);
   });
@@ -168,10 +176,20 @@ async function deliverOnceTo(notifyUrl: (receiverUrl: string) => string) {
   const keys = new SqliteKeyStore(db);
   const { accountId } = keys.createKey("a", "test", "hash-of-key", "abcd", "key_1", Date.now());
   const record = sampleInspection({ notifyUrl: notifyUrl(receiver.url), accountId });
-  await new SqliteInspectionStore(db).create(record, "hash", () => ({ id: "evt_ssrf0000000000000000000000", type: "inspection.created", data: "{}" }));
+  await new SqliteInspectionStore(db).create(record, "hash", () => ({
+    id: "evt_ssrf0000000000000000000000",
+    type: "inspection.created",
+    data: "{}",
+  }));
   const dispatcher = new WebhookDispatcher({
-    events, keys, clock: systemClock, log: pino({ level: "silent" }),
-    retryScheduleMs: [1000], timeoutMs: 2000, allowPrivateTargets: false, pollMs: 100,
+    events,
+    keys,
+    clock: systemClock,
+    log: pino({ level: "silent" }),
+    retryScheduleMs: [1000],
+    timeoutMs: 2000,
+    allowPrivateTargets: false,
+    pollMs: 100,
   });
   const [event] = events.due(Date.now(), 10);
   await dispatcher.deliver(event!);

@@ -19,7 +19,11 @@ describe("tiles", () => {
 
   it("maps tile detections to the photo and keeps one of each damage seen twice", () => {
     const d = (x1: number, y1: number, x2: number, y2: number, score: number, cls = 1) => ({ x1, y1, x2, y2, score, cls, name: "dent" });
-    const merged = mergeTiles([d(100, 100, 200, 200, 0.4)], [{ region: { left: 50, top: 50, width: 400, height: 400 }, found: [d(52, 52, 148, 148, 0.8), d(300, 300, 320, 320, 0.5, 4)] }], 0.5);
+    const merged = mergeTiles(
+      [d(100, 100, 200, 200, 0.4)],
+      [{ region: { left: 50, top: 50, width: 400, height: 400 }, found: [d(52, 52, 148, 148, 0.8), d(300, 300, 320, 320, 0.5, 4)] }],
+      0.5,
+    );
     expect(merged).toHaveLength(2);
     expect(merged[0]).toMatchObject({ x1: 102, y1: 102, score: 0.8 });
     expect(merged[1]).toMatchObject({ x1: 350, y1: 350, cls: 4 });

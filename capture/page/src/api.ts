@@ -2,7 +2,13 @@ import type { QualityProblem } from "../../../core/schemas/report.ts";
 import type { MessageKey } from "./i18n.ts";
 
 /** The problems the page can be told on upload; the server's list (core/schemas/report.ts) also has processing's. */
-export type Quality = { brightness: number; sharpness: number; glare: number; passed: boolean; problems: Extract<QualityProblem, "too_dark" | "too_bright" | "blurry" | "glare" | "wrong_angle">[] };
+export type Quality = {
+  brightness: number;
+  sharpness: number;
+  glare: number;
+  passed: boolean;
+  problems: Extract<QualityProblem, "too_dark" | "too_bright" | "blurry" | "glare" | "wrong_angle">[];
+};
 export type Step = { angle: string; required: boolean; done: boolean; quality: Quality | null };
 export type Session = {
   inspection_id: string;
@@ -13,7 +19,14 @@ export type Session = {
   steps: Step[];
 };
 export type PhotoResult = { media_id: string; angle: string; width: number; height: number; quality: Quality };
-export type VinResult = { vin: string; valid: boolean; matches_vehicle: boolean; make: string | null; model: string | null; year: number | null };
+export type VinResult = {
+  vin: string;
+  valid: boolean;
+  matches_vehicle: boolean;
+  make: string | null;
+  model: string | null;
+  year: number | null;
+};
 
 /** A failure the server explained: its code and message from the contract's error body. */
 export class CaptureApiError extends Error {

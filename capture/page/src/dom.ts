@@ -1,7 +1,11 @@
 type Child = Node | string | null | false | undefined;
 
 /** Builds an element; text goes in as text nodes, never as HTML. */
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string | boolean | ((e: Event) => void)> = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string | boolean | ((e: Event) => void)> = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) {
     if (typeof value === "function") el.addEventListener(name.replace(/^on/, ""), value);

@@ -21,7 +21,9 @@ const tries = new Map<string, number>();
 function end(state: string): void {
   camera.close();
   const key = ["submitted", "completed", "processing", "canceled", "expired", "failed"].includes(state) ? state : "invalid";
-  app.replaceChildren(h("main", { class: "end" }, h("h1", {}, t(`end.${key}.title` as MessageKey)), h("p", {}, t(`end.${key}.body` as MessageKey))));
+  app.replaceChildren(
+    h("main", { class: "end" }, h("h1", {}, t(`end.${key}.title` as MessageKey)), h("p", {}, t(`end.${key}.body` as MessageKey))),
+  );
   focusHeading(app);
 }
 
@@ -31,15 +33,49 @@ function fail(error: unknown, status: HTMLElement): void {
   else status.textContent = error instanceof CaptureApiError ? error.message : t("upload.failed");
 }
 
-const vehicleText = (v: { make: string | null; model: string | null; year: number | null }) => [v.year, v.make, v.model].filter(Boolean).join(" ") || "—";
+const vehicleText = (v: { make: string | null; model: string | null; year: number | null }) =>
+  [v.year, v.make, v.model].filter(Boolean).join(" ") || "—";
 const requiredMissing = () => session.steps.filter((s) => s.required && !s.done);
 
 function progress(): HTMLElement {
   const items = session.steps.map((step, i) =>
-    h("li", {}, h("button", { type: "button", class: `dot${step.done ? " done" : ""}`, "aria-current": i === current ? "step" : false, "aria-label": `${i + 1}. ${t(`angle.${step.angle}` as MessageKey)}: ${step.done ? t("step.done") : t("step.todo")}`, onclick: () => show(i) }, String(i + 1))),
+    h(
+      "li",
+      {},
+      h(
+        "button",
+        {
+          type: "button",
+          class: `dot${step.done ? " done" : ""}`,
+          "aria-current": i === current ? "step" : false,
+          "aria-label": `${i + 1}. ${t(`angle.${step.angle}` as MessageKey)}: ${step.done ? t("step.done") : t("step.todo")}`,
+          onclick: () => show(i),
+        },
+        String(i + 1),
+      ),
+    ),
   );
-  const review = h("li", {}, h("button", { type: "button", class: "dot", "aria-current": current === session.steps.length ? "step" : false, "aria-label": t("submit.title"), onclick: () => show(session.steps.length) }, "✓"));
-  return h("nav", { "aria-label": t("progress.nav") }, h("p", { class: "count" }, t("progress.label", { n: Math.min(current + 1, session.steps.length), total: session.steps.length })), h("ol", { class: "steps" }, ...items, review));
+  const review = h(
+    "li",
+    {},
+    h(
+      "button",
+      {
+        type: "button",
+        class: "dot",
+        "aria-current": current === session.steps.length ? "step" : false,
+        "aria-label": t("submit.title"),
+        onclick: () => show(session.steps.length),
+      },
+      "✓",
+    ),
+  );
+  return h(
+    "nav",
+    { "aria-label": t("progress.nav") },
+    h("p", { class: "count" }, t("progress.label", { n: Math.min(current + 1, session.steps.length), total: session.steps.length })),
+    h("ol", { class: "steps" }, ...items, review),
+  );
 }
 
 function show(index: number): void {
@@ -60,19 +96,40 @@ function show(index: number): void {
       await take(step, bitmap, bitmap.width, bitmap.height, status, actions, finder);
     }
   });
-  const nav = h("div", { class: "nav" },
+  const nav = h(
+    "div",
+    { class: "nav" },
     index > 0 && h("button", { type: "button", class: "button secondary", onclick: () => show(index - 1) }, t("step.back")),
-    (step.done || !step.required) && h("button", { type: "button", class: "button secondary", onclick: () => show(index + 1) }, step.done ? t("step.next") : t("step.skip")),
+    (step.done || !step.required) &&
+      h(
+        "button",
+        { type: "button", class: "button secondary", onclick: () => show(index + 1) },
+        step.done ? t("step.next") : t("step.skip"),
+      ),
   );
-  const view = h("main", { class: "step" },
+  const view = h(
+    "main",
+    { class: "step" },
     // Focus goes to the heading on each step; its description makes a screen reader read the prompt too.
     h("h1", { "aria-describedby": "prompt" }, t(`angle.${step.angle}` as MessageKey)),
     h("p", { class: "prompt", id: "prompt" }, t(`prompt.${step.angle}` as MessageKey)),
-    finder, status, actions, fileInput, nav,
+    finder,
+    status,
+    actions,
+    fileInput,
+    nav,
   );
   const attachCamera = () => {
     finder.prepend(camera.video);
-    fill(actions, h("button", { type: "button", class: "button shutter", onclick: () => take(step, camera.video, ...camera.size, status, actions, finder) }, t("camera.shutter")), fileLabel);
+    fill(
+      actions,
+      h(
+        "button",
+        { type: "button", class: "button shutter", onclick: () => take(step, camera.video, ...camera.size, status, actions, finder) },
+        t("camera.shutter"),
+      ),
+      fileLabel,
+    );
   };
   // The video moves to the new view in the same task that replaces the old one: a media element
   // left out of the document past that is paused by the browser.
@@ -100,7 +157,16 @@ function show(index: number): void {
 const describe = (problems: Quality["problems"]) => problems.map((p) => t(problemMessage(p))).join(" ");
 
 /** Checks the frame, then uploads it; a refused frame can be retaken, and kept anyway after two tries. */
-async function take(step: Step, source: CanvasImageSource, width: number, height: number, status: HTMLElement, actions: HTMLElement, finder: HTMLElement, override = false): Promise<void> {
+async function take(
+  step: Step,
+  source: CanvasImageSource,
+  width: number,
+  height: number,
+  status: HTMLElement,
+  actions: HTMLElement,
+  finder: HTMLElement,
+  override = false,
+): Promise<void> {
   const still = document.createElement("canvas");
   still.width = width;
   still.height = height;
@@ -111,14 +177,20 @@ async function take(step: Step, source: CanvasImageSource, width: number, height
     const n = (tries.get(step.angle) ?? 0) + 1;
     tries.set(step.angle, n);
     status.textContent = describe(local.problems);
-    fill(actions, 
+    fill(
+      actions,
       h("button", { type: "button", class: "button", onclick: retake }, t("check.retake")),
-      n >= TRIES_BEFORE_OVERRIDE && h("button", { type: "button", class: "button secondary", onclick: () => take(step, still, width, height, status, actions, finder, true) }, t("check.use_anyway")),
+      n >= TRIES_BEFORE_OVERRIDE &&
+        h(
+          "button",
+          { type: "button", class: "button secondary", onclick: () => take(step, still, width, height, status, actions, finder, true) },
+          t("check.use_anyway"),
+        ),
     );
     return;
   }
   finder.replaceChildren(Object.assign(still, { className: "still" }));
-  fill(actions, );
+  fill(actions);
   status.textContent = t("upload.sending");
   api.onRetry = (seconds) => (status.textContent = t("upload.retrying", { seconds }));
   let result: PhotoResult;
@@ -126,7 +198,14 @@ async function take(step: Step, source: CanvasImageSource, width: number, height
     result = await api.upload(step.angle, await toJpeg(still, width, height));
   } catch (error) {
     fail(error, status);
-    fill(actions, h("button", { type: "button", class: "button", onclick: () => take(step, still, width, height, status, actions, finder, override) }, t("camera.shutter")));
+    fill(
+      actions,
+      h(
+        "button",
+        { type: "button", class: "button", onclick: () => take(step, still, width, height, status, actions, finder, override) },
+        t("camera.shutter"),
+      ),
+    );
     return;
   }
   step.done = true;
@@ -135,9 +214,11 @@ async function take(step: Step, source: CanvasImageSource, width: number, height
     const n = (tries.get(step.angle) ?? 0) + 1;
     tries.set(step.angle, n);
     status.textContent = describe(result.quality.problems);
-    fill(actions, 
+    fill(
+      actions,
       h("button", { type: "button", class: "button", onclick: retake }, t("check.retake")),
-      n >= TRIES_BEFORE_OVERRIDE && h("button", { type: "button", class: "button secondary", onclick: () => advance(step, still) }, t("check.use_anyway")),
+      n >= TRIES_BEFORE_OVERRIDE &&
+        h("button", { type: "button", class: "button secondary", onclick: () => advance(step, still) }, t("check.use_anyway")),
     );
     return;
   }
@@ -153,11 +234,30 @@ async function advance(step: Step, still: HTMLCanvasElement): Promise<void> {
 
 async function vinStep(still: HTMLCanvasElement): Promise<void> {
   const status = h("p", { class: "status", role: "status", "aria-live": "polite" }, t("vin.reading"));
-  const input = h("input", { id: "vin", name: "vin", autocomplete: "off", autocapitalize: "characters", spellcheck: "false", maxlength: "17", inputmode: "text", "aria-describedby": "vin-help" });
+  const input = h("input", {
+    id: "vin",
+    name: "vin",
+    autocomplete: "off",
+    autocapitalize: "characters",
+    spellcheck: "false",
+    maxlength: "17",
+    inputmode: "text",
+    "aria-describedby": "vin-help",
+  });
   const help = h("p", { id: "vin-help", class: "help" });
   const confirm = h("button", { type: "submit", class: "button" }, t("vin.confirm"));
   const form = h("form", { class: "vin", novalidate: true }, h("label", { for: "vin" }, t("vin.label")), input, help, confirm);
-  app.replaceChildren(progress(), h("main", { class: "step" }, h("h1", {}, t("angle.vin")), h("p", { class: "prompt" }, t("vin.on_file", { vehicle: `${session.vehicle.vin} · ${vehicleText(session.vehicle)}` })), status, form));
+  app.replaceChildren(
+    progress(),
+    h(
+      "main",
+      { class: "step" },
+      h("h1", {}, t("angle.vin")),
+      h("p", { class: "prompt" }, t("vin.on_file", { vehicle: `${session.vehicle.vin} · ${vehicleText(session.vehicle)}` })),
+      status,
+      form,
+    ),
+  );
   focusHeading(app);
 
   const decoded = h("p", { class: "decoded", "aria-live": "polite" });
@@ -165,12 +265,19 @@ async function vinStep(still: HTMLCanvasElement): Promise<void> {
   const check = () => {
     const vin = normalizeVin(input.value);
     const problem = vin ? vinProblem(vin) : "length";
-    help.textContent = problem ? t("vin.invalid", { reason: VIN_PROBLEM_MESSAGES[problem] }) : vin === session.vehicle.vin ? t("vin.matches") : t("vin.differs");
+    help.textContent = problem
+      ? t("vin.invalid", { reason: VIN_PROBLEM_MESSAGES[problem] })
+      : vin === session.vehicle.vin
+        ? t("vin.matches")
+        : t("vin.differs");
     input.setAttribute("aria-invalid", String(Boolean(problem)));
     decoded.textContent = "";
     // A valid VIN is decoded at once, so the customer checks make, model and year before confirming.
     if (!problem) {
-      api.decodeVin(vin).then((r) => normalizeVin(input.value) === vin && (decoded.textContent = t("vin.decoded", { vehicle: vehicleText(r) })), () => {});
+      api.decodeVin(vin).then(
+        (r) => normalizeVin(input.value) === vin && (decoded.textContent = t("vin.decoded", { vehicle: vehicleText(r) })),
+        () => {},
+      );
     }
     return problem ? null : vin;
   };
@@ -202,7 +309,11 @@ async function vinStep(still: HTMLCanvasElement): Promise<void> {
 function review(): void {
   current = session.steps.length;
   const missing = requiredMissing();
-  const status = h("p", { class: "status", role: "status", "aria-live": "polite" }, missing.length ? t("submit.missing", { steps: missing.map((s) => t(`angle.${s.angle}` as MessageKey)).join(", ") }) : "");
+  const status = h(
+    "p",
+    { class: "status", role: "status", "aria-live": "polite" },
+    missing.length ? t("submit.missing", { steps: missing.map((s) => t(`angle.${s.angle}` as MessageKey)).join(", ") }) : "",
+  );
   const send = h("button", { type: "button", class: "button shutter", disabled: missing.length > 0 }, t("submit.button"));
   send.addEventListener("click", async () => {
     send.disabled = true;
@@ -215,7 +326,10 @@ function review(): void {
       fail(error, status);
     }
   });
-  app.replaceChildren(progress(), h("main", { class: "step" }, h("h1", {}, t("submit.title")), status, h("div", { class: "actions" }, send)));
+  app.replaceChildren(
+    progress(),
+    h("main", { class: "step" }, h("h1", {}, t("submit.title")), status, h("div", { class: "actions" }, send)),
+  );
   focusHeading(app);
 }
 

@@ -97,7 +97,9 @@ export function openDatabase(dataDir: string): Database {
   // temp_store=MEMORY: each grouped write's savepoint copies the pages it first touches into a
   // sub-journal, which past 64 KiB spills to a temporary file; a group of creates passes that, and
   // the file's writes doubled what an insert cost.
-  db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;");
+  db.exec(
+    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;",
+  );
   migrate(db);
   return db;
 }
@@ -161,7 +163,11 @@ const stamps = new WeakMap<Database, Stamp>();
 
 function stampOf(db: Database): Stamp {
   let stamp = stamps.get(db);
-  if (!stamp) stamps.set(db, (stamp = { generation: 0, tables: new Map(), dataVersion: -1, checkedAt: -Infinity, probe: db.prepare("PRAGMA data_version") }));
+  if (!stamp)
+    stamps.set(
+      db,
+      (stamp = { generation: 0, tables: new Map(), dataVersion: -1, checkedAt: -Infinity, probe: db.prepare("PRAGMA data_version") }),
+    );
   return stamp;
 }
 

@@ -27,8 +27,18 @@ export function insertEvent(db: Database, inspection: InspectionRecord, at: numb
     db,
     `INSERT INTO events (id, account_id, livemode, inspection_id, type, created_at, data, notify_url, delivery_status, next_attempt_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(e.id, inspection.accountId, inspection.livemode ? 1 : 0, inspection.id, e.type, at, e.data, inspection.notifyUrl,
-    deliver ? "pending" : "none", deliver ? at : null);
+  ).run(
+    e.id,
+    inspection.accountId,
+    inspection.livemode ? 1 : 0,
+    inspection.id,
+    e.type,
+    at,
+    e.data,
+    inspection.notifyUrl,
+    deliver ? "pending" : "none",
+    deliver ? at : null,
+  );
 }
 
 export class SqliteEventStore implements EventStore {
@@ -42,25 +52,38 @@ export class SqliteEventStore implements EventStore {
     const live = scope.livemode ? 1 : 0;
     let after = Number.MAX_SAFE_INTEGER;
     if (afterId !== undefined) {
-      const cursor = sql(this.#db, "SELECT seq FROM events WHERE id = ? AND account_id = ? AND livemode = ?").get(afterId, scope.accountId, live) as Row | undefined;
+      const cursor = sql(this.#db, "SELECT seq FROM events WHERE id = ? AND account_id = ? AND livemode = ?").get(
+        afterId,
+        scope.accountId,
+        live,
+      ) as Row | undefined;
       if (!cursor) return null;
       after = cursor.seq as number;
     }
-    const rows = sql(this.#db, "SELECT * FROM events WHERE account_id = ? AND livemode = ? AND seq < ? ORDER BY seq DESC LIMIT ?")
-      .all(scope.accountId, live, after, limit);
+    const rows = sql(this.#db, "SELECT * FROM events WHERE account_id = ? AND livemode = ? AND seq < ? ORDER BY seq DESC LIMIT ?").all(
+      scope.accountId,
+      live,
+      after,
+      limit,
+    );
     return rows.map((r) => toEvent(r as Row));
   }
 
   get(scope: Scope, id: string): EventRecord | null {
-    const row = sql(this.#db, "SELECT * FROM events WHERE id = ? AND account_id = ? AND livemode = ?").get(id, scope.accountId, scope.livemode ? 1 : 0);
+    const row = sql(this.#db, "SELECT * FROM events WHERE id = ? AND account_id = ? AND livemode = ?").get(
+      id,
+      scope.accountId,
+      scope.livemode ? 1 : 0,
+    );
     return row ? toEvent(row as Row) : null;
   }
 
   attempts(eventIds: readonly string[]): Map<string, DeliveryAttemptRecord[]> {
     const out = new Map<string, DeliveryAttemptRecord[]>(eventIds.map((id) => [id, []]));
     if (eventIds.length === 0) return out;
-    const rows = sql(this.#db, `SELECT * FROM delivery_attempts WHERE event_id IN (${eventIds.map(() => "?").join(",")}) ORDER BY n`)
-      .all(...eventIds) as Row[];
+    const rows = sql(this.#db, `SELECT * FROM delivery_attempts WHERE event_id IN (${eventIds.map(() => "?").join(",")}) ORDER BY n`).all(
+      ...eventIds,
+    ) as Row[];
     for (const r of rows) {
       out.get(r.event_id as string)!.push({
         eventId: r.event_id as string,
@@ -75,17 +98,25 @@ export class SqliteEventStore implements EventStore {
   }
 
   due(now: number, limit: number): EventRecord[] {
-    const rows = sql(this.#db, "SELECT * FROM events WHERE delivery_status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?")
-      .all(now, limit);
+    const rows = sql(
+      this.#db,
+      "SELECT * FROM events WHERE delivery_status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
+    ).all(now, limit);
     return rows.map((r) => toEvent(r as Row));
   }
 
   recordAttempt(a: DeliveryAttemptRecord, next: { nextAttemptAt: number } | { status: "succeeded" | "failed" }): void {
     transaction(this.#db, () => {
-      sql(this.#db, "INSERT INTO delivery_attempts (event_id, n, attempted_at, status_code, latency_ms, error) VALUES (?, ?, ?, ?, ?, ?)")
-        .run(a.eventId, a.n, a.attemptedAt, a.statusCode, a.latencyMs, a.error);
+      sql(
+        this.#db,
+        "INSERT INTO delivery_attempts (event_id, n, attempted_at, status_code, latency_ms, error) VALUES (?, ?, ?, ?, ?, ?)",
+      ).run(a.eventId, a.n, a.attemptedAt, a.statusCode, a.latencyMs, a.error);
       if ("status" in next) {
-        sql(this.#db, "UPDATE events SET attempt_count = ?, delivery_status = ?, next_attempt_at = NULL WHERE id = ?").run(a.n, next.status, a.eventId);
+        sql(this.#db, "UPDATE events SET attempt_count = ?, delivery_status = ?, next_attempt_at = NULL WHERE id = ?").run(
+          a.n,
+          next.status,
+          a.eventId,
+        );
       } else {
         sql(this.#db, "UPDATE events SET attempt_count = ?, next_attempt_at = ? WHERE id = ?").run(a.n, next.nextAttemptAt, a.eventId);
       }

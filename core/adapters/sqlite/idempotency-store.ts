@@ -19,12 +19,20 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
     return transaction(this.#db, () => {
       // A key past retention is gone even before the sweep removes it; an in-flight mark older than any
       // request can run belongs to a process that died mid-request, so the key is free again.
-      sql(this.#db, "DELETE FROM idempotency_keys WHERE account_id = ? AND livemode = ? AND key = ? AND (created_at <= ? OR (state = 'in_flight' AND created_at <= ?))")
-        .run(scope.accountId, live, key, now - retentionMs, now - STALE_IN_FLIGHT_MS);
-      const inserted = sql(this.#db, "INSERT INTO idempotency_keys (account_id, livemode, key, fingerprint, state, created_at) VALUES (?, ?, ?, ?, 'in_flight', ?) ON CONFLICT DO NOTHING")
-        .run(scope.accountId, live, key, fingerprint, now);
+      sql(
+        this.#db,
+        "DELETE FROM idempotency_keys WHERE account_id = ? AND livemode = ? AND key = ? AND (created_at <= ? OR (state = 'in_flight' AND created_at <= ?))",
+      ).run(scope.accountId, live, key, now - retentionMs, now - STALE_IN_FLIGHT_MS);
+      const inserted = sql(
+        this.#db,
+        "INSERT INTO idempotency_keys (account_id, livemode, key, fingerprint, state, created_at) VALUES (?, ?, ?, ?, 'in_flight', ?) ON CONFLICT DO NOTHING",
+      ).run(scope.accountId, live, key, fingerprint, now);
       if (inserted.changes === 1) return { kind: "started" };
-      const row = sql(this.#db, "SELECT * FROM idempotency_keys WHERE account_id = ? AND livemode = ? AND key = ?").get(scope.accountId, live, key) as Row;
+      const row = sql(this.#db, "SELECT * FROM idempotency_keys WHERE account_id = ? AND livemode = ? AND key = ?").get(
+        scope.accountId,
+        live,
+        key,
+      ) as Row;
       if (row.fingerprint !== fingerprint) return { kind: "mismatch" };
       if (row.state === "in_flight") return { kind: "in_flight" };
       return {
@@ -35,12 +43,18 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
   }
 
   complete(scope: Scope, key: string, r: StoredResponse): void {
-    sql(this.#db, "UPDATE idempotency_keys SET state = 'done', status_code = ?, body = ?, headers = ? WHERE account_id = ? AND livemode = ? AND key = ?")
-      .run(r.statusCode, r.body, JSON.stringify(r.headers), scope.accountId, scope.livemode ? 1 : 0, key);
+    sql(
+      this.#db,
+      "UPDATE idempotency_keys SET state = 'done', status_code = ?, body = ?, headers = ? WHERE account_id = ? AND livemode = ? AND key = ?",
+    ).run(r.statusCode, r.body, JSON.stringify(r.headers), scope.accountId, scope.livemode ? 1 : 0, key);
   }
 
   abandon(scope: Scope, key: string): void {
-    sql(this.#db, "DELETE FROM idempotency_keys WHERE account_id = ? AND livemode = ? AND key = ? AND state = 'in_flight'").run(scope.accountId, scope.livemode ? 1 : 0, key);
+    sql(this.#db, "DELETE FROM idempotency_keys WHERE account_id = ? AND livemode = ? AND key = ? AND state = 'in_flight'").run(
+      scope.accountId,
+      scope.livemode ? 1 : 0,
+      key,
+    );
   }
 
   purge(olderThan: number): number {

@@ -90,8 +90,22 @@ export class SqliteInspectionStore implements InspectionStore {
         `INSERT INTO inspections (id, account_id, livemode, status, reference, vin, make, model, year, notify_url,
            capture_token_hash, expires_at, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(r.id, r.accountId, r.livemode ? 1 : 0, r.status, r.reference, r.vin, r.make, r.model, r.year, r.notifyUrl,
-        captureTokenHash, r.expiresAt, r.createdAt, r.updatedAt);
+      ).run(
+        r.id,
+        r.accountId,
+        r.livemode ? 1 : 0,
+        r.status,
+        r.reference,
+        r.vin,
+        r.make,
+        r.model,
+        r.year,
+        r.notifyUrl,
+        captureTokenHash,
+        r.expiresAt,
+        r.createdAt,
+        r.updatedAt,
+      );
       insertEvent(this.#db, r, r.createdAt, event(r));
     });
   }
@@ -121,11 +135,13 @@ export class SqliteInspectionStore implements InspectionStore {
       where.push("(created_s, id) < (?, ?)");
       params.push(Math.floor(f.after.createdAt / 1000), f.after.id);
     }
-    if (f.status) (where.push("status = ?"), params.push(f.status));
-    if (f.reference) (where.push("reference = ?"), params.push(f.reference));
-    if (f.vin) (where.push("vin = ?"), params.push(f.vin));
+    if (f.status) where.push("status = ?"), params.push(f.status);
+    if (f.reference) where.push("reference = ?"), params.push(f.reference);
+    if (f.vin) where.push("vin = ?"), params.push(f.vin);
     params.push(f.limit);
-    const rows = this.#sql(`SELECT * FROM inspections INDEXED BY ${pageIndex(f)} WHERE ${where.join(" AND ")} ORDER BY created_s DESC, id DESC LIMIT ?`).all(...params);
+    const rows = this.#sql(
+      `SELECT * FROM inspections INDEXED BY ${pageIndex(f)} WHERE ${where.join(" AND ")} ORDER BY created_s DESC, id DESC LIMIT ?`,
+    ).all(...params);
     return rows.map((r) => toRecord(r as Row));
   }
 
@@ -134,11 +150,15 @@ export class SqliteInspectionStore implements InspectionStore {
   }
 
   recordSubmitRequested(id: string, at: number): void {
-    this.#sql("UPDATE inspections SET submit_requested_at = COALESCE(submit_requested_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?").run(at, id);
+    this.#sql(
+      "UPDATE inspections SET submit_requested_at = COALESCE(submit_requested_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?",
+    ).run(at, id);
   }
 
   recordCancelRequested(id: string, at: number): void {
-    this.#sql("UPDATE inspections SET cancel_requested_at = COALESCE(cancel_requested_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?").run(at, id);
+    this.#sql(
+      "UPDATE inspections SET cancel_requested_at = COALESCE(cancel_requested_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?",
+    ).run(at, id);
   }
 
   recordVinObserved(id: string, vin: string): void {
@@ -174,7 +194,7 @@ export class SqliteInspectionStore implements InspectionStore {
         failure_message: patch.failure?.message,
       };
       for (const [column, value] of Object.entries(columns)) {
-        if (value !== undefined) (sets.push(`${column} = ?`), params.push(value));
+        if (value !== undefined) sets.push(`${column} = ?`), params.push(value);
       }
       const result = this.#sql(`UPDATE inspections SET ${sets.join(", ")} WHERE id = ? AND status = ?`).run(...params, id, from);
       if (result.changes !== 1) return null;
@@ -197,7 +217,9 @@ export class SqliteInspectionStore implements InspectionStore {
            AND submit_requested_at IS NULL AND cancel_requested_at IS NULL AND expires_at > ?`,
       ).get(p.inspectionId, ...CAPTURE_OPEN, p.capturedAt);
       if (!open) return { accepted: false };
-      const previous = this.#sql("SELECT m.* FROM photos p JOIN media m ON m.id = p.media_id WHERE p.inspection_id = ? AND p.angle = ?").get(p.inspectionId, p.angle);
+      const previous = this.#sql(
+        "SELECT m.* FROM photos p JOIN media m ON m.id = p.media_id WHERE p.inspection_id = ? AND p.angle = ?",
+      ).get(p.inspectionId, p.angle);
       this.#insertMedia(m);
       this.#sql(
         `INSERT INTO photos (inspection_id, angle, media_id, quality, tries, captured_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -237,7 +259,11 @@ export class SqliteInspectionStore implements InspectionStore {
   }
 
   getMedia(scope: Scope, id: string): MediaRecord | null {
-    const row = this.#sql("SELECT * FROM media WHERE id = ? AND account_id = ? AND livemode = ?").get(id, scope.accountId, scope.livemode ? 1 : 0);
+    const row = this.#sql("SELECT * FROM media WHERE id = ? AND account_id = ? AND livemode = ?").get(
+      id,
+      scope.accountId,
+      scope.livemode ? 1 : 0,
+    );
     return row ? toMedia(row as Row) : null;
   }
 

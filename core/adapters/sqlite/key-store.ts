@@ -37,8 +37,14 @@ export class SqliteKeyStore implements KeyStore {
   createKey(accountName: string, env: Environment, keyHash: string, last4: string, keyId: string, now: number): ApiKeyRecord {
     return transaction(this.#db, () => {
       const accountId = this.#account(accountName, now);
-      sql(this.#db, "INSERT INTO api_keys (id, account_id, livemode, hash, last4, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-        .run(keyId, accountId, env === "live" ? 1 : 0, keyHash, last4, now);
+      sql(this.#db, "INSERT INTO api_keys (id, account_id, livemode, hash, last4, created_at) VALUES (?, ?, ?, ?, ?, ?)").run(
+        keyId,
+        accountId,
+        env === "live" ? 1 : 0,
+        keyHash,
+        last4,
+        now,
+      );
       return { id: keyId, accountId, accountName, livemode: env === "live", last4, createdAt: now, revokedAt: null };
     });
   }
@@ -70,10 +76,17 @@ export class SqliteKeyStore implements KeyStore {
 
   #secret(accountId: string, livemode: boolean, make: () => string, now: number): string {
     const live = livemode ? 1 : 0;
-    const row = sql(this.#db, "SELECT secret FROM webhook_secrets WHERE account_id = ? AND livemode = ?").get(accountId, live) as Row | undefined;
+    const row = sql(this.#db, "SELECT secret FROM webhook_secrets WHERE account_id = ? AND livemode = ?").get(accountId, live) as
+      | Row
+      | undefined;
     if (row) return row.secret as string;
     const secret = make();
-    sql(this.#db, "INSERT INTO webhook_secrets (account_id, livemode, secret, created_at) VALUES (?, ?, ?, ?)").run(accountId, live, secret, now);
+    sql(this.#db, "INSERT INTO webhook_secrets (account_id, livemode, secret, created_at) VALUES (?, ?, ?, ?)").run(
+      accountId,
+      live,
+      secret,
+      now,
+    );
     return secret;
   }
 }
