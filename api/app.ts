@@ -89,7 +89,8 @@ export async function buildApp(s: Services) {
       security: [{ bearer: [] }],
     },
     transform: jsonSchemaTransform,
-    transformObject: (input) => completeDocument(jsonSchemaTransformObject(input) as Record<string, any>, s.config.publicUrl),
+    transformObject: (input) =>
+      completeDocument(jsonSchemaTransformObject(input) as Parameters<typeof completeDocument>[0], s.config.publicUrl),
   });
 
   const failedAuth = new FailedAuthLimiter({ limit: s.config.rateLimit.failedAuthPerMinute, windowMs: 60_000, clock: s.clock });

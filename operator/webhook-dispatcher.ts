@@ -134,5 +134,5 @@ function describe(e: unknown): string {
   const err = e as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
   if (err.name === "TimeoutError" || err.code === "UND_ERR_HEADERS_TIMEOUT" || err.code === "UND_ERR_BODY_TIMEOUT") return "timed out";
   const detail = err.cause?.message ?? err.message ?? String(e);
-  return (err.cause?.code ?? err.code ?? "error") + ": " + detail;
+  return `${err.cause?.code ?? err.code ?? "error"}: ${detail}`;
 }

@@ -153,7 +153,7 @@ export function answerBareRequests(server: Server): void {
       })
       .end(body);
   });
-  server.on("connect", (request: IncomingMessage, socket: Duplex) => {
+  server.on("connect", (_request: IncomingMessage, socket: Duplex) => {
     const error = new ApiError("method_not_allowed", "CONNECT is not allowed: this is not a proxy.", {
       headers: { allow: "GET, POST, PUT" },
     });
@@ -179,7 +179,10 @@ function methodsByPattern(app: FastifyInstance) {
     if (route.url.includes("*")) return;
     const regex = new RegExp(`^${route.url.replace(/:[^/]+/g, "[^/]+")}/?$`);
     let entry = patterns.find((p) => p.regex.source === regex.source);
-    if (!entry) patterns.push((entry = { regex, methods: new Set() }));
+    if (!entry) {
+      entry = { regex, methods: new Set() };
+      patterns.push(entry);
+    }
     for (const m of [route.method].flat()) entry.methods.add(m);
   });
   return (path: string) => patterns.find((p) => p.regex.test(path))?.methods;

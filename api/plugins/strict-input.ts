@@ -14,6 +14,7 @@ export const JSON_MAX_DEPTH = 32;
  * C0 and C1 controls and DEL, and the bidirectional embeddings, overrides and isolates (which make a
  * reference display differently from what it is). Lone surrogates are caught by isWellFormed.
  */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is this pattern's job
 const FORBIDDEN_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 
 /** Why a string is refused, or null. */
@@ -56,7 +57,7 @@ export function findBadString(root: unknown, rootPath: string[] = []): { path: s
       const problem = stringProblem(value);
       if (problem) return { path, problem };
     } else if (Array.isArray(value)) {
-      value.forEach((item, i) => stack.push({ value: item, path: [...path, String(i)] }));
+      for (const [i, item] of value.entries()) stack.push({ value: item, path: [...path, String(i)] });
     } else if (value !== null && typeof value === "object") {
       for (const [key, item] of Object.entries(value)) {
         const problem = stringProblem(key);

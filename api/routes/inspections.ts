@@ -27,7 +27,10 @@ export const inspectionRoutes =
     const bodies = new WeakMap<InspectionRecord, string>();
     const bodyOfFound = (r: InspectionRecord): string => {
       let body = bodies.get(r);
-      if (body === undefined) bodies.set(r, (body = JSON.stringify(z.encode(Inspection, view(r)))));
+      if (body === undefined) {
+        body = JSON.stringify(z.encode(Inspection, view(r)));
+        bodies.set(r, body);
+      }
       return body;
     };
     // A string sent with a JSON content type is taken as already serialized: no encoding again.

@@ -36,7 +36,7 @@ export async function detectImages(
     // Between batches is where a stopping process can leave: never inside a model's run.
     stopping?.();
     const found = await detectors[k]!.detect(batch, thresholds[k]);
-    batch.forEach((input, i) => out[k]!.push({ found: found[i]!, lb: input.lb }));
+    for (const [i, input] of batch.entries()) out[k]!.push({ found: found[i]!, lb: input.lb });
   };
   const kept: Letterboxed[][] = [];
   let next = images.length > 0 ? prepare(0) : null;

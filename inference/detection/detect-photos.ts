@@ -52,7 +52,10 @@ export function partOf(damage: Box, parts: Detected[], type?: DamageType): Detec
   for (const p of parts) {
     if (allowed && !allowed.test(p.name)) continue;
     const share = overlapShare(damage, p);
-    if (share > bestShare || (share === bestShare && best && p.score > best.score)) (best = p), (bestShare = share);
+    if (share > bestShare || (share === bestShare && best && p.score > best.score)) {
+      best = p;
+      bestShare = share;
+    }
   }
   return best;
 }

@@ -66,7 +66,7 @@ export class OnnxDetector {
   async forward(batch: Float32Array[]): Promise<{ data: Float32Array; n: number }> {
     const plane = 3 * this.size * this.size;
     const input = new Float32Array(batch.length * plane);
-    batch.forEach((chw, i) => input.set(chw, i * plane));
+    for (const [i, chw] of batch.entries()) input.set(chw, i * plane);
     const feeds = { [this.session.inputNames[0]!]: new ort.Tensor("float32", input, [batch.length, 3, this.size, this.size]) };
     const out = (await this.session.run(feeds))[this.session.outputNames[0]!]!;
     const dims = out.dims as number[];

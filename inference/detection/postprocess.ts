@@ -37,7 +37,10 @@ export function candidates(data: Float32Array, b: number, nc: number, n: number,
     let cls = -1;
     for (let c = 0; c < nc; c++) {
       const s = data[base + (4 + c) * n + i]!;
-      if (s > best) (best = s), (cls = c);
+      if (s > best) {
+        best = s;
+        cls = c;
+      }
     }
     if (cls < 0 || best < thresholds[cls]!) continue;
     const cx = data[base + i]!,

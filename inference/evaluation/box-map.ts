@@ -52,7 +52,10 @@ function matchClass(detections: Scored[][], truths: Truth[][], c: number, thresh
       gts.forEach((g, j) => {
         if (used[j]) return;
         const v = iou(d, g);
-        if (v >= bestIou) (bestIou = v), (best = j);
+        if (v >= bestIou) {
+          bestIou = v;
+          best = j;
+        }
       });
       if (best >= 0) used[best] = true;
       hits.push({ score: d.score, tp: best >= 0 });

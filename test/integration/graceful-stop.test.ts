@@ -35,7 +35,9 @@ class ServiceProcess {
     });
     this.#child.stderr!.on("data", (d) => (this.stderr += d));
     this.exited = new Promise((r) => this.#child.once("exit", (code, signal) => r(code ?? signal)));
-    void this.exited.then(() => this.#waiters.splice(0).forEach((wake) => wake()));
+    void this.exited.then(() => {
+      for (const wake of this.#waiters.splice(0)) wake();
+    });
   }
 
   /** The first log line that matches, waiting for it; fails if the process exits first. */

@@ -154,7 +154,10 @@ function raw(request: string): Promise<string> {
     socket.on("end", () => resolve(data));
     socket.on("close", () => resolve(data));
     socket.on("error", reject);
-    setTimeout(() => (socket.destroy(), resolve(data)), 3_000);
+    setTimeout(() => {
+      socket.destroy();
+      resolve(data);
+    }, 3_000);
   });
 }
 

@@ -19,7 +19,15 @@ describe("internal errors", () => {
 
   beforeAll(async () => {
     const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "vi-500-")), LOG_LEVEL: "info" });
-    const log = pino({ level: "info" }, new Writable({ write: (chunk, _e, done) => (logged.push(String(chunk)), done()) }));
+    const log = pino(
+      { level: "info" },
+      new Writable({
+        write: (chunk, _e, done) => {
+          logged.push(String(chunk));
+          done();
+        },
+      }),
+    );
     s = embeddedServices(config, log);
     s.inspections.get = () => {
       throw new Error("SQLITE_CORRUPT: database disk image is malformed at /var/lib/secret/inspections.db");

@@ -10,7 +10,7 @@ describe("post-processing", () => {
     [300, 50, 10, 10, 0.05, 0.3],
   ];
   const data = new Float32Array(6 * 3);
-  anchors.forEach((a, i) => a.forEach((v, row) => (data[row * 3 + i] = v)));
+  for (const [i, a] of anchors.entries()) for (const [row, v] of a.entries()) data[row * 3 + i] = v;
 
   it("decodes centre boxes into corners and keeps classes over their thresholds", () => {
     expect(candidates(data, 0, 2, 3, [0.5, 0.25])).toEqual([

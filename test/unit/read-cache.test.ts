@@ -10,7 +10,13 @@ const freshDb = () => openDatabase(mkdtempSync(join(tmpdir(), "vi-read-cache-"))
 /** A loader that counts its reads, so a test can tell a cached answer from a read. */
 function counting(value: (key: string) => { v: string } | null) {
   const reads: string[] = [];
-  return { reads, read: (key: string) => () => (reads.push(key), value(key)) };
+  return {
+    reads,
+    read: (key: string) => () => {
+      reads.push(key);
+      return value(key);
+    },
+  };
 }
 
 describe("ReadCache (SQLite adapter)", () => {

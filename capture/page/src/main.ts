@@ -80,7 +80,10 @@ function progress(): HTMLElement {
 
 function show(index: number): void {
   current = index;
-  if (index >= session.steps.length) return review();
+  if (index >= session.steps.length) {
+    review();
+    return;
+  }
   const step = session.steps[index]!;
   const status = h("p", { class: "status", role: "status", "aria-live": "polite" });
   const actions = h("div", { class: "actions" });
@@ -275,7 +278,9 @@ async function vinStep(still: HTMLCanvasElement): Promise<void> {
     // A valid VIN is decoded at once, so the customer checks make, model and year before confirming.
     if (!problem) {
       api.decodeVin(vin).then(
-        (r) => normalizeVin(input.value) === vin && (decoded.textContent = t("vin.decoded", { vehicle: vehicleText(r) })),
+        (r) => {
+          if (normalizeVin(input.value) === vin) decoded.textContent = t("vin.decoded", { vehicle: vehicleText(r) });
+        },
         () => {},
       );
     }

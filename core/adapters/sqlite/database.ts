@@ -147,9 +147,15 @@ function changesTo(text: string): string | null {
  */
 export function sql(db: Database, text: string): StatementSync {
   let cache = statementCaches.get(db);
-  if (!cache) statementCaches.set(db, (cache = new Map()));
+  if (!cache) {
+    cache = new Map();
+    statementCaches.set(db, cache);
+  }
   let prepared = cache.get(text);
-  if (!prepared) cache.set(text, (prepared = { stmt: db.prepare(text), changes: changesTo(text) }));
+  if (!prepared) {
+    prepared = { stmt: db.prepare(text), changes: changesTo(text) };
+    cache.set(text, prepared);
+  }
   if (prepared.changes !== null) changed(db, prepared.changes);
   return prepared.stmt;
 }
@@ -163,11 +169,10 @@ const stamps = new WeakMap<Database, Stamp>();
 
 function stampOf(db: Database): Stamp {
   let stamp = stamps.get(db);
-  if (!stamp)
-    stamps.set(
-      db,
-      (stamp = { generation: 0, tables: new Map(), dataVersion: -1, checkedAt: -Infinity, probe: db.prepare("PRAGMA data_version") }),
-    );
+  if (!stamp) {
+    stamp = { generation: 0, tables: new Map(), dataVersion: -1, checkedAt: -Infinity, probe: db.prepare("PRAGMA data_version") };
+    stamps.set(db, stamp);
+  }
   return stamp;
 }
 
@@ -237,7 +242,8 @@ export function groupCommit<T>(db: Database, fn: () => T): Promise<T> {
   let group = openGroups.get(db);
   if (!group) {
     db.exec("BEGIN IMMEDIATE");
-    openGroups.set(db, (group = { settle: [] }));
+    group = { settle: [] };
+    openGroups.set(db, group);
     setImmediate(() => commitGroup(db));
   }
   db.exec("SAVEPOINT grouped");

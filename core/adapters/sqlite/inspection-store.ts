@@ -135,9 +135,15 @@ export class SqliteInspectionStore implements InspectionStore {
       where.push("(created_s, id) < (?, ?)");
       params.push(Math.floor(f.after.createdAt / 1000), f.after.id);
     }
-    if (f.status) where.push("status = ?"), params.push(f.status);
-    if (f.reference) where.push("reference = ?"), params.push(f.reference);
-    if (f.vin) where.push("vin = ?"), params.push(f.vin);
+    for (const [column, value] of [
+      ["status", f.status],
+      ["reference", f.reference],
+      ["vin", f.vin],
+    ] as const) {
+      if (value === undefined) continue;
+      where.push(`${column} = ?`);
+      params.push(value);
+    }
     params.push(f.limit);
     const rows = this.#sql(
       `SELECT * FROM inspections INDEXED BY ${pageIndex(f)} WHERE ${where.join(" AND ")} ORDER BY created_s DESC, id DESC LIMIT ?`,
@@ -194,7 +200,9 @@ export class SqliteInspectionStore implements InspectionStore {
         failure_message: patch.failure?.message,
       };
       for (const [column, value] of Object.entries(columns)) {
-        if (value !== undefined) sets.push(`${column} = ?`), params.push(value);
+        if (value === undefined) continue;
+        sets.push(`${column} = ?`);
+        params.push(value);
       }
       const result = this.#sql(`UPDATE inspections SET ${sets.join(", ")} WHERE id = ? AND status = ?`).run(...params, id, from);
       if (result.changes !== 1) return null;
