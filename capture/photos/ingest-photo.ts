@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { type Readable, Transform, type TransformCallback } from "node:stream";
 import pLimit from "p-limit";
 import sharp, { type OutputInfo, type Sharp } from "sharp";
 import { ApiError, isApiError } from "../../core/errors.ts";
@@ -41,7 +42,7 @@ const tooLarge = () =>
  * anything decodes them: libvips would otherwise pick a loader from the bytes alone, and render an
  * SVG (nested entities held a thread for tens of seconds, issue 16), a GIF, a TIFF sent as image/jpeg.
  */
-function photoType(input: Buffer, declaredType: string): PhotoContentType {
+export function photoType(input: Buffer, declaredType: string): PhotoContentType {
   const found = sniffPhotoType(input);
   if (!found) throw notAccepted();
   if (found !== declaredType) {
@@ -84,6 +85,46 @@ async function decode(input: Buffer, type: PhotoContentType): Promise<{ data: Bu
  * decoded to pixels first, its rotation and mirroring applied by libheif, so no metadata survives
  * that way either.
  */
+/** Enough of a photo's first bytes to tell its format: HEIC's brands sit in its first box. */
+const HEAD_BYTES = 4096;
+
+/**
+ * The upload's body as it arrives, refused (415) as soon as its first bytes say it is not what it
+ * claims: a hostile upload costs the service a few kilobytes, not the whole body read into memory
+ * before the check (a Fastify preParsing stream; it keeps `receivedEncodedLength` for Fastify's
+ * length checks).
+ */
+export function checkedAsItArrives(payload: Readable & { receivedEncodedLength?: number }, declaredType: string): Readable {
+  let head: Buffer | null = Buffer.alloc(0);
+  const check = (chunk: Buffer | null, done: TransformCallback) => {
+    if (chunk) head = Buffer.concat([head!, chunk]);
+    if (chunk && head!.length < HEAD_BYTES) return done();
+    try {
+      photoType(head!, declaredType);
+    } catch (error) {
+      return done(error as Error);
+    }
+    const first = head;
+    head = null;
+    done(null, first);
+  };
+  const checked = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      (checked as { receivedEncodedLength?: number }).receivedEncodedLength = payload.receivedEncodedLength ?? 0;
+      if (head === null) return done(null, chunk);
+      check(chunk, done);
+    },
+    flush(done) {
+      if (head === null || head.length === 0) return done();
+      check(null, done);
+    },
+  });
+  // Fastify may answer without reading the body (a Content-Length over the limit): the refusal
+  // then has no reader, and must not become an unhandled error.
+  checked.on("error", () => {});
+  return payload.pipe(checked);
+}
+
 export async function ingestPhoto(input: Buffer, declaredType: string): Promise<IngestedPhoto> {
   const type = photoType(input, declaredType);
   let out: { data: Buffer; info: OutputInfo };

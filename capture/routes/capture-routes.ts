@@ -23,7 +23,7 @@ import {
 import type { Services } from "../../core/services.ts";
 import { formatTimestamp } from "../../core/time.ts";
 import { deleteModelInputs, storeModelInputs } from "../../inference/detection/model-input.ts";
-import { ingestPhoto, PHOTO_LIMITS } from "../photos/ingest-photo.ts";
+import { checkedAsItArrives, ingestPhoto, PHOTO_LIMITS } from "../photos/ingest-photo.ts";
 
 /** How long opening and submitting wait for the controller to apply the move before answering. */
 const MOVE_WAIT_MS = 5_000;
@@ -45,6 +45,9 @@ function validVin(raw: string): string {
   if (problem) throw new ApiError("parameter_invalid", VIN_PROBLEM_MESSAGES[problem], { param: "vin" });
   return vin;
 }
+
+/** The media type a request declares, without its parameters. */
+const declaredType = (contentType: string | undefined) => (contentType ?? "").split(";")[0]!.trim().toLowerCase();
 
 const linkInactive = (state: string) =>
   new ApiError("capture_link_inactive", `This capture link is no longer active: the inspection is ${state}.`);
@@ -128,6 +131,13 @@ export const captureRoutes =
       "/capture/v1/:token/photos/:angle",
       {
         bodyLimit: PHOTO_LIMITS.maxBytes,
+        // The link first, then the body's format as its first bytes arrive: neither waits for the whole body.
+        preParsing: async (request, _reply, payload) => {
+          open((request.params as { token: string }).token);
+          const type = declaredType(request.headers["content-type"]);
+          // Another Content-Type is refused by the router (415) without reading the body.
+          return (PHOTO_CONTENT_TYPES as readonly string[]).includes(type) ? checkedAsItArrives(payload, type) : payload;
+        },
         schema: {
           operationId: "capturePhoto",
           summary: "Upload the photo of one angle (a retake replaces it)",
@@ -141,7 +151,7 @@ export const captureRoutes =
         if (!Buffer.isBuffer(request.body) || request.body.length === 0) {
           throw new ApiError("parameter_missing", "Send the photo as the request body.", { param: "photo" });
         }
-        const photo = await ingestPhoto(request.body, (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase());
+        const photo = await ingestPhoto(request.body, declaredType(request.headers["content-type"]));
         const angle = request.params.angle;
         if (isExterior(angle) && (await s.angles?.isWrongAngle(angle, photo.jpeg))) {
           photo.quality = { ...photo.quality, passed: false, problems: [...photo.quality.problems, "wrong_angle"] };

@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { heavyPng, hostilePhotos } from "../helpers/hostile-photos.ts";
@@ -58,6 +59,34 @@ describe("bytes that are not an accepted format", () => {
   it("an SVG with leading whitespace and a byte-order mark is refused too", async () => {
     const res = await upload(Buffer.concat([Buffer.from("\ufeff  \n"), hostile.svg!]), "image/png");
     await expectUnsupported(res);
+  });
+});
+
+describe("refused as the body arrives", () => {
+  it("answers 415 from the first kilobytes of a 14 MiB SVG, without waiting for the rest", async () => {
+    const { port } = new URL(svc.url);
+    const head = Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg">${" ".repeat(8_000)}`);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), "127.0.0.1", () => {
+        socket.write(
+          `PUT /capture/v1/${token}/photos/front HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\nContent-Length: ${14 * 1024 * 1024}\r\n\r\n`,
+        );
+        socket.write(head); // and nothing more: the rest of the body never comes
+      });
+      let data = "";
+      const finish = () => {
+        socket.destroy();
+        resolve(data);
+      };
+      socket.on("data", (chunk) => {
+        data += chunk;
+        if (data.includes("\r\n\r\n{")) finish();
+      });
+      socket.on("error", reject);
+      setTimeout(finish, 5_000);
+    });
+    expect(answer).toMatch(/^HTTP\/1.1 415 /);
+    expect(answer).toContain('"code":"unsupported_media_type"');
   });
 });
 
