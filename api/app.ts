@@ -63,18 +63,20 @@ export async function buildApp(s: Services) {
     }
     parseJson(request, text, done);
   });
-  app.addHook("preValidation", refuseBadStrings);
-  // Unknown query parameters are refused on every route of both APIs, not only where a route
-  // declares some: a route that takes none declares an empty, strict query.
   app.addHook("onRoute", (route) => {
-    if (!/^\/(capture\/)?v1\//.test(route.url) || !route.schema || route.schema.querystring) return;
-    route.schema.querystring = NO_QUERY;
+    if (!/^\/(capture\/)?v1\//.test(route.url) || !route.schema) return;
+    const takesStrings = route.schema.querystring !== undefined || route.schema.body !== undefined;
+    // Unknown query parameters are refused on every route of both APIs, not only where a route
+    // declares some: a route that takes none declares an empty, strict query.
+    route.schema.querystring ??= NO_QUERY;
+    // Strings are checked where a route takes them: a strict empty query has none.
+    if (takesStrings) route.preValidation = [refuseBadStrings, ...hooksOf(route.preValidation)];
   });
 
   app.addHook("onRequest", async (request, reply) => {
     reply.header("request-id", request.id);
+    requireHost(request);
   });
-  app.addHook("onRequest", requireHost);
 
   await app.register(errorHandler);
   await app.register(swagger, {
@@ -95,17 +97,15 @@ export async function buildApp(s: Services) {
 
   const failedAuth = new FailedAuthLimiter({ limit: s.config.rateLimit.failedAuthPerMinute, windowMs: 60_000, clock: s.clock });
   await app.register(async (v1) => {
-    const guard = failedAuth.hooks(FAILED_AUTH_CODES);
-    v1.addHook("onRequest", guard.onRequest);
-    v1.addHook("onRequest", authenticate(s.keys));
-    v1.addHook("onError", guard.onError);
+    v1.addHook("onRequest", failedAuth.guard(authenticate(s.keys), FAILED_AUTH_CODES));
     await registerRateLimit(v1, s.config.rateLimit);
     // Idempotency keys mean something on POST only: its hooks go on those routes, so the reads,
     // the bulk of the traffic, do not pass through three hooks that would do nothing.
     const idem = idempotency(s.idempotency, s.clock);
     v1.addHook("onRoute", (route) => {
       if (![route.method].flat().includes("POST")) return;
-      route.preValidation = [idem.preValidation, ...hooksOf(route.preValidation)];
+      // After the string checks (strict-input.ts) the app adds first: a refused body holds no key.
+      route.preValidation = [...hooksOf(route.preValidation), idem.preValidation];
       route.onSend = [idem.onSend, ...hooksOf(route.onSend)];
       route.onResponse = [idem.onResponse, ...hooksOf(route.onResponse)];
     });

@@ -26,6 +26,15 @@ export type Services = {
   signals: Signals;
   /** The configured models' input sizes: capture stores each photo scaled for them (inference/detection/model-input.ts). */
   modelInputSizes: number[];
-  /** Checks an exterior photo shows the side its angle asks for; null without a parts model. */
-  angles: { isWrongAngle(angle: ExteriorAngle, jpeg: Buffer): Promise<boolean | null> } | null;
+  /**
+   * Checks an exterior photo shows the side its angle asks for; null without a parts model. `inputs`:
+   * the photo's pixels the upload already scaled for the models' sizes, so it needs no decode.
+   */
+  angles: {
+    isWrongAngle(
+      angle: ExteriorAngle,
+      jpeg: Buffer,
+      inputs?: { sizes: number[]; scaled: { width: number; height: number; pixels: Buffer[] } } | null,
+    ): Promise<boolean | null>;
+  } | null;
 };

@@ -3,7 +3,7 @@ import { photoBlobKey } from "../core/blob-keys.ts";
 import { buildReport } from "../core/domain/build-report.ts";
 import { eventTypeFor, isCancelable, isTerminal, nextStatus, type Trigger } from "../core/domain/state-machine.ts";
 import { newId } from "../core/ids.ts";
-import { DetectionInterrupted, type DetectionRunner } from "../core/ports/detection-runner.ts";
+import type { DetectionRunner } from "../core/ports/detection-runner.ts";
 import type { InspectionStore, TransitionPatch } from "../core/ports/inspection-store.ts";
 import type { InspectionRecord } from "../core/ports/records.ts";
 import type { Signals } from "../core/signals.ts";
@@ -29,10 +29,6 @@ export type ControllerOptions = {
    */
   settled?: (r: InspectionRecord) => Promise<void>;
 };
-
-/** The runner's own word that it stopped for a shutdown; from a worker thread only its message survives. */
-const isInterruption = (error: unknown) =>
-  error instanceof DetectionInterrupted || (error instanceof Error && error.message === new DetectionInterrupted().message);
 
 /** Waits between processing attempts: 5 s, then 30 s. */
 const PROCESSING_RETRY_MS = [5_000, 30_000];
@@ -175,9 +171,7 @@ export class Controller {
       this.#o.log.info({ inspection_id: r.id, attempts: r.processingAttempts }, message);
     }
     const run = this.#process(r)
-      .catch((error) =>
-        this.#abandoned.has(r.id) || isInterruption(error) ? this.#interrupted(r, error) : this.#processingFailed(r, error),
-      )
+      .catch((error) => (this.#abandoned.has(r.id) ? this.#interrupted(r, error) : this.#processingFailed(r, error)))
       .finally(() => {
         this.#processing.delete(r.id);
         this.#abandoned.delete(r.id);

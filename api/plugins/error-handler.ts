@@ -165,8 +165,8 @@ export function answerBareRequests(server: Server): void {
   });
 }
 
-/** An onRequest hook: HTTP/1.1 requires a Host header (RFC 9112 §3.2), as Node would have enforced. */
-export async function requireHost(request: FastifyRequest): Promise<void> {
+/** For the onRequest hook: HTTP/1.1 requires a Host header (RFC 9112 §3.2), as Node would have enforced. */
+export function requireHost(request: FastifyRequest): void {
   if (request.headers.host === undefined && request.raw.httpVersion === "1.1") {
     throw new ApiError("request_malformed", "The request has no Host header; HTTP/1.1 requires one.");
   }

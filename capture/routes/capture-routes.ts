@@ -153,19 +153,19 @@ export const captureRoutes =
         }
         const photo = await ingestPhoto(request.body, declaredType(request.headers["content-type"]));
         const angle = request.params.angle;
-        if (isExterior(angle) && (await s.angles?.isWrongAngle(angle, photo.jpeg))) {
-          photo.quality = { ...photo.quality, passed: false, problems: [...photo.quality.problems, "wrong_angle"] };
-        }
         const now = s.clock.now();
         const mediaId = newId("med");
         const blobKey = photoBlobKey(inspection.id, mediaId);
         // Only exterior photos are searched for damage, so only they get model inputs.
-        const inputSizes = isExterior(request.params.angle) ? s.modelInputSizes : [];
+        const inputSizes = isExterior(angle) ? s.modelInputSizes : [];
         // Blobs first, then the row that points at them: a crash in between leaves orphan files, never a dangling row.
-        await Promise.all([
+        const [, inputs] = await Promise.all([
           s.blobs.put(blobKey, photo.jpeg, "image/jpeg"),
           storeModelInputs(s.blobs, inspection.id, mediaId, photo.jpeg, inputSizes),
         ]);
+        if (isExterior(angle) && (await s.angles?.isWrongAngle(angle, photo.jpeg, inputs))) {
+          photo.quality = { ...photo.quality, passed: false, problems: [...photo.quality.problems, "wrong_angle"] };
+        }
         // Stored only if the capture is still open now: a submit or cancel may have landed while the photo was ingested.
         const stored = s.inspections.putPhoto(
           {

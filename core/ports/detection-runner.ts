@@ -27,7 +27,8 @@ export type DetectionResult = {
 
 /**
  * What `detect` rejects with when the runner is closed while it runs: it stopped at a safe point
- * because the process is stopping. Not an attempt: the next start runs it again.
+ * because the process is stopping. The controller, stopped before the runner, has already
+ * abandoned every run still going, so none of these counts as an attempt.
  */
 export class DetectionInterrupted extends Error {
   constructor() {

@@ -27,19 +27,27 @@ export function modelInputSizes(models: { damageModel: string | null; partsModel
   }
 }
 
-/** Scales the stored photo for each size and stores the pixels. Its letterboxed tensors are then the ones decoding it gives. */
+/** A photo's pixels scaled for each of `sizes`, in that order (`scaled.pixels[k]` is for `sizes[k]`). */
+export type ModelInputs = { sizes: number[]; scaled: ScaledPixels };
+
+/**
+ * Scales the stored photo for each size and stores the pixels. Its letterboxed tensors are then the
+ * ones decoding it gives. Returns them (null for no sizes), so the upload's other checks need not
+ * decode the photo again.
+ */
 export async function storeModelInputs(
   blobs: BlobStore,
   inspectionId: string,
   mediaId: string,
   jpeg: Buffer,
   sizes: number[],
-): Promise<void> {
-  if (sizes.length === 0) return;
-  const { pixels } = await scaleForModels(jpeg, sizes);
+): Promise<ModelInputs | null> {
+  if (sizes.length === 0) return null;
+  const scaled = await scaleForModels(jpeg, sizes);
   await Promise.all(
-    sizes.map((size, k) => blobs.put(modelInputBlobKey(inspectionId, mediaId, size), pixels[k]!, "application/octet-stream")),
+    sizes.map((size, k) => blobs.put(modelInputBlobKey(inspectionId, mediaId, size), scaled.pixels[k]!, "application/octet-stream")),
   );
+  return { sizes, scaled };
 }
 
 export async function deleteModelInputs(blobs: BlobStore, inspectionId: string, mediaId: string, sizes: number[]): Promise<void> {

@@ -23,12 +23,7 @@ import { PART_THRESHOLD } from "../detection/load-models.ts";
 import { OnnxDetector, type Detected } from "../detection/onnx-detector.ts";
 import { SCORING, boxMap, type Truth } from "./box-map.ts";
 import { readYoloFolder } from "./yolo-folder.ts";
-
-type Coco = {
-  images: { id: number; file_name: string; width: number; height: number }[];
-  categories: { id: number; name: string }[];
-  annotations: { image_id: number; category_id: number; bbox: [number, number, number, number]; segmentation: number[][] }[];
-};
+import { readCoco } from "./coco.ts";
 
 /** Crop side as a multiple of the part's longer box side. */
 const ZOOMS = { "part and surroundings (crop 1.2 × the part)": 1.2, "inside the part (crop 0.6 × the part)": 0.6 };
@@ -57,7 +52,7 @@ const { values } = parseArgs({
 });
 const modelPath = values.model ?? join(import.meta.dirname, "../models/parts/model.onnx");
 const root = values.parts;
-const coco = JSON.parse(readFileSync(join(root, "annotations.json"), "utf8")) as Coco;
+const coco = readCoco(root);
 const names = new Map(coco.categories.map((c) => [c.id, c.name]));
 const threshold = Number(values.threshold);
 const model = await OnnxDetector.load(modelPath, { fallback: threshold });

@@ -17,6 +17,7 @@ import { ANGLE_EVIDENCE_SCORE, angleOfSides, isWrongAngle, sidesShown } from "..
 import { measureQuality } from "../quality/measure-quality.ts";
 import { boxMap, type Scored, type Truth } from "./box-map.ts";
 import { isHeldOut } from "./held-out.ts";
+import { readCoco } from "./coco.ts";
 
 /**
  * The product measured as customers meet it: photos go through the whole pipeline processing runs
@@ -29,12 +30,6 @@ import { isHeldOut } from "./held-out.ts";
  * car-damage/valid, as `eval` prints it.
  */
 
-type Coco = {
-  images: { id: number; file_name: string; width: number; height: number }[];
-  categories: { id: number; name: string }[];
-  annotations: { image_id: number; category_id: number; bbox: [number, number, number, number] }[];
-};
-
 const INSPECTION_SIZE = EXTERIOR_ANGLES.length;
 const CLEAN_INSPECTIONS = 12;
 /** The finding types car-damage-severity labels that are also finding types of the product. */
@@ -42,7 +37,8 @@ const SEVERITY_TYPES = ["dent", "scratch"] as const;
 /** A finding agrees with a label when their boxes overlap this much (AP50's own criterion). */
 const MATCH_IOU = 0.5;
 
-type Inspected = { photos: { name: string; width: number; height: number }[]; detections: Detection[]; grade: Grade };
+/** Each detection with the index of its photo in the walkaround. */
+type Inspected = { photos: { name: string; width: number; height: number }[]; detections: (Detection & { photo: number })[]; grade: Grade };
 
 /** One walkaround: up to eight photos, as processing sees them after upload. */
 async function inspect(models: Models, photos: { name: string; bytes: Buffer; width: number; height: number }[]): Promise<Inspected> {
@@ -57,7 +53,7 @@ async function inspect(models: Models, photos: { name: string; bytes: Buffer; wi
   }
   const result = await detectPhotos(blobs, id, toInspect, models);
   const byMedia = new Map(toInspect.map((p, i) => [p.mediaId, i]));
-  const detections = result.detections.map((d) => ({ ...d, mediaId: String(byMedia.get(d.mediaId)) }));
+  const detections = result.detections.map((d) => ({ ...d, photo: byMedia.get(d.mediaId)! }));
   return { photos, detections, grade: overallGrade(result.detections.map((d) => d.severity)) };
 }
 
@@ -76,7 +72,7 @@ export async function cleanCars(models: Models, dir: string, log: (line: string)
   const byType: Record<string, number> = {};
   for (const group of chunks(photos, INSPECTION_SIZE)) {
     const inspected = await inspect(models, group);
-    photosWithFinding += new Set(inspected.detections.map((d) => d.mediaId)).size;
+    photosWithFinding += new Set(inspected.detections.map((d) => d.photo)).size;
     for (const d of inspected.detections) byType[d.type] = (byType[d.type] ?? 0) + 1;
     grades.push(inspected.grade);
   }
@@ -96,7 +92,7 @@ export async function cleanCars(models: Models, dir: string, log: (line: string)
 }
 
 export async function wholeCars(models: Models, dir: string, log: (line: string) => void) {
-  const coco = JSON.parse(readFileSync(join(dir, "annotations.json"), "utf8")) as Coco;
+  const coco = readCoco(dir);
   const label = new Map(coco.categories.map((c) => [c.id, c.name]));
   const images = coco.images.filter((im) => isHeldOut(im.file_name)).sort((a, b) => a.file_name.localeCompare(b.file_name));
   const truthsOf = new Map<number, (Box & { type: string; severity: string })[]>();
@@ -121,7 +117,7 @@ export async function wholeCars(models: Models, dir: string, log: (line: string)
     }));
     const inspected = await inspect(models, photos);
     group.forEach((im, i) => {
-      const found = inspected.detections.filter((d) => d.mediaId === String(i));
+      const found = inspected.detections.filter((d) => d.photo === i);
       const boxes = found.map((d) => ({
         x1: d.bbox[0] * im.width,
         y1: d.bbox[1] * im.height,
@@ -177,7 +173,7 @@ export async function wholeCars(models: Models, dir: string, log: (line: string)
  * at its own angle, and flag it at the prompts it contradicts (a front photo sent as the rear).
  */
 export async function angleCheck(parts: OnnxDetector, dir: string, log: (line: string) => void, minScore = ANGLE_EVIDENCE_SCORE) {
-  const coco = JSON.parse(readFileSync(join(dir, "annotations.json"), "utf8")) as Coco;
+  const coco = readCoco(dir);
   const label = new Map(coco.categories.map((c) => [c.id, c.name]));
   const labelled = new Map<number, { name: string; score: number }[]>();
   for (const a of coco.annotations)

@@ -23,17 +23,13 @@ import { detectImages } from "../detection/detect-images.ts";
 import { partOf } from "../detection/detect-photos.ts";
 import { loadModels } from "../detection/load-models.ts";
 import { isHeldOut } from "./held-out.ts";
+import { readCoco } from "./coco.ts";
 
-type Coco = {
-  images: { id: number; file_name: string; width: number; height: number }[];
-  categories: { id: number; name: string }[];
-  annotations: { image_id: number; category_id: number; bbox: [number, number, number, number] }[];
-};
 type Labelled = { type: "dent" | "scratch"; severity: Severity; share: number; heldOut: boolean };
 
 const { values } = parseArgs({ options: { datasets: { type: "string", default: join(import.meta.dirname, "../../../shared/datasets") } } });
 const dir = join(values.datasets!, "car-damage-severity");
-const coco = JSON.parse(readFileSync(join(dir, "annotations.json"), "utf8")) as Coco;
+const coco = readCoco(dir);
 const label = new Map(coco.categories.map((c) => [c.id, c.name]));
 const models = await loadModels(loadConfig().models);
 if (!models.parts) throw new Error("the calibration needs the parts model (PARTS_MODEL)");

@@ -1,6 +1,7 @@
 import type { ExteriorAngle } from "../../core/schemas/capture.ts";
-import { letterbox } from "../detection/letterbox.ts";
+import { fromScaled, letterbox } from "../detection/letterbox.ts";
 import { PART_THRESHOLD } from "../detection/load-models.ts";
+import type { ModelInputs } from "../detection/model-input.ts";
 import { OnnxDetector, type Provider } from "../detection/onnx-detector.ts";
 import { isWrongAngle, sidesShown } from "./angle-check.ts";
 
@@ -27,11 +28,17 @@ export class AngleChecker {
    * the check could not run (the model failed to load or to run): the upload goes on without it,
    * since the check only advises, and processing says what is wrong with the model.
    */
-  async isWrongAngle(angle: ExteriorAngle, jpeg: Buffer): Promise<boolean | null> {
+  async isWrongAngle(angle: ExteriorAngle, jpeg: Buffer, inputs?: ModelInputs | null): Promise<boolean | null> {
     try {
       this.#model ??= OnnxDetector.load(this.#path, { provider: this.#provider, fallback: PART_THRESHOLD });
       const model = await this.#model;
-      const [found] = await model.detect([await letterbox(jpeg, model.size)]);
+      // The pixels the upload already scaled for this model's size, else a decode of the photo.
+      const k = inputs?.sizes.indexOf(model.size) ?? -1;
+      const input =
+        k >= 0
+          ? fromScaled({ ...inputs!.scaled, pixels: [inputs!.scaled.pixels[k]!] }, [model.size])[0]!
+          : await letterbox(jpeg, model.size);
+      const [found] = await model.detect([input]);
       return isWrongAngle(angle, sidesShown(found!));
     } catch (error) {
       this.#model = undefined; // tried again on the next photo

@@ -64,6 +64,15 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
   };
 }
 
+/** A new inspection made with `key`, with its capture token (the last segment of its capture_url). */
+export async function newInspection(svc: TestService, key: string): Promise<{ id: string; token: string }> {
+  const made = (await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json()) as {
+    id: string;
+    capture_url: string;
+  };
+  return { id: made.id, token: made.capture_url.split("/c/")[1]! };
+}
+
 /** PUBLIC_URL must name the port before the service starts, so a free one is found first. */
 export const withModels = { DAMAGE_MODEL: DEFAULT_MODELS.damage, PARTS_MODEL: DEFAULT_MODELS.parts };
 

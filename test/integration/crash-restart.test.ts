@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,26 +8,14 @@ import { loadConfig } from "../../core/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos } from "../helpers/photos.ts";
 import { freePort, VALID_VIN } from "../helpers/service.ts";
+import { type ServiceProcess, startServiceProcess } from "../helpers/service-process.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
-
-const CLI = join(import.meta.dirname, "../../bin/vehicle-inspection.ts");
-
-/** The real service as its own process, as `npm start` runs it. */
-function startProcess(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [CLI, "start"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  let stderr = "";
-  child.stderr!.on("data", (d) => (stderr += d));
-  return new Promise((resolve, reject) => {
-    child.stdout!.on("data", (d) => String(d).includes("vehicle inspection service started") && resolve(child));
-    child.once("exit", (code) => reject(new Error(`service exited with ${code}: ${stderr}`)));
-  });
-}
 
 describe("crash and restart", () => {
   const receiver = new WebhookReceiver();
-  let child: ChildProcess | undefined;
+  let child: ServiceProcess | undefined;
   afterAll(async () => {
-    child?.kill("SIGKILL");
+    child?.kill();
     await receiver.close();
   });
 
@@ -60,7 +47,7 @@ describe("crash and restart", () => {
       carPhotos(9).map((p) => sharp(p).resize(2800, 2100, { fit: "fill" }).jpeg({ quality: 95 }).toBuffer()),
     );
 
-    child = await startProcess(env);
+    child = await startServiceProcess(env);
     const ids: string[] = [];
     for (let n = 0; n < 2; n++) {
       const inspection = await (
@@ -80,12 +67,12 @@ describe("crash and restart", () => {
     }
     const before = await Promise.all(ids.map(async (id) => (await (await api(`/v1/inspections/${id}`)).json()).status));
     expect(before).toContain("processing");
-    child.kill("SIGKILL");
-    await new Promise((r) => child!.once("exit", r));
+    child.kill();
+    await child.exited;
     expect(receiver.received.every((r) => r.status === 503)).toBe(true);
 
     receiver.respond = () => 200;
-    child = await startProcess(env);
+    child = await startServiceProcess(env);
     const finished = await until(
       "all completed",
       () => Promise.all(ids.map(async (id) => (await (await api(`/v1/inspections/${id}`)).json()).status)),

@@ -40,14 +40,25 @@ async function openCapture(svc: Awaited<ReturnType<typeof startService>>) {
   await fetch(base);
   const upload = async (angle: string, body: Buffer): Promise<Uploaded> =>
     (await fetch(`${base}/photos/${angle}`, { method: "PUT", body, headers: { "content-type": "image/jpeg" } })).json();
-  return { key, made, base, upload };
+  /** Submits, waits until processing is over, and expects the inspection completed. */
+  const complete = async () => {
+    expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
+    const done = await until(
+      "completed",
+      async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(),
+      (i: any) => i.status !== "processing",
+      60_000,
+    );
+    expect(done.status).toBe("completed");
+  };
+  return { key, made, base, upload, complete };
 }
 
 describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end", () => {
   it("reports findings of the right type on the right photo, with a severity and an evidence photo", async () => {
     const svc = await startService(withModels);
     try {
-      const { key, made, base, upload } = await openCapture(svc);
+      const { key, made, upload, complete } = await openCapture(svc);
       const fill = carPhotos(9);
       const uploaded: Record<string, Uploaded> = {};
       // A first take of the front, retaken below with the damaged photo.
@@ -72,14 +83,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
       for (const mediaId of [firstTake, media.vin!])
         expect(existsSync(inputOf(mediaId, 384)) || existsSync(inputOf(mediaId, 320))).toBe(false);
 
-      expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
-      const done = await until(
-        "completed",
-        async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(),
-        (i: any) => i.status !== "processing",
-        60_000,
-      );
-      expect(done.status).toBe("completed");
+      await complete();
       // Settled: nothing reads the model inputs again, so they are gone; the photos stay.
       await until(
         "model inputs deleted",
@@ -128,18 +132,11 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
     // before the model was trained with whole-car negatives, it was graded severe.
     const svc = await startService(withModels);
     try {
-      const { key, made, base, upload } = await openCapture(svc);
+      const { key, made, upload, complete } = await openCapture(svc);
       const clean = carPhotos(8);
       for (const [i, angle] of EXTERIOR_ANGLES.entries()) await upload(angle, clean[i]!);
       await upload("vin", clean[0]!);
-      expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
-      const done = await until(
-        "completed",
-        async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(),
-        (i: any) => i.status !== "processing",
-        60_000,
-      );
-      expect(done.status).toBe("completed");
+      await complete();
       const report = await (await svc.api(key, `/v1/inspections/${made.id}/report`)).json();
       expect(report.findings).toEqual([]);
       expect(report.grade).toBe("none");

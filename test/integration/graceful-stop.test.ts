@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,62 +10,7 @@ import { loadConfig } from "../../core/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos } from "../helpers/photos.ts";
 import { freePort, VALID_VIN } from "../helpers/service.ts";
-
-const CLI = join(import.meta.dirname, "../../bin/vehicle-inspection.ts");
-
-type LogLine = { msg: string; inspection_id?: string; inspection_ids?: string[]; attempts?: number; [k: string]: unknown };
-
-/** The real service as its own process, as `npm start` runs it, with its JSON log lines parsed as they come. */
-class ServiceProcess {
-  readonly logs: LogLine[] = [];
-  stderr = "";
-  readonly exited: Promise<number | string | null>;
-  readonly #child: ChildProcess;
-  #waiters: (() => void)[] = [];
-
-  constructor(env: Record<string, string>) {
-    this.#child = spawn(process.execPath, [CLI, "start"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let partial = "";
-    this.#child.stdout!.on("data", (d) => {
-      const lines = (partial + String(d)).split("\n");
-      partial = lines.pop()!;
-      for (const line of lines) if (line.startsWith("{")) this.logs.push(JSON.parse(line));
-      for (const wake of this.#waiters.splice(0)) wake();
-    });
-    this.#child.stderr!.on("data", (d) => (this.stderr += d));
-    this.exited = new Promise((r) => this.#child.once("exit", (code, signal) => r(code ?? signal)));
-    void this.exited.then(() => {
-      for (const wake of this.#waiters.splice(0)) wake();
-    });
-  }
-
-  /** The first log line that matches, waiting for it; fails if the process exits first. */
-  async line(match: (l: LogLine) => boolean, timeoutMs = 30_000): Promise<LogLine> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const found = this.logs.find(match);
-      if (found) return found;
-      if (this.#child.exitCode !== null || Date.now() > deadline) {
-        throw new Error(`no such log line (exit ${this.#child.exitCode}); got: ${this.logs.map((l) => l.msg).join(" | ")}`);
-      }
-      await new Promise<void>((r) => {
-        this.#waiters.push(r);
-        setTimeout(r, 200);
-      });
-    }
-  }
-
-  async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<number | string | null> {
-    this.#child.kill(signal);
-    const code = await this.exited;
-    if (code !== 0) console.error(`exit ${code}:`, this.stderr, this.logs.slice(-5));
-    return code;
-  }
-
-  kill(): void {
-    if (this.#child.exitCode === null && this.#child.signalCode === null) this.#child.kill("SIGKILL");
-  }
-}
+import { type ServiceProcess, startServiceProcess } from "../helpers/service-process.ts";
 
 /** What only the database knows: the attempts counted against the inspection. */
 function stored(dataDir: string, id: string): { status: string; attempts: number; report: boolean } {
@@ -121,9 +65,8 @@ describe("a restart is not a failure", () => {
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers },
       });
     const startService = async () => {
-      const service = new ServiceProcess(fullEnv);
+      const service = await startServiceProcess(fullEnv);
       children.push(service);
-      await service.line((l) => l.msg === "vehicle inspection service started");
       return service;
     };
     // Larger than the dataset's photos, so that detection takes a while.

@@ -1,6 +1,6 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { newInspection, startService, VALID_VIN, type TestService } from "../helpers/service.ts";
 
 /**
  * What a careless or hostile client sends at the edge: deep JSON, odd encodings and characters,
@@ -15,9 +15,7 @@ let token: string;
 beforeAll(async () => {
   svc = await startService();
   key = svc.key("test");
-  const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
-  inspectionId = made.id;
-  token = made.capture_url.split("/c/")[1];
+  ({ id: inspectionId, token } = await newInspection(svc, key));
 });
 afterAll(() => svc.close());
 

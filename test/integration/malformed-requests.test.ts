@@ -1,7 +1,7 @@
 import { connect } from "node:net";
 import { request } from "undici";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { newInspection, startService, VALID_VIN, type TestService } from "../helpers/service.ts";
 
 /**
  * A sweep of malformed requests over every route: bodies, content types, query strings, ids, paths,
@@ -16,12 +16,7 @@ let token: string;
 beforeAll(async () => {
   svc = await startService();
   key = svc.key("test");
-  const made = (await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json()) as {
-    id: string;
-    capture_url: string;
-  };
-  inspectionId = made.id;
-  token = made.capture_url.split("/c/")[1]!;
+  ({ id: inspectionId, token } = await newInspection(svc, key));
 });
 afterAll(() => svc.close());
 
