@@ -14,7 +14,9 @@ import { newId } from "../core/ids.ts";
 import type { Services } from "../core/services.ts";
 import { captureRoutes } from "../capture/routes/capture-routes.ts";
 import { pageRoutes } from "../capture/routes/page-routes.ts";
-import { authenticate, FAILED_AUTH_CODES } from "./plugins/auth.ts";
+import { dashboardRoutes } from "../dashboard/dashboard-routes.ts";
+import { sharedReportRoutes } from "../dashboard/routes/shared-report.ts";
+import { authenticate, FAILED_AUTH_CODES, keyUseNoter } from "./plugins/auth.ts";
 import { completeDocument } from "./openapi/complete-document.ts";
 import { answerBareRequests, clientErrorHandler, errorHandler, frameworkErrors, requireHost } from "./plugins/error-handler.ts";
 import { FailedAuthLimiter } from "./plugins/failed-auth-limit.ts";
@@ -24,6 +26,8 @@ import { registerRateLimit } from "./plugins/rate-limit.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { inspectionRoutes } from "./routes/inspections.ts";
 import { mediaRoutes } from "./routes/media.ts";
+import { webhookRoutes } from "./routes/webhooks.ts";
+import { reportPdfRoutes } from "./routes/report-pdf.ts";
 
 export const JSON_BODY_LIMIT = 64 * 1024;
 const NO_QUERY = z.strictObject({});
@@ -97,7 +101,7 @@ export async function buildApp(s: Services) {
 
   const failedAuth = new FailedAuthLimiter({ limit: s.config.rateLimit.failedAuthPerMinute, windowMs: 60_000, clock: s.clock });
   await app.register(async (v1) => {
-    v1.addHook("onRequest", failedAuth.guard(authenticate(s.keys), FAILED_AUTH_CODES));
+    v1.addHook("onRequest", failedAuth.guard(authenticate(s.keys, keyUseNoter(s.users, s.clock)), FAILED_AUTH_CODES));
     await registerRateLimit(v1, s.config.rateLimit);
     // Idempotency keys mean something on POST only: its hooks go on those routes, so the reads,
     // the bulk of the traffic, do not pass through three hooks that would do nothing.
@@ -110,7 +114,9 @@ export async function buildApp(s: Services) {
       route.onResponse = [idem.onResponse, ...hooksOf(route.onResponse)];
     });
     await v1.register(inspectionRoutes(s));
+    await v1.register(reportPdfRoutes(s));
     await v1.register(eventRoutes(s));
+    await v1.register(webhookRoutes(s));
     await v1.register(mediaRoutes(s));
   });
 
@@ -131,6 +137,9 @@ export async function buildApp(s: Services) {
     await capture.register(captureRoutes(s));
   });
   await app.register(pageRoutes(s));
+  await app.register(dashboardRoutes(s), { prefix: "/dashboard" });
+  // Read-only report links: the dashboard's pages, without its session, at /r/.
+  await app.register(sharedReportRoutes(s));
 
   app.get("/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   // Probes: alive while the process answers; ready while the store answers too.

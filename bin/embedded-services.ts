@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
@@ -9,6 +9,7 @@ import { SqliteEventStore } from "../core/adapters/sqlite/event-store.ts";
 import { SqliteIdempotencyStore } from "../core/adapters/sqlite/idempotency-store.ts";
 import { SqliteInspectionStore } from "../core/adapters/sqlite/inspection-store.ts";
 import { SqliteKeyStore } from "../core/adapters/sqlite/key-store.ts";
+import { SqliteUserStore } from "../core/adapters/sqlite/user-store.ts";
 import { CaptureLinks } from "../core/capture-links.ts";
 import type { Config } from "../core/config.ts";
 import type { Services } from "../core/services.ts";
@@ -45,6 +46,9 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
         onError: (err) => log.warn({ err }, "the angle check could not run; the photo is taken without it"),
       })
     : null;
+  const secret = captureSecret(config.dataDir);
+  // One secret per data directory, a key derived from it for each use, so no key signs two kinds of thing.
+  const derive = (purpose: string) => createHmac("sha256", secret).update(purpose).digest();
   return {
     config,
     clock,
@@ -53,10 +57,12 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
     inspections: new SqliteInspectionStore(db),
     events: new SqliteEventStore(db),
     keys: new SqliteKeyStore(db),
+    users: new SqliteUserStore(db),
     idempotency: new SqliteIdempotencyStore(db),
     blobs: new FsBlobStore(join(config.dataDir, "blobs")),
     vin,
-    captureLinks: new CaptureLinks(captureSecret(config.dataDir), config.publicUrl),
+    captureLinks: new CaptureLinks(secret, config.publicUrl),
+    signingKeys: { cookies: derive("dashboard-cookies"), shareLinks: derive("shared-report-links") },
     signals: new Signals(),
     modelInputSizes: modelInputSizes(config.models),
     angles,
@@ -71,7 +77,7 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
 }
 
 /** Just the stores, for CLI commands that must not start worker threads. */
-export function keyStoreOnly(config: Config): { keys: SqliteKeyStore; close(): void } {
+export function keyStoreOnly(config: Config): { keys: SqliteKeyStore; users: SqliteUserStore; close(): void } {
   const db = openDatabase(config.dataDir);
-  return { keys: new SqliteKeyStore(db), close: () => db.close() };
+  return { keys: new SqliteKeyStore(db), users: new SqliteUserStore(db), close: () => db.close() };
 }

@@ -2,10 +2,12 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../core/config.ts";
-import { createKey, listKeys, revokeKey, webhookSecret } from "./commands/keys.ts";
+import { DEFAULT_OVERLAP_HOURS, MAX_OVERLAP_HOURS, OverlapHours } from "../core/schemas/webhook.ts";
+import { createKey, listKeys, revokeKey, rotateSecret, webhookSecret } from "./commands/keys.ts";
 import { evaluate } from "./commands/eval.ts";
 import { evaluateProduct } from "./commands/eval-product.ts";
 import { start } from "./commands/start.ts";
+import { createUser, readPassword, UserCreationError } from "./commands/users.ts";
 
 const USAGE = `usage: vehicle-inspection <command>
 
@@ -14,6 +16,10 @@ const USAGE = `usage: vehicle-inspection <command>
   keys list                                list API keys (never their secrets)
   keys revoke KEY_ID                       revoke an API key
   webhooks secret --env test|live [--account NAME]   print the webhook signing secret (whsec_…)
+  webhooks rotate --env test|live [--account NAME] [--overlap-hours N]
+                                           replace the signing secret; the old one also signs for N hours
+                                           (default ${DEFAULT_OVERLAP_HOURS}, at most ${MAX_OVERLAP_HOURS}); prints only the new secret
+  users create --email ADDRESS [--account NAME]   create a dashboard user; the password is read from standard input
   eval --data DIR [--model PATH]           score the damage detector on a YOLO-format folder; prints JSON last
   eval-product [--datasets DIR]            the whole pipeline on clean cars, whole cars and close-ups; prints JSON last
 
@@ -27,13 +33,23 @@ function envOption(values: { env?: string }): "test" | "live" {
   return values.env;
 }
 
+function overlapHoursOption(values: { "overlap-hours"?: string }): number | undefined {
+  const raw = values["overlap-hours"];
+  if (raw === undefined) return undefined;
+  const hours = /^[0-9]+$/.test(raw) ? OverlapHours.safeParse(Number(raw)) : undefined;
+  if (!hours?.success) throw new UsageError(`--overlap-hours must be a whole number of hours from 0 to ${MAX_OVERLAP_HOURS}`);
+  return hours.data;
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
       env: { type: "string" },
+      email: { type: "string" },
       account: { type: "string", default: "default" },
+      "overlap-hours": { type: "string" },
       data: { type: "string" },
       datasets: { type: "string" },
       model: { type: "string" },
@@ -81,8 +97,16 @@ async function main(argv: string[]): Promise<number> {
       await evaluateProduct(config, datasets);
       return 0;
     }
+    case "users create": {
+      if (!values.email) throw new UsageError("users create needs --email ADDRESS (the password comes on standard input)");
+      console.log(await createUser(config, values.email, values.account!, await readPassword(process.stdin)));
+      return 0;
+    }
     case "webhooks secret":
       console.log(webhookSecret(config, envOption(values), values.account!));
+      return 0;
+    case "webhooks rotate":
+      console.log(rotateSecret(config, envOption(values), values.account!, overlapHoursOption(values)));
       return 0;
     default:
       throw new UsageError(`unknown command: ${positionals.join(" ")}`);
@@ -94,7 +118,14 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exitCode = code;
   },
   (error) => {
-    if (error instanceof UsageError || error instanceof ConfigError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+    if (error instanceof UserCreationError) {
+      console.error(`vehicle-inspection: ${error.message}`);
+      process.exitCode = 1;
+    } else if (
+      error instanceof UsageError ||
+      error instanceof ConfigError ||
+      (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
+    ) {
       console.error(`vehicle-inspection: ${(error as Error).message}\n\n${USAGE}`);
       process.exitCode = 2;
     } else {

@@ -41,6 +41,7 @@ const EnvSchema = z.object({
   RATE_LIMIT_TEST_PER_SECOND: z.coerce.number().int().positive().default(25),
   RATE_LIMIT_FAILED_AUTH_PER_MINUTE: z.coerce.number().int().positive().default(60),
   RATE_LIMIT_CAPTURE_PER_SECOND: z.coerce.number().int().positive().default(20),
+  RATE_LIMIT_SIGN_IN_PER_MINUTE: z.coerce.number().int().positive().default(10),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   // Not in the contract's list: knobs for operators and tests, with the contract's values as defaults.
   WEBHOOK_RETRY_SCHEDULE_MS: retrySchedule.optional(),
@@ -79,7 +80,13 @@ export type Config = {
   dataDir: string;
   publicUrl: string;
   webhooks: { allowPrivateTargets: boolean; retryScheduleMs: number[]; timeoutMs: number };
-  rateLimit: { livePerSecond: number; testPerSecond: number; failedAuthPerMinute: number; capturePerSecond: number };
+  rateLimit: {
+    livePerSecond: number;
+    testPerSecond: number;
+    failedAuthPerMinute: number;
+    capturePerSecond: number;
+    signInPerMinute: number;
+  };
   logLevel: z.infer<typeof EnvSchema>["LOG_LEVEL"];
   inspectionTtlMs: number;
   controllerPollMs: number;
@@ -128,6 +135,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       testPerSecond: e.RATE_LIMIT_TEST_PER_SECOND,
       failedAuthPerMinute: e.RATE_LIMIT_FAILED_AUTH_PER_MINUTE,
       capturePerSecond: e.RATE_LIMIT_CAPTURE_PER_SECOND,
+      signInPerMinute: e.RATE_LIMIT_SIGN_IN_PER_MINUTE,
     },
     logLevel: e.LOG_LEVEL,
     inspectionTtlMs: e.INSPECTION_TTL_HOURS * 3_600_000,

@@ -18,6 +18,7 @@ export const ERROR_CODES = {
   report_unavailable: { status: 409, type: "conflict_error" },
   idempotency_key_in_use: { status: 409, type: "conflict_error" },
   capture_incomplete: { status: 409, type: "conflict_error" },
+  event_not_deliverable: { status: 409, type: "conflict_error" },
   capture_link_inactive: { status: 410, type: "invalid_request_error" },
   body_too_large: { status: 413, type: "invalid_request_error" },
   unsupported_media_type: { status: 415, type: "invalid_request_error" },

@@ -1,6 +1,6 @@
 import { hash, randomBytes, randomFillSync } from "node:crypto";
 
-export const ID_PREFIXES = ["insp", "fnd", "evt", "med", "key", "req", "acct"] as const;
+export const ID_PREFIXES = ["insp", "fnd", "evt", "med", "key", "req", "acct", "user"] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";

@@ -7,6 +7,7 @@ import type { EventStore } from "./ports/event-store.ts";
 import type { IdempotencyStore } from "./ports/idempotency-store.ts";
 import type { InspectionStore } from "./ports/inspection-store.ts";
 import type { KeyStore } from "./ports/key-store.ts";
+import type { UserStore } from "./ports/user-store.ts";
 import type { Signals } from "./signals.ts";
 import type { Clock } from "./time.ts";
 import type { DecodedVehicle } from "./vin/vin-decoder.ts";
@@ -19,10 +20,13 @@ export type Services = {
   inspections: InspectionStore;
   events: EventStore;
   keys: KeyStore;
+  users: UserStore;
   idempotency: IdempotencyStore;
   blobs: BlobStore;
   vin: { decode(vin: string): Promise<DecodedVehicle> };
   captureLinks: CaptureLinks;
+  /** Keys for what the service signs besides capture links: dashboard cookies, shared report links. */
+  signingKeys: { cookies: Buffer; shareLinks: Buffer };
   signals: Signals;
   /** The configured models' input sizes: capture stores each photo scaled for them (inference/detection/model-input.ts). */
   modelInputSizes: number[];

@@ -19,6 +19,16 @@ export class Signals {
     return () => this.#emitter.off("nudge", listener);
   }
 
+  /** An event was put back to pending delivery (a resend): the dispatcher should look now, not at its next poll. */
+  deliveryDue(): void {
+    this.#emitter.emit("delivery-due");
+  }
+
+  onDeliveryDue(listener: () => void): () => void {
+    this.#emitter.on("delivery-due", listener);
+    return () => this.#emitter.off("delivery-due", listener);
+  }
+
   /** The controller moved an inspection. */
   changed(inspectionId: string): void {
     this.#emitter.emit(`changed:${inspectionId}`);

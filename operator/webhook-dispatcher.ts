@@ -1,9 +1,8 @@
 import type { Logger } from "pino";
-import { Agent, request } from "undici";
 import { nextAttemptAt } from "../core/domain/delivery-schedule.ts";
 import { webhookHeaders } from "../core/domain/webhook-signature.ts";
 import { newWebhookSecret } from "../core/ids.ts";
-import { guardedLookup, resolvePublicAddresses } from "../core/net/ssrf-guard.ts";
+import { WebhookClient } from "../core/net/webhook-client.ts";
 import type { EventStore } from "../core/ports/event-store.ts";
 import type { KeyStore } from "../core/ports/key-store.ts";
 import type { EventRecord } from "../core/ports/records.ts";
@@ -28,20 +27,14 @@ export type DispatcherOptions = {
  */
 export class WebhookDispatcher {
   readonly #o: DispatcherOptions;
-  readonly #agent: Agent;
+  readonly #client: WebhookClient;
   readonly #inFlight = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
 
   constructor(options: DispatcherOptions) {
     this.#o = options;
-    this.#agent = new Agent({
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-      connectTimeout: Math.min(options.timeoutMs, 10_000),
-      // Checked at connect time as well as before the request, so DNS rebinding cannot slip through.
-      connect: options.allowPrivateTargets ? {} : { lookup: guardedLookup as never },
-    });
+    this.#client = new WebhookClient(options);
   }
 
   start(): void {
@@ -57,7 +50,7 @@ export class WebhookDispatcher {
     this.#stopped = true;
     clearTimeout(this.#timer);
     while (this.#inFlight.size) await new Promise((r) => setTimeout(r, 10));
-    await this.#agent.close();
+    await this.#client.close();
   }
 
   #tick(): void {
@@ -86,37 +79,17 @@ export class WebhookDispatcher {
   async deliver(event: EventRecord): Promise<void> {
     const o = this.#o;
     const started = o.clock.now();
-    const secret = o.keys.webhookSecretFor(event.accountId, event.livemode, newWebhookSecret, started);
-    const headers = webhookHeaders(secret, event.id, Math.floor(started / 1000), event.data);
-    let statusCode: number | null = null;
-    let error: string | null = null;
-    const t0 = performance.now();
-    try {
-      const url = new URL(event.notifyUrl!);
-      if (!o.allowPrivateTargets) await resolvePublicAddresses(url.hostname);
-      const response = await request(url, {
-        method: "POST",
-        headers,
-        body: event.data,
-        dispatcher: this.#agent,
-        signal: AbortSignal.timeout(o.timeoutMs),
-      });
-      statusCode = response.statusCode;
-      await response.body.dump({ limit: 64 * 1024 });
-      if (statusCode < 200 || statusCode > 299)
-        error =
-          statusCode >= 300 && statusCode < 400 ? `redirect to ${response.headers.location ?? "?"} not followed` : `HTTP ${statusCode}`;
-    } catch (e) {
-      error = describe(e);
-    }
-    const latencyMs = Math.round(performance.now() - t0);
+    const secrets = o.keys.webhookSecretFor(event.accountId, event.livemode, newWebhookSecret, started);
+    const headers = webhookHeaders(secrets, event.id, Math.floor(started / 1000), event.data);
+    const { statusCode, latencyMs, error } = await this.#client.post(event.notifyUrl!, headers, event.data);
     const n = event.attemptCount + 1;
     const attempt = { eventId: event.id, n, attemptedAt: started, statusCode, latencyMs, error };
     if (error === null) {
       o.events.recordAttempt(attempt, { status: "succeeded" });
       return;
     }
-    const next = nextAttemptAt(o.clock.now(), n, o.retryScheduleMs);
+    // A resend starts the schedule again: its attempts are counted from the resend.
+    const next = nextAttemptAt(o.clock.now(), n - event.scheduleFrom, o.retryScheduleMs);
     if (next === null) {
       o.events.recordAttempt(attempt, { status: "failed" });
       o.log.warn({ event_id: event.id, attempts: n, error }, "webhook delivery failed for good: attempts used up");
@@ -128,11 +101,4 @@ export class WebhookDispatcher {
       );
     }
   }
-}
-
-function describe(e: unknown): string {
-  const err = e as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (err.name === "TimeoutError" || err.code === "UND_ERR_HEADERS_TIMEOUT" || err.code === "UND_ERR_BODY_TIMEOUT") return "timed out";
-  const detail = err.cause?.message ?? err.message ?? String(e);
-  return `${err.cause?.code ?? err.code ?? "error"}: ${detail}`;
 }

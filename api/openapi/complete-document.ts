@@ -1,5 +1,6 @@
 import { EVENT_TYPES } from "../../core/domain/state-machine.ts";
 import { PHOTO_CONTENT_TYPES } from "../../core/schemas/capture.ts";
+import { WEBHOOK_TEST_EVENT_TYPE } from "../../core/schemas/webhook.ts";
 // Imported for its registration: the zod provider puts every named schema under components.
 import "../../core/schemas/event.ts";
 
@@ -19,6 +20,11 @@ const TAGS = [
   { name: "Events", prefix: "/v1/events", description: "One event per state change, with its webhook delivery attempts." },
   { name: "Media", prefix: "/v1/media", description: "Photos and evidence photos, as JPEG." },
   {
+    name: "Webhook setup",
+    prefix: "/v1/webhook_",
+    description: "The secret webhooks are signed with, its rotation, and test deliveries to a URL.",
+  },
+  {
     name: "Capture",
     prefix: "/capture/v1",
     description: "What the hosted capture page and native capture apps use; authenticated by the capture token in the path.",
@@ -28,7 +34,7 @@ const TAGS = [
 const STATUS_DESCRIPTIONS: Record<string, string> = {
   200: "Success.",
   201: "Created.",
-  202: "Accepted: processing has started.",
+  202: "Accepted: the work it asks for has started (processing, or a delivery).",
   304: "Not modified: the photo matches If-None-Match.",
   400: "The request is invalid: a parameter is missing, unknown or invalid, or the body is not valid JSON (see `error.code` and `error.param`).",
   401: "No valid API key: missing, malformed, unknown or revoked.",
@@ -63,6 +69,11 @@ const HEADERS: Json = {
   },
   ETag: { description: "The photo's entity tag, for If-None-Match.", required: true, schema: { type: "string" } },
   Location: { description: "The path of the created inspection.", required: true, schema: { type: "string" } },
+  "Content-Disposition": {
+    description: 'A download named after the inspection: `attachment; filename="insp_….pdf"`.',
+    required: true,
+    schema: { type: "string" },
+  },
   "WWW-Authenticate": { description: "The Bearer challenge (RFC 6750).", required: true, schema: { type: "string" } },
 };
 
@@ -76,6 +87,7 @@ function headersFor(path: string, method: string, status: string): string[] {
   if (method === "post" && path.startsWith("/v1/")) names.push("Idempotent-Replayed");
   if (status === "201") names.push("Location");
   if (path.startsWith("/v1/media/") && (status === "200" || status === "304")) names.push("ETag");
+  if (path.endsWith("/report.pdf") && status === "200") names.push("Content-Disposition");
   return names;
 }
 
@@ -109,36 +121,41 @@ function webhooks(): Json {
       name: "webhook-signature",
       in: "header",
       required: true,
-      description: "`v1,<base64 HMAC-SHA256 of id.timestamp.body>` (Standard Webhooks).",
+      description:
+        "`v1,<base64 HMAC-SHA256 of id.timestamp.body>` (Standard Webhooks); during a secret rotation's overlap, one per secret, space-separated.",
       schema: { type: "string" },
     },
   ];
-  return Object.fromEntries(
-    EVENT_TYPES.map((type) => [
-      type,
-      {
-        post: {
-          operationId: `webhook_${type.replace(".", "_")}`,
-          summary: `${type}: the inspection moved to ${type.split(".")[1]}`,
-          tags: ["Webhooks"],
-          parameters: signatureHeaders,
-          requestBody: {
-            required: true,
-            content: {
-              "application/json": {
-                schema: {
-                  allOf: [{ $ref: "#/components/schemas/WebhookEvent" }, { type: "object", properties: { type: { const: type } } }],
-                },
-              },
-            },
-          },
-          responses: {
-            "200": { description: "Any 2xx within 15 s counts as delivered; anything else is retried on the contract's schedule." },
-          },
-        },
-      },
-    ]),
-  );
+  const signedPost = (type: string, summary: string, schema: Json, answered: string) => ({
+    post: {
+      operationId: `webhook_${type.replace(".", "_")}`,
+      summary,
+      tags: ["Webhooks"],
+      parameters: signatureHeaders,
+      requestBody: { required: true, content: { "application/json": { schema } } },
+      responses: { "200": { description: answered } },
+    },
+  });
+  const retried = "Any 2xx within 15 s counts as delivered; anything else is retried on the contract's schedule.";
+  return {
+    ...Object.fromEntries(
+      EVENT_TYPES.map((type) => [
+        type,
+        signedPost(
+          type,
+          `${type}: the inspection moved to ${type.split(".")[1]}`,
+          { allOf: [{ $ref: "#/components/schemas/WebhookEvent" }, { type: "object", properties: { type: { const: type } } }] },
+          retried,
+        ),
+      ]),
+    ),
+    [WEBHOOK_TEST_EVENT_TYPE]: signedPost(
+      WEBHOOK_TEST_EVENT_TYPE,
+      `${WEBHOOK_TEST_EVENT_TYPE}: sent only by POST /v1/webhook_tests, to check a receiver`,
+      { $ref: "#/components/schemas/WebhookTestEvent" },
+      "Any 2xx within 15 s counts as received; the test is not stored and not retried.",
+    ),
+  };
 }
 
 /** Components nothing refers to (the zod provider registers an input twin of each named schema). */

@@ -2,6 +2,8 @@ import type { FastifyRequest } from "fastify";
 import { ApiError } from "../../core/errors.ts";
 import { sha256 } from "../../core/ids.ts";
 import type { KeyStore } from "../../core/ports/key-store.ts";
+import type { UserStore } from "../../core/ports/user-store.ts";
+import type { Clock } from "../../core/time.ts";
 import type { Scope } from "../../core/ports/records.ts";
 
 declare module "fastify" {
@@ -29,7 +31,7 @@ const CHALLENGE = {
 };
 
 /** An onRequest hook for the /v1 routes: a missing, malformed, unknown or revoked key is 401. */
-export function authenticate(keys: KeyStore) {
+export function authenticate(keys: KeyStore, noteUse: (keyId: string) => void = () => {}) {
   return async (request: FastifyRequest) => {
     const header = request.headers.authorization;
     if (!header) {
@@ -51,6 +53,22 @@ export function authenticate(keys: KeyStore) {
     }
     request.scope = { accountId: key.accountId, livemode: key.livemode };
     request.apiKeyId = key.id;
+    noteUse(key.id);
+  };
+}
+
+/**
+ * Notes a key's use at most once a minute per key: the dashboard shows when a key was last used, to
+ * the minute, and a write on every request would cost the API its speed.
+ */
+export function keyUseNoter(users: UserStore, clock: Clock, everyMs = 60_000): (keyId: string) => void {
+  const noted = new Map<string, number>();
+  return (keyId) => {
+    const now = clock.now();
+    const last = noted.get(keyId);
+    if (last !== undefined && now - last < everyMs) return;
+    noted.set(keyId, now);
+    users.touchKey(keyId, now);
   };
 }
 

@@ -1,5 +1,7 @@
 import type { Config } from "../../core/config.ts";
 import { newApiKey, newId, newWebhookSecret, sha256, type Environment } from "../../core/ids.ts";
+import { rotateWebhookSecret } from "../../core/operations/webhooks.ts";
+import { systemClock } from "../../core/time.ts";
 import { keyStoreOnly } from "../embedded-services.ts";
 
 export function createKey(config: Config, env: Environment, account: string): string {
@@ -46,6 +48,17 @@ export function webhookSecret(config: Config, env: Environment, account: string)
   const { keys, close } = keyStoreOnly(config);
   try {
     return keys.webhookSecret(account, env, newWebhookSecret, Date.now());
+  } finally {
+    close();
+  }
+}
+
+/** The new secret only; the one it replaces keeps signing for `overlapHours` (the operation's default when undefined). */
+export function rotateSecret(config: Config, env: Environment, account: string, overlapHours: number | undefined): string {
+  const { keys, close } = keyStoreOnly(config);
+  try {
+    const scope = { accountId: keys.accountId(account, Date.now()), livemode: env === "live" };
+    return rotateWebhookSecret({ keys, clock: systemClock }, scope, overlapHours).secret;
   } finally {
     close();
   }

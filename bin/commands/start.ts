@@ -41,6 +41,7 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
   const app = await buildApp(s);
   controller.start();
   dispatcher.start();
+  const stopNudges = s.signals.onDeliveryDue(() => dispatcher.nudge());
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
@@ -55,6 +56,7 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
       // Waits up to SHUTDOWN_GRACE_MS for detection; closing the runner then drops what has not started.
       await controller.stop();
       await runner.close();
+      stopNudges();
       await dispatcher.stop();
       await s.close();
       log.info("vehicle inspection service stopped");

@@ -76,3 +76,6 @@ export function buildReport({ inspection, photos, result, publicUrl, now, newFin
     model: result.model,
   };
 }
+
+/** The media id of a finding's evidence photo (the photo with its box drawn), read back from its URL; its plain photo where it has none. */
+export const evidenceMediaId = (f: Finding): string | null => f.evidence_url?.match(/\/v1\/media\/([^/]+)\/full\.jpg$/)?.[1] ?? f.media_id;

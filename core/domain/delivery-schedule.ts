@@ -1,7 +1,8 @@
 /**
- * When the next delivery attempt of an event is due. `attemptsMade` counts attempts so far
- * (1 after the first); the schedule lists the waits before attempts 2, 3, …. Null means the
- * attempts are used up and the event is marked failed.
+ * When the next delivery attempt of an event is due. `attemptsMade` counts the attempts since the
+ * schedule began (1 after the first): at the event's creation, or at its last resend, which gives
+ * a fresh schedule while the attempts' numbering goes on. The schedule lists the waits before
+ * attempts 2, 3, …. Null means the attempts are used up and the event is marked failed.
  */
 export function nextAttemptAt(
   now: number,

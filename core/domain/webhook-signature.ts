@@ -10,12 +10,20 @@ export function signWebhook(secret: string, id: string, timestampSeconds: number
   return `v1,${mac}`;
 }
 
-export function webhookHeaders(secret: string, id: string, timestampSeconds: number, body: string): Record<string, string> {
+/** The secrets that sign now: the current one, and while a rotation's overlap lasts the one it replaced. */
+export type SigningSecrets = { secret: string; previousSecret: string | null };
+
+/**
+ * During an overlap the header carries both signatures, space-separated, as Standard Webhooks
+ * allows: a receiver still holding the old secret verifies as well as one holding the new.
+ */
+export function webhookHeaders(secrets: SigningSecrets, id: string, timestampSeconds: number, body: string): Record<string, string> {
+  const signing = secrets.previousSecret === null ? [secrets.secret] : [secrets.secret, secrets.previousSecret];
   return {
     "content-type": "application/json",
     "user-agent": "vehicle-inspection-webhooks/1",
     "webhook-id": id,
     "webhook-timestamp": String(timestampSeconds),
-    "webhook-signature": signWebhook(secret, id, timestampSeconds, body),
+    "webhook-signature": signing.map((secret) => signWebhook(secret, id, timestampSeconds, body)).join(" "),
   };
 }

@@ -8,6 +8,10 @@ export type ListFilter = {
   status?: Status;
   reference?: string;
   vin?: string;
+  /** Created at or after this instant (ms; compared by the whole second, as lists order). */
+  createdFrom?: number;
+  /** Created before this instant (ms; compared by the whole second). */
+  createdBefore?: number;
 };
 
 /** What the controller writes with a move, besides the status. */

@@ -10,16 +10,37 @@ export type ApiKeyRecord = {
   revokedAt: number | null;
 };
 
+/** An account and environment's webhook signing secrets; times are Unix milliseconds. */
+export type WebhookSecretRecord = {
+  secret: string;
+  createdAt: number;
+  /** The secret rotated out, still signing beside `secret` until `previousExpiresAt`; both null once it has stopped. */
+  previousSecret: string | null;
+  previousExpiresAt: number | null;
+};
+
 /** Accounts, their API keys (stored as hashes only) and their webhook signing secrets. */
 export interface KeyStore {
   /** Creates the account on first use. Returns the key's record; the caller holds the only plaintext. */
   createKey(accountName: string, env: Environment, keyHash: string, last4: string, keyId: string, now: number): ApiKeyRecord;
   findByHash(keyHash: string): ApiKeyRecord | null;
   list(): ApiKeyRecord[];
+  /** One account and environment's keys, revoked ones too, newest first. */
+  listIn(accountId: string, livemode: boolean): ApiKeyRecord[];
   /** False when no such key exists. */
   revoke(keyId: string, now: number): boolean;
   /** The account and environment's `whsec_` secret, made on first use. */
   webhookSecret(accountName: string, env: Environment, make: () => string, now: number): string;
-  /** The same, by account id; made on first use too, so every delivery can be signed. */
-  webhookSecretFor(accountId: string, livemode: boolean, make: () => string, now: number): string;
+  /**
+   * The same, by account id, with the secret rotated out while it still signs at `now`; made on
+   * first use too, so every delivery can be signed.
+   */
+  webhookSecretFor(accountId: string, livemode: boolean, make: () => string, now: number): WebhookSecretRecord;
+  /**
+   * Makes `make()` the current secret; the one it replaces keeps signing until `now + overlapMs`
+   * (0: stops at once), taking the place of any earlier one still in its overlap.
+   */
+  rotateWebhookSecret(accountId: string, livemode: boolean, make: () => string, now: number, overlapMs: number): WebhookSecretRecord;
+  /** The account's id, the account made on first use (as createKey and webhookSecret do). */
+  accountId(accountName: string, now: number): string;
 }

@@ -74,6 +74,8 @@ export type EventRecord = {
   deliveryStatus: "pending" | "succeeded" | "failed" | "none";
   nextAttemptAt: number | null;
   attemptCount: number;
+  /** The attempt count when the retry schedule last began (0, or the count at the last resend). */
+  scheduleFrom: number;
 };
 
 export type DeliveryAttemptRecord = {

@@ -6,6 +6,7 @@ import { Inspection } from "./inspection.ts";
 export const DELIVERY_STATUSES = ["pending", "succeeded", "failed", "none"] as const;
 
 export const DeliveryAttempt = z.object({
+  number: z.number().int().meta({ description: "1 for the first attempt; a resend's attempts go on from the last number." }),
   attempted_at: Timestamp,
   status_code: z.number().int().nullable(),
   latency_ms: z.number().int(),

@@ -11,6 +11,7 @@ export function eventView(e: EventRecord, attempts: DeliveryAttemptRecord[]): Ev
       status: e.deliveryStatus,
       next_attempt_at: formatTimestamp(e.nextAttemptAt),
       attempts: attempts.map((a) => ({
+        number: a.n,
         attempted_at: formatTimestamp(a.attemptedAt)!,
         status_code: a.statusCode,
         latency_ms: a.latencyMs,

@@ -7,6 +7,7 @@ import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EVENT_TYPES } from "../../core/domain/state-machine.ts";
 import { ERROR_CODES } from "../../core/errors.ts";
+import { WEBHOOK_TEST_EVENT_TYPE } from "../../core/schemas/webhook.ts";
 import { startService, type TestService } from "../helpers/service.ts";
 
 /**
@@ -74,7 +75,7 @@ describe("the OpenAPI document", () => {
   });
 
   it("describes every event type as an OpenAPI 3.1 webhook", () => {
-    expect(Object.keys(doc.webhooks).sort()).toEqual([...EVENT_TYPES].sort());
+    expect(Object.keys(doc.webhooks).sort()).toEqual([...EVENT_TYPES, WEBHOOK_TEST_EVENT_TYPE].sort());
     const body = doc.webhooks["inspection.completed"].post.requestBody.content["application/json"].schema;
     expect(body.allOf[0].$ref).toBe("#/components/schemas/WebhookEvent");
     expect(doc.components.schemas.WebhookEvent.properties.data.$ref).toBe("#/components/schemas/Inspection");

@@ -9,11 +9,13 @@ import { SqliteEventStore } from "../../core/adapters/sqlite/event-store.ts";
 import { SqliteIdempotencyStore } from "../../core/adapters/sqlite/idempotency-store.ts";
 import { SqliteInspectionStore } from "../../core/adapters/sqlite/inspection-store.ts";
 import { SqliteKeyStore } from "../../core/adapters/sqlite/key-store.ts";
+import { SqliteUserStore } from "../../core/adapters/sqlite/user-store.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
 import type { EventStore } from "../../core/ports/event-store.ts";
 import type { IdempotencyStore } from "../../core/ports/idempotency-store.ts";
 import type { InspectionStore } from "../../core/ports/inspection-store.ts";
 import type { KeyStore } from "../../core/ports/key-store.ts";
+import type { UserStore } from "../../core/ports/user-store.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord } from "../../core/ports/records.ts";
 import { newId } from "../../core/ids.ts";
 import { sampleInspection } from "./fixtures.ts";
@@ -29,6 +31,7 @@ type Stores = {
   idempotency: IdempotencyStore;
   reopen: () => InspectionStore;
   reopenKeys: () => KeyStore;
+  users: UserStore;
 };
 const tmp = (p: string) => mkdtempSync(join(tmpdir(), p));
 
@@ -46,6 +49,7 @@ const STORE_ADAPTERS: { name: string; make: () => Stores }[] = [
         // A second connection: what it reads, another process would.
         reopen: () => new SqliteInspectionStore(openDatabase(dir)),
         reopenKeys: () => new SqliteKeyStore(openDatabase(dir)),
+        users: new SqliteUserStore(db),
       };
     },
   },
@@ -174,6 +178,19 @@ for (const adapter of STORE_ADAPTERS) {
       const page2 = inspections.list(scope, { limit: 4, after: { createdAt: last.createdAt, id: last.id } });
       expect([...page1, ...page2].map((r) => r.id)).toEqual(expected);
       expect(inspections.list(scope, { limit: 10, reference: "odd" })).toHaveLength(3);
+    });
+
+    it("filters by creation dates, from inclusive and before exclusive, with the other filters", async () => {
+      const { inspections } = adapter.make();
+      const day = 86_400_000;
+      const t = Date.UTC(2026, 10, 20);
+      const rows = [0, 1, 1, 2, 3].map((d, i) => sampleInspection({ createdAt: t + d * day + 5_000, reference: i % 2 ? "odd" : "even" }));
+      await Promise.all(rows.map((r, i) => inspections.create(r, `d${i}`, event())));
+      const ids = (f: Parameters<InspectionStore["list"]>[1]) => new Set(inspections.list(scope, f).map((r) => r.id));
+      expect(ids({ limit: 10, createdFrom: t + day, createdBefore: t + 2 * day })).toEqual(new Set([rows[1]!.id, rows[2]!.id]));
+      expect(ids({ limit: 10, createdFrom: t + 2 * day })).toEqual(new Set([rows[3]!.id, rows[4]!.id]));
+      expect(ids({ limit: 10, createdBefore: t + day })).toEqual(new Set([rows[0]!.id]));
+      expect(ids({ limit: 10, createdFrom: t + day, reference: "odd" })).toEqual(new Set([rows[1]!.id, rows[3]!.id]));
     });
 
     it("pages each filter in the same order, ties within a second by id, from any cursor", async () => {
@@ -346,11 +363,58 @@ for (const adapter of STORE_ADAPTERS) {
       ).toEqual([500]);
     });
 
+    it("gives an inspection's events oldest first, in its scope only", async () => {
+      const { inspections, events } = adapter.make();
+      const r = sampleInspection();
+      const other = sampleInspection();
+      await inspections.create(r, "h1", event());
+      await inspections.create(other, "h2", event());
+      inspections.transition(r.id, "created", "in_progress", Date.now(), {}, event("inspection.in_progress"));
+      inspections.transition(r.id, "in_progress", "canceled", Date.now(), {}, event("inspection.canceled"));
+      const history = events.forInspection(scope, r.id);
+      expect(history.map((e) => e.type)).toEqual(["inspection.created", "inspection.in_progress", "inspection.canceled"]);
+      expect(history.every((e) => e.inspectionId === r.id)).toBe(true);
+      expect(events.forInspection({ ...scope, livemode: true }, r.id)).toEqual([]);
+      expect(events.forInspection({ ...scope, accountId: "acct_b" }, r.id)).toEqual([]);
+      expect(events.forInspection(scope, "insp_unknown")).toEqual([]);
+    });
+
     it("an inspection without notify_url has events with delivery none", async () => {
       const { inspections, events } = adapter.make();
       await inspections.create(sampleInspection(), "h", event());
       expect(events.list(scope, 1)![0]!.deliveryStatus).toBe("none");
       expect(events.due(Date.now(), 10)).toHaveLength(0);
+    });
+
+    it("resends: pending again, due now, the schedule counted from the attempts made; never an event with delivery none", async () => {
+      const { inspections, events } = adapter.make();
+      await inspections.create(sampleInspection({ notifyUrl: "https://example.com/h" }), "h", event());
+      const [e] = events.list(scope, 1)!;
+      expect(e!.scheduleFrom).toBe(0);
+      events.recordAttempt({ eventId: e!.id, n: 1, attemptedAt: 1, statusCode: 200, latencyMs: 1, error: null }, { status: "succeeded" });
+      expect(events.resend(scope, e!.id, 5_000)).toMatchObject({
+        id: e!.id,
+        deliveryStatus: "pending",
+        nextAttemptAt: 5_000,
+        attemptCount: 1,
+        scheduleFrom: 1,
+      });
+      expect(events.due(5_000, 10).map((x) => x.id)).toEqual([e!.id]);
+      expect(events.get(scope, e!.id)!.scheduleFrom).toBe(1);
+      for (const other of [
+        { ...scope, livemode: true },
+        { accountId: "acct_b", livemode: false },
+      ]) {
+        expect(events.resend(other, e!.id, 6_000)).toBeNull();
+      }
+      expect(events.resend(scope, "evt_unknown", 6_000)).toBeNull();
+      expect(events.get(scope, e!.id)!.nextAttemptAt).toBe(5_000);
+
+      await inspections.create(sampleInspection(), "h2", event());
+      const [silent] = events.list(scope, 1)!;
+      expect(silent!.deliveryStatus).toBe("none");
+      expect(events.resend(scope, silent!.id, 6_000)).toBeNull();
+      expect(events.get(scope, silent!.id)).toMatchObject({ deliveryStatus: "none", nextAttemptAt: null });
     });
   });
 
@@ -388,9 +452,54 @@ for (const adapter of STORE_ADAPTERS) {
       const make = () => `whsec_${++n}`;
       const s1 = keys.webhookSecret("acme", "live", make, 1);
       expect(keys.webhookSecret("acme", "live", make, 2)).toBe(s1);
-      expect(keys.webhookSecretFor(k.accountId, true, make, 3)).toBe(s1);
+      expect(keys.webhookSecretFor(k.accountId, true, make, 3).secret).toBe(s1);
       expect(keys.webhookSecret("acme", "test", make, 1)).not.toBe(s1);
       expect(keys.list().map((x) => x.id)).toEqual(["key_1"]);
+    });
+
+    it("rotates the webhook secret, the one it replaces signing beside it until the overlap ends", () => {
+      const { keys, reopenKeys } = adapter.make();
+      let n = 0;
+      const make = () => `whsec_${++n}`;
+      const accountId = keys.accountId("acme", 1);
+      expect(keys.accountId("acme", 2)).toBe(accountId);
+      expect(keys.webhookSecretFor(accountId, false, make, 10)).toEqual({
+        secret: "whsec_1",
+        createdAt: 10,
+        previousSecret: null,
+        previousExpiresAt: null,
+      });
+      expect(keys.rotateWebhookSecret(accountId, false, make, 20, 100)).toEqual({
+        secret: "whsec_2",
+        createdAt: 20,
+        previousSecret: "whsec_1",
+        previousExpiresAt: 120,
+      });
+      expect(keys.webhookSecretFor(accountId, false, make, 119)).toMatchObject({ secret: "whsec_2", previousSecret: "whsec_1" });
+      expect(reopenKeys().webhookSecretFor(accountId, false, make, 119)).toMatchObject({ secret: "whsec_2", previousSecret: "whsec_1" });
+      expect(keys.webhookSecretFor(accountId, false, make, 120)).toEqual({
+        secret: "whsec_2",
+        createdAt: 20,
+        previousSecret: null,
+        previousExpiresAt: null,
+      });
+      // Rotating again during an overlap: the secret rotated out takes the earlier one's place.
+      keys.rotateWebhookSecret(accountId, false, make, 130, 100);
+      expect(keys.rotateWebhookSecret(accountId, false, make, 140, 100)).toMatchObject({
+        secret: "whsec_4",
+        previousSecret: "whsec_3",
+        previousExpiresAt: 240,
+      });
+      // No overlap: the old secret stops at once.
+      expect(keys.rotateWebhookSecret(accountId, false, make, 150, 0)).toMatchObject({ secret: "whsec_5", previousSecret: null });
+      expect(keys.webhookSecret("acme", "test", make, 160)).toBe("whsec_5");
+      // The other environment has no secret yet: rotating makes its first, with nothing to overlap.
+      expect(keys.rotateWebhookSecret(accountId, true, make, 170, 100)).toEqual({
+        secret: "whsec_6",
+        createdAt: 170,
+        previousSecret: null,
+        previousExpiresAt: null,
+      });
     });
 
     it("a key revoked by another process (the CLI) is seen revoked soon after", async () => {
@@ -401,6 +510,66 @@ for (const adapter of STORE_ADAPTERS) {
       expect(reopenKeys().revoke("key_2", 7)).toBe(true);
       await afterOtherProcessWrites();
       expect(keys.findByHash("hash2")!.revokedAt).toBe(7);
+    });
+  });
+}
+
+for (const adapter of STORE_ADAPTERS) {
+  describe(`UserStore contract: ${adapter.name}`, () => {
+    const user = (email: string) => ({ id: newId("user"), email, passwordHash: "$argon2id$x" });
+
+    it("creates users in an account made on first use; an email has one user", async () => {
+      const { users, keys } = adapter.make();
+      const ann = users.createUser("acme", user("ann@example.com"), 1)!;
+      expect(ann).toMatchObject({ email: "ann@example.com", accountName: "acme", passwordHash: "$argon2id$x", createdAt: 1 });
+      expect(users.createUser("other", user("ann@example.com"), 2)).toBeNull();
+      const bob = users.createUser("acme", user("bob@example.com"), 3)!;
+      expect(bob.accountId).toBe(ann.accountId);
+      // The account is the one API keys name too.
+      expect(keys.createKey("acme", "test", "h-acme", "wxyz", "key_acme", 4).accountId).toBe(ann.accountId);
+      expect(users.listUsers(ann.accountId).map((u) => u.email)).toEqual(["ann@example.com", "bob@example.com"]);
+      expect(users.findByEmail("nobody@example.com")).toBeNull();
+    });
+
+    it("finds a session's user until it expires or is deleted", async () => {
+      const { users } = adapter.make();
+      const ann = users.createUser("acme", user("ann@example.com"), 1)!;
+      users.createSession("s1", ann.id, 10, 100);
+      users.createSession("s2", ann.id, 10, 100);
+      expect(users.sessionUser("s1", 99)!.id).toBe(ann.id);
+      expect(users.sessionUser("s1", 100)).toBeNull();
+      users.deleteSession("s2");
+      expect(users.sessionUser("s2", 50)).toBeNull();
+      expect(users.sessionUser("unknown", 50)).toBeNull();
+    });
+
+    it("accepts an invite once, before it expires, into the inviter's account", async () => {
+      const { users } = adapter.make();
+      const lead = users.createUser("team", user("lead@example.com"), 1)!;
+      const invite = { accountId: lead.accountId, email: "new@example.com", invitedBy: lead.id, createdAt: 2, expiresAt: 100 };
+      users.createInvite("t1", invite);
+      users.createInvite("t2", { ...invite, email: "late@example.com" });
+      expect(users.openInvite("t1", 50)).toMatchObject({ email: "new@example.com", acceptedAt: null });
+      const joined = users.acceptInvite("t1", { id: newId("user"), passwordHash: "h" }, 50)!;
+      expect(joined).toMatchObject({ email: "new@example.com", accountId: lead.accountId });
+      expect(users.openInvite("t1", 51)).toBeNull();
+      expect(users.acceptInvite("t1", { id: newId("user"), passwordHash: "h" }, 51)).toBeNull();
+      expect(users.acceptInvite("t2", { id: newId("user"), passwordHash: "h" }, 100)).toBeNull();
+      expect(users.findByEmail("late@example.com")).toBeNull();
+    });
+
+    it("keeps when each key was last used", async () => {
+      const { users } = adapter.make();
+      users.touchKey("key_a", 5);
+      users.touchKey("key_a", 9);
+      users.touchKey("key_b", 7);
+      expect(users.keysLastUsed(["key_a", "key_b", "key_c"])).toEqual(
+        new Map([
+          ["key_a", 9],
+          ["key_b", 7],
+        ]),
+      );
+      expect(users.keysLastUsed([])).toEqual(new Map());
     });
   });
 }

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { checkNotifyUrl } from "../../api/routes/notify-url.ts";
+import { checkNotifyUrl } from "../../core/net/notify-url.ts";
 import { openDatabase } from "../../core/adapters/sqlite/database.ts";
 import { SqliteEventStore } from "../../core/adapters/sqlite/event-store.ts";
 import { SqliteInspectionStore } from "../../core/adapters/sqlite/inspection-store.ts";

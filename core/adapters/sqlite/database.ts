@@ -83,6 +83,39 @@ const MIGRATIONS: string[] = [
   CREATE INDEX inspections_by_reference ON inspections (account_id, livemode, reference, created_s DESC);
   CREATE INDEX inspections_by_vin ON inspections (account_id, livemode, vin, created_s DESC);
   `,
+  // People who use the dashboard, their sessions and invitations, and when each API key was last
+  // used (a table of its own, so noting a use does not empty the key cache every request reads).
+  `
+  CREATE TABLE users (
+    id TEXT PRIMARY KEY, account_id TEXT NOT NULL REFERENCES accounts(id), email TEXT NOT NULL UNIQUE,
+    password_hash TEXT NOT NULL, created_at INTEGER NOT NULL
+  );
+  CREATE INDEX users_account ON users (account_id);
+  CREATE TABLE user_sessions (
+    id_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(id), created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  );
+  CREATE INDEX user_sessions_user ON user_sessions (user_id);
+  CREATE TABLE invites (
+    token_hash TEXT PRIMARY KEY, account_id TEXT NOT NULL REFERENCES accounts(id), email TEXT NOT NULL,
+    invited_by TEXT NOT NULL REFERENCES users(id), created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL,
+    accepted_at INTEGER
+  );
+  CREATE TABLE api_key_usage (key_id TEXT PRIMARY KEY, last_used_at INTEGER NOT NULL);
+  `,
+  // A rotated-out webhook secret keeps signing until previous_expires_at, so receivers can switch
+  // without refusing a delivery. A resent event's retry schedule starts again from the attempt count
+  // it had when resent (schedule_from), while its attempts keep their numbering.
+  `
+  ALTER TABLE webhook_secrets ADD COLUMN previous_secret TEXT;
+  ALTER TABLE webhook_secrets ADD COLUMN previous_expires_at INTEGER;
+  ALTER TABLE events ADD COLUMN schedule_from INTEGER NOT NULL DEFAULT 0;
+  `,
+  // An inspection's history (the dashboard's inspection page): its few events, without reading
+  // through every event of its account.
+  `
+  CREATE INDEX events_inspection ON events (inspection_id, seq);
+  `,
 ];
 
 export type Database = DatabaseSync;

@@ -17,6 +17,7 @@ function toEvent(r: Row): EventRecord {
     deliveryStatus: r.delivery_status as EventRecord["deliveryStatus"],
     nextAttemptAt: r.next_attempt_at as number | null,
     attemptCount: r.attempt_count as number,
+    scheduleFrom: r.schedule_from as number,
   };
 }
 
@@ -78,6 +79,15 @@ export class SqliteEventStore implements EventStore {
     return row ? toEvent(row as Row) : null;
   }
 
+  forInspection(scope: Scope, inspectionId: string): EventRecord[] {
+    const rows = sql(this.#db, "SELECT * FROM events WHERE inspection_id = ? AND account_id = ? AND livemode = ? ORDER BY seq").all(
+      inspectionId,
+      scope.accountId,
+      scope.livemode ? 1 : 0,
+    );
+    return rows.map((r) => toEvent(r as Row));
+  }
+
   attempts(eventIds: readonly string[]): Map<string, DeliveryAttemptRecord[]> {
     const out = new Map<string, DeliveryAttemptRecord[]>(eventIds.map((id) => [id, []]));
     if (eventIds.length === 0) return out;
@@ -121,5 +131,14 @@ export class SqliteEventStore implements EventStore {
         sql(this.#db, "UPDATE events SET attempt_count = ?, next_attempt_at = ? WHERE id = ?").run(a.n, next.nextAttemptAt, a.eventId);
       }
     });
+  }
+
+  resend(scope: Scope, id: string, now: number): EventRecord | null {
+    const row = sql(
+      this.#db,
+      `UPDATE events SET delivery_status = 'pending', next_attempt_at = ?, schedule_from = attempt_count
+       WHERE id = ? AND account_id = ? AND livemode = ? AND delivery_status <> 'none' RETURNING *`,
+    ).get(now, id, scope.accountId, scope.livemode ? 1 : 0);
+    return row ? toEvent(row as Row) : null;
   }
 }

@@ -144,6 +144,15 @@ export class SqliteInspectionStore implements InspectionStore {
       where.push(`${column} = ?`);
       params.push(value);
     }
+    // Each page index continues with created_s, so a range of dates is a range of the index.
+    if (f.createdFrom !== undefined) {
+      where.push("created_s >= ?");
+      params.push(Math.ceil(f.createdFrom / 1000));
+    }
+    if (f.createdBefore !== undefined) {
+      where.push("created_s < ?");
+      params.push(Math.ceil(f.createdBefore / 1000));
+    }
     params.push(f.limit);
     const rows = this.#sql(
       `SELECT * FROM inspections INDEXED BY ${pageIndex(f)} WHERE ${where.join(" AND ")} ORDER BY created_s DESC, id DESC LIMIT ?`,

@@ -1,6 +1,6 @@
 import type { Environment } from "../../ids.ts";
 import { newId } from "../../ids.ts";
-import type { ApiKeyRecord, KeyStore } from "../../ports/key-store.ts";
+import type { ApiKeyRecord, KeyStore, WebhookSecretRecord } from "../../ports/key-store.ts";
 import { sql, transaction, type Database } from "./database.ts";
 import { ReadCache } from "./read-cache.ts";
 
@@ -15,6 +15,17 @@ const toKey = (r: Row): ApiKeyRecord => ({
   createdAt: r.created_at as number,
   revokedAt: r.revoked_at as number | null,
 });
+
+/** The secrets as they sign at `now`: the rotated-out one only until its overlap ends. */
+function toSecrets(r: Row, now: number): WebhookSecretRecord {
+  const overlapping = r.previous_secret !== null && (r.previous_expires_at as number) > now;
+  return {
+    secret: r.secret as string,
+    createdAt: r.created_at as number,
+    previousSecret: overlapping ? (r.previous_secret as string) : null,
+    previousExpiresAt: overlapping ? (r.previous_expires_at as number) : null,
+  };
+}
 
 export class SqliteKeyStore implements KeyStore {
   readonly #db: Database;
@@ -62,24 +73,51 @@ export class SqliteKeyStore implements KeyStore {
       .map((r) => toKey(r as Row));
   }
 
+  listIn(accountId: string, livemode: boolean): ApiKeyRecord[] {
+    return sql(
+      this.#db,
+      "SELECT k.*, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.account_id = ? AND k.livemode = ? ORDER BY k.created_at DESC, k.id",
+    )
+      .all(accountId, livemode ? 1 : 0)
+      .map((r) => toKey(r as Row));
+  }
+
   revoke(keyId: string, now: number): boolean {
     return sql(this.#db, "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?").run(now, keyId).changes === 1;
   }
 
+  accountId(accountName: string, now: number): string {
+    return transaction(this.#db, () => this.#account(accountName, now));
+  }
+
   webhookSecret(accountName: string, env: Environment, make: () => string, now: number): string {
-    return transaction(this.#db, () => this.#secret(this.#account(accountName, now), env === "live", make, now));
+    return transaction(this.#db, () => this.#secrets(this.#account(accountName, now), env === "live", make, now).secret);
   }
 
-  webhookSecretFor(accountId: string, livemode: boolean, make: () => string, now: number): string {
-    return transaction(this.#db, () => this.#secret(accountId, livemode, make, now));
+  webhookSecretFor(accountId: string, livemode: boolean, make: () => string, now: number): WebhookSecretRecord {
+    return transaction(this.#db, () => this.#secrets(accountId, livemode, make, now));
   }
 
-  #secret(accountId: string, livemode: boolean, make: () => string, now: number): string {
+  rotateWebhookSecret(accountId: string, livemode: boolean, make: () => string, now: number, overlapMs: number): WebhookSecretRecord {
+    return transaction(this.#db, () => {
+      const secret = make();
+      // The right-hand sides read the row as it was, so the current secret becomes the previous one.
+      const row = sql(
+        this.#db,
+        `UPDATE webhook_secrets SET previous_secret = secret, previous_expires_at = ?, secret = ?, created_at = ?
+         WHERE account_id = ? AND livemode = ? RETURNING *`,
+      ).get(now + overlapMs, secret, now, accountId, livemode ? 1 : 0) as Row | undefined;
+      // With no secret yet there is nothing to overlap with: it becomes the first, as on first use.
+      return row ? toSecrets(row, now) : this.#secrets(accountId, livemode, () => secret, now);
+    });
+  }
+
+  #secrets(accountId: string, livemode: boolean, make: () => string, now: number): WebhookSecretRecord {
     const live = livemode ? 1 : 0;
-    const row = sql(this.#db, "SELECT secret FROM webhook_secrets WHERE account_id = ? AND livemode = ?").get(accountId, live) as
+    const row = sql(this.#db, "SELECT * FROM webhook_secrets WHERE account_id = ? AND livemode = ?").get(accountId, live) as
       | Row
       | undefined;
-    if (row) return row.secret as string;
+    if (row) return toSecrets(row, now);
     const secret = make();
     sql(this.#db, "INSERT INTO webhook_secrets (account_id, livemode, secret, created_at) VALUES (?, ?, ?, ?)").run(
       accountId,
@@ -87,6 +125,6 @@ export class SqliteKeyStore implements KeyStore {
       secret,
       now,
     );
-    return secret;
+    return { secret, createdAt: now, previousSecret: null, previousExpiresAt: null };
   }
 }

@@ -1,0 +1,79 @@
+import { CaptureLinks } from "../capture-links.ts";
+import { eventTypeFor, isCancelable, isTerminal } from "../domain/state-machine.ts";
+import { ApiError, notFound } from "../errors.ts";
+import { newId } from "../ids.ts";
+import type { InspectionRecord, Scope } from "../ports/records.ts";
+import type { CreateInspectionBody } from "../schemas/inspection.ts";
+import type { Services } from "../services.ts";
+import { eventPayload } from "../views/inspection-view.ts";
+import { checkNotifyUrl } from "../net/notify-url.ts";
+
+/** How long a cancel waits for the controller's verdict before answering 503 (the intent stays recorded). */
+const CANCEL_WAIT_MS = 5_000;
+
+/** What the /v1 API and the dashboard do alike; each throws ApiError on a client's mistake. */
+export function findInspection(s: Services, scope: Scope, id: string): InspectionRecord {
+  const found = s.inspections.get(scope, id);
+  if (!found) throw notFound("inspection", id);
+  return found;
+}
+
+/** Stores a new inspection and its `inspection.created` event; resolves once both are durable. */
+export async function createInspection(s: Services, scope: Scope, body: CreateInspectionBody): Promise<InspectionRecord> {
+  if (body.notify_url) await checkNotifyUrl(body.notify_url, scope.livemode, s.config.webhooks.allowPrivateTargets);
+  const vehicle = await s.vin.decode(body.vehicle.vin);
+  const now = s.clock.now();
+  const id = newId("insp");
+  const record: InspectionRecord = {
+    id,
+    accountId: scope.accountId,
+    livemode: scope.livemode,
+    status: "created",
+    reference: body.reference ?? null,
+    vin: body.vehicle.vin,
+    ...vehicle,
+    notifyUrl: body.notify_url ?? null,
+    expiresAt: now + s.config.inspectionTtlMs,
+    createdAt: now,
+    updatedAt: now,
+    submittedAt: null,
+    completedAt: null,
+    canceledAt: null,
+    summary: null,
+    failure: null,
+    openedAt: null,
+    submitRequestedAt: null,
+    cancelRequestedAt: null,
+    vinObserved: null,
+    processingAttempts: 0,
+    processingDueAt: null,
+    reconcileGeneration: 0,
+  };
+  await s.inspections.create(record, CaptureLinks.hash(s.captureLinks.token(id)), (r) => {
+    const eventId = newId("evt");
+    return { id: eventId, type: eventTypeFor(r.status), data: eventPayload(eventId, eventTypeFor(r.status), r, s.config.publicUrl) };
+  });
+  return record;
+}
+
+/** Records the cancel intent and waits for the controller's verdict; canceling twice is not an error. */
+export async function cancelInspection(s: Services, scope: Scope, id: string): Promise<InspectionRecord> {
+  const current = findInspection(s, scope, id);
+  if (current.status === "canceled") return current;
+  if (!isCancelable(current.status)) throw notCancelable(current);
+  // The controller owns status: record the intent, then report its verdict.
+  s.inspections.recordCancelRequested(current.id, s.clock.now());
+  s.signals.nudgeController();
+  const after = await s.signals.waitFor(
+    current.id,
+    () => findInspection(s, scope, current.id),
+    (r) => isTerminal(r.status),
+    CANCEL_WAIT_MS,
+  );
+  if (after.status === "canceled") return after;
+  if (isTerminal(after.status)) throw notCancelable(after);
+  throw new ApiError("service_unavailable", "The cancellation is recorded but not yet confirmed; retry the request to see its outcome.");
+}
+
+const notCancelable = (r: InspectionRecord) =>
+  new ApiError("inspection_not_cancelable", `The inspection is ${r.status} and can no longer be canceled.`);

@@ -1,0 +1,339 @@
+import PDFDocument from "pdfkit";
+import { evidenceMediaId } from "../domain/build-report.ts";
+import sharp from "sharp";
+import { completedReport } from "../operations/reports.ts";
+import type { InspectionRecord, Scope } from "../ports/records.ts";
+import { type Finding, Report } from "../schemas/report.ts";
+import type { Services } from "../services.ts";
+import { formatTimestamp } from "../time.ts";
+
+const SERVICE_NAME = "Vehicle inspection service";
+// Photos are scaled down before they are embedded, so that a report stays small enough to mail:
+// evidence is printed across the page, thumbnails at a third of its width.
+const EVIDENCE_LONG_SIDE = 1200;
+const THUMBNAIL_LONG_SIDE = 480;
+const JPEG_QUALITY = 80;
+
+const MARGIN = 48;
+const BOTTOM_MARGIN = 64;
+const A4 = { width: 595.28, height: 841.89 };
+const CONTENT_WIDTH = A4.width - 2 * MARGIN;
+const LABEL_WIDTH = 120;
+const INK = "#111827";
+const MUTED = "#6b7280";
+const RULE = "#d1d5db";
+const SHADE = "#f3f4f6";
+const GRADE_COLOURS = { none: "#15803d", minor: "#a16207", moderate: "#c2410c", severe: "#b91c1c" } as const;
+
+type Doc = PDFKit.PDFDocument;
+type Picture = { jpeg: Buffer; width: number; height: number };
+
+/**
+ * The condition report of a completed inspection as an A4 PDF, for printing and filing: who and
+ * what was inspected, the VIN check, the grade, each finding with its evidence photo, and every
+ * photo taken with its quality verdict. Refuses as the JSON report does (completedReport).
+ */
+export async function reportPdf(s: Pick<Services, "inspections" | "blobs">, inspection: InspectionRecord): Promise<Buffer> {
+  const report = Report.parse(JSON.parse(completedReport(s, inspection)));
+  const scope: Scope = { accountId: inspection.accountId, livemode: inspection.livemode };
+  // Scaled on sharp's threads, all at once, before the layout (synchronous) starts.
+  const [evidence, thumbnails] = await Promise.all([
+    Promise.all(report.findings.map((f) => picture(s, scope, evidenceMediaId(f), EVIDENCE_LONG_SIDE))),
+    Promise.all(report.photos.map((p) => picture(s, scope, p.media_id, THUMBNAIL_LONG_SIDE))),
+  ]);
+  const doc = new PDFDocument({
+    size: "A4",
+    margins: { top: MARGIN, left: MARGIN, right: MARGIN, bottom: BOTTOM_MARGIN },
+    // Kept in memory until the end, so the footer can say how many pages there are.
+    bufferPages: true,
+    info: {
+      Title: `Condition report ${inspection.id}`,
+      Subject: `VIN ${report.vehicle.vin}, grade ${report.grade}, ${report.findings.length} findings`,
+      Author: SERVICE_NAME,
+      Creator: SERVICE_NAME,
+      // The report's date rather than now: the same inspection always gives the same document.
+      CreationDate: new Date(inspection.completedAt ?? inspection.updatedAt),
+    },
+  });
+  const bytes = collect(doc);
+  header(doc, inspection);
+  vehicle(doc, report);
+  result(doc, report);
+  if (report.findings.length > 0) {
+    findingsTable(doc, report.findings);
+    section(doc, "Evidence", evidenceSize(evidence[0]!)[1] + 40);
+    const angleOf = new Map(report.photos.map((p) => [p.media_id, p.angle]));
+    for (const [i, f] of report.findings.entries())
+      evidencePhoto(doc, i + 1, f, evidence[i]!, f.media_id ? angleOf.get(f.media_id) : undefined);
+  }
+  photoGrid(doc, report, thumbnails);
+  footers(doc, inspection);
+  doc.end();
+  return bytes;
+}
+
+/**
+ * The report names a finding's evidence photo (its photo with the finding outlined) only by URL;
+ * without one, the photo the finding was made on stands in.
+ */
+
+async function picture(s: Pick<Services, "inspections" | "blobs">, scope: Scope, mediaId: string | null, longSide: number) {
+  const media = mediaId ? s.inspections.getMedia(scope, mediaId) : null;
+  const bytes = media ? await s.blobs.get(media.blobKey) : null;
+  if (!bytes) return null;
+  const { data, info } = await sharp(bytes)
+    .rotate()
+    .resize({ width: longSide, height: longSide, fit: "inside", withoutEnlargement: true })
+    .jpeg({ quality: JPEG_QUALITY })
+    .toBuffer({ resolveWithObject: true });
+  return { jpeg: data, width: info.width, height: info.height } satisfies Picture;
+}
+
+function collect(doc: Doc): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  doc.on("data", (chunk: Buffer) => chunks.push(chunk));
+  return new Promise((resolve, reject) => {
+    doc.on("end", () => resolve(Buffer.concat(chunks)));
+    doc.on("error", reject);
+  });
+}
+
+const words = (s: string) => s.replaceAll("_", " ");
+const when = (ms: number | null) => formatTimestamp(ms)?.replace("T", " ").replace("Z", " UTC") ?? "—";
+const percent = (c: number) => `${Math.round(c * 100)}%`;
+
+/** Starts a new page unless `height` more points fit above the bottom margin. */
+function room(doc: Doc, height: number): void {
+  if (doc.y + height > doc.page.height - doc.page.margins.bottom) doc.addPage();
+}
+
+function section(doc: Doc, title: string, keepWith = 60): void {
+  doc.moveDown(1.2);
+  room(doc, keepWith + 24);
+  doc.font("Helvetica-Bold").fontSize(13).fillColor(INK).text(title, MARGIN);
+  const y = doc.y + 2;
+  doc
+    .moveTo(MARGIN, y)
+    .lineTo(MARGIN + CONTENT_WIDTH, y)
+    .lineWidth(0.5)
+    .strokeColor(RULE)
+    .stroke();
+  doc.y = y + 8;
+}
+
+function fields(doc: Doc, rows: [string, string, string?][]): void {
+  doc.fontSize(10);
+  for (const [label, value, colour] of rows) {
+    const y = doc.y;
+    doc.font("Helvetica").fillColor(MUTED).text(label, MARGIN, y, { width: LABEL_WIDTH });
+    doc
+      .font("Helvetica-Bold")
+      .fillColor(colour ?? INK)
+      .text(value, MARGIN + LABEL_WIDTH, y, { width: CONTENT_WIDTH - LABEL_WIDTH });
+    doc.moveDown(0.3);
+  }
+}
+
+function header(doc: Doc, inspection: InspectionRecord): void {
+  doc.font("Helvetica").fontSize(9).fillColor(MUTED).text(SERVICE_NAME.toUpperCase(), MARGIN, MARGIN, { characterSpacing: 1 });
+  doc.font("Helvetica-Bold").fontSize(22).fillColor(INK).text("Condition report");
+  if (!inspection.livemode) {
+    // Loud on purpose: a printed test report must not pass for a real inspection.
+    const [w, h] = [92, 22];
+    const x = MARGIN + CONTENT_WIDTH - w;
+    doc.roundedRect(x, MARGIN, w, h, 3).fill(GRADE_COLOURS.severe);
+    doc
+      .font("Helvetica-Bold")
+      .fontSize(10)
+      .fillColor("#ffffff")
+      .text("TEST MODE", x, MARGIN + 6.5, { width: w, align: "center" });
+  }
+  doc.y = MARGIN + 46;
+  fields(doc, [
+    ["Inspection", inspection.id],
+    ["Reference", inspection.reference ?? "—"],
+    ["Created", when(inspection.createdAt)],
+    ["Completed", when(inspection.completedAt)],
+    ["Mode", inspection.livemode ? "Live" : "Test (made with a test key: not a real inspection)"],
+  ]);
+}
+
+function vehicle(doc: Doc, report: Report): void {
+  const v = report.vehicle;
+  section(doc, "Vehicle");
+  fields(doc, [
+    ["VIN", v.vin],
+    ["Make", v.make ?? "—"],
+    ["Model", v.model ?? "—"],
+    ["Year", v.year === null ? "—" : String(v.year)],
+  ]);
+  section(doc, "VIN check");
+  fields(doc, [
+    ["VIN on file", v.vin],
+    ["VIN observed", v.vin_observed ?? "Not given by the customer"],
+    [
+      "Confirmed",
+      v.vin_confirmed ? "Yes: the VIN observed is the VIN on file" : "No",
+      v.vin_confirmed ? GRADE_COLOURS.none : GRADE_COLOURS.severe,
+    ],
+  ]);
+}
+
+function result(doc: Doc, report: Report): void {
+  section(doc, "Result");
+  fields(doc, [
+    ["Grade", words(report.grade), GRADE_COLOURS[report.grade]],
+    ["Findings", String(report.findings.length)],
+    ["Detected by", report.model ? `${report.model.name} ${report.model.version}` : "No damage model"],
+  ]);
+  if (report.findings.length === 0) {
+    doc.moveDown(0.6);
+    doc.font("Helvetica-Bold").fontSize(12).fillColor(GRADE_COLOURS.none).text("No damage found.", MARGIN);
+  }
+}
+
+const COLUMNS = [
+  { title: "#", width: 28 },
+  { title: "Type", width: 130 },
+  { title: "Part", width: 150 },
+  { title: "Severity", width: 100 },
+  { title: "Confidence", width: CONTENT_WIDTH - 408 },
+] as const;
+const ROW_HEIGHT = 20;
+
+function findingsTable(doc: Doc, findings: Finding[]): void {
+  section(doc, "Findings", 2 * ROW_HEIGHT);
+  const head = () =>
+    tableRow(
+      doc,
+      COLUMNS.map((c) => c.title),
+      true,
+    );
+  head();
+  findings.forEach((f, i) => {
+    // A table that runs onto a new page starts there with its header again.
+    if (doc.y + ROW_HEIGHT > doc.page.height - doc.page.margins.bottom) {
+      doc.addPage();
+      head();
+    }
+    tableRow(doc, [
+      String(i + 1),
+      words(f.type),
+      f.part ? words(f.part) : "—",
+      f.severity,
+      f.confidence === null ? "—" : percent(f.confidence),
+    ]);
+  });
+}
+
+function tableRow(doc: Doc, cells: string[], isHead = false): void {
+  const y = doc.y;
+  if (isHead) doc.rect(MARGIN, y, CONTENT_WIDTH, ROW_HEIGHT).fill(SHADE);
+  doc
+    .font(isHead ? "Helvetica-Bold" : "Helvetica")
+    .fontSize(9.5)
+    .fillColor(INK);
+  let x = MARGIN;
+  cells.forEach((cell, i) => {
+    const width = COLUMNS[i]!.width;
+    doc.text(cell, x + 5, y + 6, { width: width - 10, height: ROW_HEIGHT - 6, ellipsis: true, lineBreak: false });
+    x += width;
+  });
+  doc
+    .moveTo(MARGIN, y + ROW_HEIGHT)
+    .lineTo(MARGIN + CONTENT_WIDTH, y + ROW_HEIGHT)
+    .lineWidth(0.5)
+    .strokeColor(RULE)
+    .stroke();
+  doc.x = MARGIN;
+  doc.y = y + ROW_HEIGHT;
+}
+
+// The page's height less room for a section heading and the caption: a photo never stands apart
+// from either.
+const EVIDENCE_MAX_HEIGHT = A4.height - MARGIN - BOTTOM_MARGIN - 72;
+
+/** An evidence photo's printed size: across the page, unless that makes it taller than a page allows. */
+function evidenceSize(photo: Picture | null): [number, number] {
+  if (!photo) return [0, 0];
+  const scale = Math.min(CONTENT_WIDTH / photo.width, EVIDENCE_MAX_HEIGHT / photo.height);
+  return [photo.width * scale, photo.height * scale];
+}
+
+function evidencePhoto(doc: Doc, n: number, f: Finding, photo: Picture | null, angle: string | undefined): void {
+  const what = `Finding ${n}: ${words(f.type)}${f.part ? ` on the ${words(f.part)}` : ""}, ${f.severity}`;
+  const caption = f.confidence === null ? what : `${what}, ${percent(f.confidence)} confidence`;
+  const source = [angle ? `Photo: ${words(angle)}` : null, f.id].filter(Boolean).join("  ·  ");
+  if (photo) {
+    const [w, h] = evidenceSize(photo);
+    room(doc, h + 40);
+    doc.image(photo.jpeg, MARGIN + (CONTENT_WIDTH - w) / 2, doc.y, { width: w, height: h });
+    doc.y += h + 6;
+  } else {
+    room(doc, 40);
+  }
+  doc.font("Helvetica-Bold").fontSize(10).fillColor(INK).text(caption, MARGIN, doc.y, { width: CONTENT_WIDTH });
+  doc
+    .font("Helvetica")
+    .fontSize(8.5)
+    .fillColor(MUTED)
+    .text(photo ? source : `${source}  ·  no photo`, { width: CONTENT_WIDTH });
+  doc.moveDown(1.2);
+}
+
+const GRID_COLUMNS = 3;
+const GRID_GAP = 12;
+const CELL_WIDTH = (CONTENT_WIDTH - (GRID_COLUMNS - 1) * GRID_GAP) / GRID_COLUMNS;
+const THUMB_HEIGHT = Math.round((CELL_WIDTH * 3) / 4);
+
+function photoGrid(doc: Doc, report: Report, thumbnails: (Picture | null)[]): void {
+  section(doc, `Photos taken (${report.photos.length})`, THUMB_HEIGHT + 40);
+  for (let start = 0; start < report.photos.length; start += GRID_COLUMNS) {
+    room(doc, THUMB_HEIGHT + 44);
+    const top = doc.y;
+    let bottom = top;
+    report.photos.slice(start, start + GRID_COLUMNS).forEach((p, i) => {
+      const x = MARGIN + i * (CELL_WIDTH + GRID_GAP);
+      const thumbnail = thumbnails[start + i];
+      if (thumbnail) doc.image(thumbnail.jpeg, x, top, { fit: [CELL_WIDTH, THUMB_HEIGHT], align: "center", valign: "center" });
+      else doc.rect(x, top, CELL_WIDTH, THUMB_HEIGHT).fill(SHADE);
+      const verdict = p.quality.passed ? "Quality: passed" : "Quality: flagged";
+      const problems = p.quality.problems.map(words).join(", ");
+      doc
+        .font("Helvetica-Bold")
+        .fontSize(9.5)
+        .fillColor(INK)
+        .text(words(p.angle), x, top + THUMB_HEIGHT + 5, { width: CELL_WIDTH });
+      doc
+        .font("Helvetica")
+        .fontSize(8.5)
+        .fillColor(p.quality.passed ? GRADE_COLOURS.none : GRADE_COLOURS.moderate)
+        .text(problems ? `${verdict}: ${problems}` : verdict, { width: CELL_WIDTH });
+      bottom = Math.max(bottom, doc.y);
+    });
+    doc.x = MARGIN;
+    doc.y = bottom + GRID_GAP;
+  }
+}
+
+function footers(doc: Doc, inspection: InspectionRecord): void {
+  const { start, count } = doc.bufferedPageRange();
+  for (let i = start; i < start + count; i++) {
+    doc.switchToPage(i);
+    // Text below the bottom margin would otherwise open a new page.
+    doc.page.margins.bottom = 0;
+    const y = doc.page.height - 40;
+    doc.font("Helvetica").fontSize(8).fillColor(MUTED);
+    doc.text(`${SERVICE_NAME}  ·  Condition report ${inspection.id}`, MARGIN, y, { width: CONTENT_WIDTH, lineBreak: false });
+    doc.text(`Page ${i - start + 1} of ${count}`, MARGIN, y, { width: CONTENT_WIDTH, align: "right", lineBreak: false });
+    doc.page.margins.bottom = BOTTOM_MARGIN;
+  }
+}
+
+/** How a report PDF is answered, by the API and the dashboard alike: an attachment named for its inspection, for whoever asked only. */
+export const reportPdfHeaders = (inspectionId: string, pdf: Buffer) => ({
+  "content-type": "application/pdf",
+  "content-disposition": `attachment; filename="${inspectionId}.pdf"`,
+  "cache-control": "private",
+  "content-length": String(pdf.length),
+});

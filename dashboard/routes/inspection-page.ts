@@ -1,0 +1,98 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import QRCode from "qrcode";
+import { z } from "zod";
+import { captureLinkState, isCancelable } from "../../core/domain/state-machine.ts";
+import { notFound } from "../../core/errors.ts";
+import { completedReport } from "../../core/operations/reports.ts";
+import { resendEvent } from "../../core/operations/webhooks.ts";
+import type { InspectionRecord } from "../../core/ports/records.ts";
+import type { Services } from "../../core/services.ts";
+import { reportPdf, reportPdfHeaders } from "../../core/views/report-pdf.ts";
+import { createShareToken, DEFAULT_SHARE_LINK_DAYS, SHARE_LINK_DAYS } from "../auth/share-links.ts";
+import { renderPage, signedIn } from "../views/render.ts";
+import { reportView } from "../views/report-view.ts";
+import { sendPhoto } from "./file-replies.ts";
+import { EnvParams, scopeOf } from "./scope.ts";
+
+const InspectionParams = EnvParams.extend({ id: z.string().max(64) });
+const EventParams = EnvParams.extend({ eventId: z.string().max(64) });
+const MediaParams = EnvParams.extend({ id: z.string().max(64) });
+const ShareForm = z.object({
+  days: z.coerce.number().pipe(z.literal(SHARE_LINK_DAYS)).default(DEFAULT_SHARE_LINK_DAYS),
+  _csrf: z.string().optional(),
+});
+
+/** A share link just made, shown once on the page that answers the form. */
+type NewShareLink = { url: string; expiresAt: number };
+
+/**
+ * One inspection for claims staff: its status and vehicle, the capture link while it is open, its
+ * history, the report once completed (with the PDF and share links), and the webhook deliveries of
+ * its events with a way to resend them. Also the photos those pages show, by session.
+ */
+export const inspectionPageRoutes =
+  (s: Services): FastifyPluginAsyncZod =>
+  async (app) => {
+    /** The inspection of the path, if it is the user's account's and environment's; else no page. */
+    const own = (request: FastifyRequest, id: string) => {
+      const inspection = s.inspections.get(scopeOf(request), id);
+      if (!inspection) throw notFound("inspection", id);
+      return inspection;
+    };
+
+    const page = async (request: FastifyRequest, reply: FastifyReply, inspection: InspectionRecord, shared: NewShareLink | null) => {
+      const scope = scopeOf(request);
+      const env = scope.livemode ? "live" : "test";
+      // Past expires_at the link is dead even before the controller's sweep says so: not offered.
+      const open = captureLinkState(inspection.status, inspection.expiresAt, s.clock.now()) === "active";
+      const captureUrl = open ? s.captureLinks.url(inspection.id) : null;
+      const events = s.events.forInspection(scope, inspection.id);
+      const attempts = s.events.attempts(events.map((e) => e.id));
+      const report =
+        inspection.status === "completed"
+          ? reportView(completedReport(s, inspection), (mediaId) => `/dashboard/${env}/media/${mediaId}.jpg`)
+          : null;
+      return renderPage(reply, "inspection", signedIn(request, reply, "inspections"), {
+        title: inspection.reference ?? inspection.id,
+        inspection,
+        cancelable: isCancelable(inspection.status),
+        // Drawn here, not by the page's script: the QR shows with scripts off, and nothing loads from elsewhere.
+        capture: captureUrl ? { url: captureUrl, qr: await QRCode.toString(captureUrl, { type: "svg", margin: 1 }) } : null,
+        events: events.map((e) => ({ ...e, attempts: attempts.get(e.id) ?? [] })),
+        report,
+        shareDays: SHARE_LINK_DAYS,
+        defaultShareDays: DEFAULT_SHARE_LINK_DAYS,
+        shared,
+      });
+    };
+
+    app.get("/:env/inspections/:id", { schema: { params: InspectionParams } }, async (request, reply) =>
+      page(request, reply, own(request, request.params.id), null),
+    );
+
+    app.get("/:env/inspections/:id/report.pdf", { schema: { params: InspectionParams } }, async (request, reply) => {
+      const inspection = own(request, request.params.id);
+      const pdf = await reportPdf(s, inspection);
+      return reply.headers(reportPdfHeaders(inspection.id, pdf)).send(pdf);
+    });
+
+    // The link is shown in the answer to the form, once, as a new API key is: it is a credential,
+    // and a redirect would put it in the history and the logs.
+    app.post("/:env/inspections/:id/share", { schema: { params: InspectionParams, body: ShareForm } }, async (request, reply) => {
+      const inspection = own(request, request.params.id);
+      // Only a report can be shared: this throws the same 409 as the API before there is one.
+      completedReport(s, inspection);
+      const { token, expiresAt } = createShareToken(s.signingKeys.shareLinks, inspection.id, s.clock.now(), request.body.days);
+      return page(request, reply, inspection, { url: `${s.config.publicUrl}/r/${token}`, expiresAt });
+    });
+
+    app.post("/:env/events/:eventId/resend", { schema: { params: EventParams } }, async (request, reply) => {
+      const event = resendEvent(s, scopeOf(request), request.params.eventId);
+      return reply.redirect(`/dashboard/${request.params.env}/inspections/${event.inspectionId}#${event.id}`, 303);
+    });
+
+    app.get("/:env/media/:id.jpg", { schema: { params: MediaParams } }, async (request, reply) =>
+      sendPhoto(s, request, reply, request.params.id, s.inspections.getMedia(scopeOf(request), request.params.id)),
+    );
+  };

@@ -1,0 +1,45 @@
+import { Report } from "../../core/schemas/report.ts";
+import { evidenceMediaId } from "../../core/domain/build-report.ts";
+
+/** The long side of a thumbnail as laid out, in CSS pixels; the JPEG itself is the full photo. */
+const THUMBNAIL_WIDTH = 240;
+
+type Picture = { src: string; width: number; height: number };
+
+/**
+ * What report-partial.eta shows of a stored report, the same on the dashboard and on a shared link:
+ * only the photo addresses differ (`mediaUrl`), since each is served by its own, scoped route.
+ */
+export function reportView(reportJson: string, mediaUrl: (mediaId: string) => string) {
+  const stored: unknown = JSON.parse(reportJson);
+  const report = Report.parse(stored);
+  const photos = new Map(report.photos.map((p) => [p.media_id, p]));
+  // Evidence is the photo with the finding drawn on it, so it has that photo's size.
+  const picture = (mediaId: string | null, sizeOf: string | null): Picture | null => {
+    const photo = sizeOf ? photos.get(sizeOf) : undefined;
+    if (!mediaId) return null;
+    // A photo the report does not list (none should be) is laid out as a camera's 4:3.
+    const [width, height] = photo ? [photo.width, photo.height] : [4, 3];
+    return { src: mediaUrl(mediaId), width: THUMBNAIL_WIDTH, height: Math.round((THUMBNAIL_WIDTH * height) / width) };
+  };
+  return {
+    grade: report.grade,
+    findingsCount: report.summary.findings,
+    createdAt: Date.parse(report.created_at),
+    livemode: report.livemode,
+    vehicle: report.vehicle,
+    findings: report.findings.map((f) => ({
+      ...f,
+      angle: f.media_id ? (photos.get(f.media_id)?.angle ?? null) : null,
+      evidence: picture(evidenceMediaId(f), f.media_id),
+    })),
+    photos: report.photos.map((p) => ({ ...p, picture: picture(p.media_id, p.media_id)! })),
+    model: report.model,
+    /** The report as the API returns it, for staff who compare with what their system received. */
+    json: JSON.stringify(stored, null, 2),
+  };
+}
+
+export type ReportView = ReturnType<typeof reportView>;
+
+/** The evidence photo's media id is the last segment but one of evidence_url (/v1/media/<id>/full.jpg). */

@@ -1,0 +1,205 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { decodePDFRawStream, PDFArray, PDFDict, PDFDocument, PDFName, PDFNumber, type PDFPage, PDFRawStream } from "pdf-lib";
+import sharp from "sharp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_MODELS } from "../../core/config.ts";
+import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { carPhotos, DATASETS } from "../helpers/photos.ts";
+import { newInspection, startService, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
+import { until } from "../helpers/webhook-receiver.ts";
+
+/**
+ * GET /v1/inspections/:id/report.pdf: the condition report as a PDF, read back with pdf-lib (pages,
+ * embedded photos, the text on the pages), and refused as the JSON report is.
+ */
+
+// Two of damage-detection.test.ts's photos (car-damage/valid, never trained on) on which the shipped
+// model finds a glass shatter and a flat tyre.
+const DAMAGED: Record<string, string> = {
+  front: "000314_jpg.rf.6514763b42e3ef194ced547bc7176592.jpg",
+  rear_right: "001078_jpg.rf.e1f47a21d8b6ec3c11540eddd018192a.jpg",
+};
+
+/** An inspection walked through the capture API with these photos and the VIN confirmed, completed. */
+async function completedInspection(svc: TestService, key: string, photoOf: (angle: string, i: number) => Buffer): Promise<string> {
+  const { id, token } = await newInspection(svc, key);
+  const capture = (path: string, init?: RequestInit) => fetch(`${svc.url}/capture/v1/${token}${path}`, init);
+  await capture("");
+  for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
+    const res = await capture(`/photos/${angle}`, { method: "PUT", body: photoOf(angle, i), headers: { "content-type": "image/jpeg" } });
+    expect(res.status, angle).toBe(200);
+  }
+  const vin = JSON.stringify({ vin: VALID_VIN });
+  expect((await capture("/vin", { method: "POST", body: vin, headers: { "content-type": "application/json" } })).status).toBe(200);
+  expect((await capture("/submit", { method: "POST" })).status).toBe(202);
+  const done = await until(
+    "processed",
+    async () => (await svc.api(key, `/v1/inspections/${id}`)).json(),
+    (i: any) => i.status !== "processing",
+    60_000,
+  );
+  expect(done.status).toBe("completed");
+  return id;
+}
+
+/** The PDF as pdf-lib reads it: its pages, the images they embed, their text and the Info dict. */
+async function readPdf(bytes: Buffer) {
+  const pdf = await PDFDocument.load(bytes);
+  const images = new Map<string, { width: number; height: number }>();
+  for (const page of pdf.getPages()) {
+    const xobjects = page.node.Resources()?.lookupMaybe(PDFName.of("XObject"), PDFDict);
+    for (const [, ref] of xobjects?.entries() ?? []) {
+      const stream = pdf.context.lookup(ref);
+      if (!(stream instanceof PDFRawStream) || stream.dict.get(PDFName.of("Subtype")) !== PDFName.of("Image")) continue;
+      const size = (name: string) => stream.dict.lookup(PDFName.of(name), PDFNumber).asNumber();
+      images.set(ref.toString(), { width: size("Width"), height: size("Height") });
+    }
+  }
+  return {
+    pages: pdf.getPageCount(),
+    images: [...images.values()],
+    text: pdf.getPages().map(pageText),
+    title: pdf.getTitle(),
+    subject: pdf.getSubject(),
+  };
+}
+
+/**
+ * A page's text, one TJ operator a line: pdfkit writes Helvetica's text as hex strings of WinAnsi
+ * codes inside TJ arrays, split where it kerns; joined again, they give the text as laid out.
+ */
+function pageText(page: PDFPage): string {
+  const contents = page.node.Contents();
+  const streams = contents instanceof PDFArray ? contents.asArray().map((ref) => page.doc.context.lookup(ref)) : [contents];
+  const source = streams
+    .filter((s): s is PDFRawStream => s instanceof PDFRawStream)
+    .map((s) => Buffer.from(decodePDFRawStream(s).decode()).toString("latin1"))
+    .join("\n");
+  return [...source.matchAll(/\[([^\]]*)\]\s*TJ/g)]
+    .map(([, array]) => [...array!.matchAll(/<([0-9a-fA-F]*)>/g)].map(([, hex]) => Buffer.from(hex!, "hex").toString("latin1")).join(""))
+    .join("\n");
+}
+
+async function getPdf(svc: TestService, key: string, id: string) {
+  const started = performance.now();
+  const res = await svc.api(key, `/v1/inspections/${id}/report.pdf`);
+  const bytes = Buffer.from(await res.arrayBuffer());
+  return { res, bytes, ms: performance.now() - started };
+}
+
+describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("the condition report as PDF, with findings", () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startService(withModels);
+  }, 60_000);
+  afterAll(() => svc.close());
+
+  it("embeds each finding's evidence and every photo, with the VIN, the grade and page numbers in its text", async () => {
+    const key = svc.key();
+    const fill = carPhotos(9);
+    // The damage photos are 640 px; enlarged to a phone's 2048 so their evidence is larger than the
+    // report embeds (the model sees them at its own input size either way).
+    const damaged = Object.fromEntries(
+      await Promise.all(
+        Object.entries(DAMAGED).map(async ([angle, file]) => [
+          angle,
+          await sharp(readFileSync(join(DATASETS, "car-damage/valid/images", file)))
+            .resize(2048)
+            .jpeg({ quality: 90 })
+            .toBuffer(),
+        ]),
+      ),
+    );
+    const id = await completedInspection(svc, key, (angle, i) => damaged[angle] ?? fill[i]!);
+    const report = await (await svc.api(key, `/v1/inspections/${id}/report`)).json();
+    expect(report.findings.length).toBeGreaterThan(0);
+
+    const { res, bytes, ms } = await getPdf(svc, key, id);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/pdf");
+    expect(res.headers.get("content-disposition")).toBe(`attachment; filename="${id}.pdf"`);
+    expect(res.headers.get("cache-control")).toBe("private");
+    expect(bytes.subarray(0, 5).toString("latin1")).toBe("%PDF-");
+    console.log(
+      `report.pdf of ${id}: ${bytes.length} bytes, ${report.findings.length} findings, ${report.photos.length} photos, GET ${ms.toFixed(0)} ms`,
+    );
+
+    const pdf = await readPdf(bytes);
+    expect(pdf.pages).toBeGreaterThanOrEqual(1);
+    const withPhoto = report.findings.filter((f: any) => f.evidence_url || f.media_id).length;
+    expect(pdf.images.length).toBe(withPhoto + report.photos.length);
+    // Scaled down before embedding: evidence to 1200 px on its long side, thumbnails to 480.
+    const longSides = pdf.images.map((i) => Math.max(i.width, i.height));
+    expect(longSides.filter((side) => side === 1200).length).toBe(withPhoto);
+    expect(longSides.filter((side) => side <= 480).length).toBe(report.photos.length);
+
+    const text = pdf.text.join("\n");
+    for (const expected of [
+      "Condition report",
+      id,
+      VALID_VIN,
+      "TEST MODE",
+      "Honda",
+      "Accord",
+      "2003",
+      "Yes: the VIN observed is the VIN on file",
+    ])
+      expect(text).toContain(expected);
+    expect(text).toMatch(new RegExp(`Grade\\n${report.grade}\\nFindings\\n${report.findings.length}\\n`));
+    for (const [i, f] of report.findings.entries()) {
+      expect(text).toContain(`Finding ${i + 1}: ${f.type.replaceAll("_", " ")}`);
+      if (f.confidence !== null) expect(text).toContain(`${Math.round(f.confidence * 100)}%`);
+    }
+    expect(text).not.toContain("No damage found");
+    for (const [i, page] of pdf.text.entries()) expect(page).toContain(`Page ${i + 1} of ${pdf.pages}`);
+    expect(pdf.title).toBe(`Condition report ${id}`);
+    expect(pdf.subject).toBe(`VIN ${VALID_VIN}, grade ${report.grade}, ${report.findings.length} findings`);
+  }, 120_000);
+});
+
+describe("the condition report as PDF, without findings, and refused", () => {
+  let svc: TestService;
+  let key: string;
+  beforeAll(async () => {
+    svc = await startService();
+    key = svc.key();
+  });
+  afterAll(() => svc.close());
+
+  it("says plainly that no damage was found, and still shows every photo", async () => {
+    const photos = carPhotos(9);
+    const id = await completedInspection(svc, key, (_angle, i) => photos[i]!);
+    const { res, bytes } = await getPdf(svc, key, id);
+    expect(res.status).toBe(200);
+    const pdf = await readPdf(bytes);
+    expect(pdf.images.length).toBe(9);
+    const text = pdf.text.join("\n");
+    expect(text).toContain("No damage found.");
+    expect(text).toMatch(/Grade\nnone\nFindings\n0\n/);
+    expect(text).not.toContain("Evidence");
+  }, 60_000);
+
+  it("answers 409 report_not_ready before completion, 409 report_unavailable once canceled, 404 to another account", async () => {
+    const { id } = await newInspection(svc, key);
+    const code = async (k: string) => {
+      const { res, bytes } = await getPdf(svc, k, id);
+      return [res.status, JSON.parse(bytes.toString()).error.code];
+    };
+    expect(await code(key)).toEqual([409, "report_not_ready"]);
+    expect(await code(svc.key("test", "globex"))).toEqual([404, "resource_missing"]);
+    expect((await svc.api(key, `/v1/inspections/${id}/cancel`, { method: "POST" })).status).toBe(200);
+    expect(await code(key)).toEqual([409, "report_unavailable"]);
+    // The live key of the same account sees none of its test inspections either.
+    expect(await code(svc.key("live"))).toEqual([404, "resource_missing"]);
+  });
+
+  it("is in the OpenAPI document as a PDF, with every status it can answer", async () => {
+    const doc = await (await fetch(`${svc.url}/v1/openapi.json`)).json();
+    const op = doc.paths["/v1/inspections/{id}/report.pdf"].get;
+    expect(op.operationId).toBe("retrieveReportPdf");
+    expect(Object.keys(op.responses["200"].content)).toEqual(["application/pdf"]);
+    expect(op.responses["200"].headers["Content-Disposition"]).toBeDefined();
+    expect(Object.keys(op.responses).sort()).toEqual(["200", "400", "401", "404", "409", "429", "500"]);
+  });
+});
