@@ -1,6 +1,7 @@
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContextOptions, type Page } from "playwright-core";
 
 /** Debian's Chromium, as ../shared/toolchain.md says; never a downloaded browser. */
 const BASE_ARGS = [
@@ -16,6 +17,9 @@ const BASE_ARGS = [
 
 export const ARTIFACTS = join(import.meta.dirname, "../../test-artifacts/capture");
 mkdirSync(ARTIFACTS, { recursive: true });
+/** The dashboard's screenshots, apart from the capture page's. */
+export const DASHBOARD_ARTIFACTS = join(import.meta.dirname, "../../test-artifacts/dashboard");
+mkdirSync(DASHBOARD_ARTIFACTS, { recursive: true });
 
 /**
  * camera: a Y4M file played as the camera (permission granted), "refused" (a camera exists but the
@@ -30,15 +34,42 @@ export function launch(camera: string | "refused" | "none"): Promise<Browser> {
 }
 
 /** A phone: portrait, touch, a small screen. */
+export const PHONE: BrowserContextOptions = {
+  viewport: { width: 390, height: 844 },
+  deviceScaleFactor: 2,
+  isMobile: true,
+  hasTouch: true,
+  locale: "en-US",
+};
+/** A laptop's browser window. */
+export const DESKTOP: BrowserContextOptions = { viewport: { width: 1280, height: 800 }, locale: "en-US" };
+
 export async function phonePage(browser: Browser): Promise<Page> {
-  const context = await browser.newContext({
-    viewport: { width: 390, height: 844 },
-    deviceScaleFactor: 2,
-    isMobile: true,
-    hasTouch: true,
-    locale: "en-US",
-  });
-  return context.newPage();
+  return (await browser.newContext(PHONE)).newPage();
 }
 
-export const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+export async function desktopPage(browser: Browser): Promise<Page> {
+  return (await browser.newContext(DESKTOP)).newPage();
+}
+
+export const shot = (page: Page, name: string, dir = ARTIFACTS) => page.screenshot({ path: join(dir, `${name}.png`), fullPage: true });
+
+const AXE_PATH = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
+
+/**
+ * axe-core's WCAG 2.0 and 2.1 A and AA rules on the page as it is now, one line a violated rule with
+ * the elements it names. axe goes in through the DevTools protocol, which a page's CSP does not
+ * govern, so the page is audited under its own strict policy.
+ */
+export async function axeViolations(page: Page): Promise<string[]> {
+  const loaded = await page.evaluate(() => "axe" in globalThis);
+  if (!loaded) await page.evaluate(readFileSync(AXE_PATH, "utf8"));
+  const result = await page.evaluate(async () =>
+    (globalThis as any).axe.run({ runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } }),
+  );
+  return result.violations.map(
+    (v: any) =>
+      `${v.id} (${v.impact}): ${v.help}\n` +
+      v.nodes.map((n: any) => `    ${n.target.join(" ")}: ${n.failureSummary.replaceAll("\n", " ")}`).join("\n"),
+  );
+}
