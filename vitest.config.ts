@@ -3,6 +3,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // Builds the Go servers (nats-server, versitygw) the integration tests run, once, where missing.
+    globalSetup: ["test/helpers/global-setup.ts"],
     pool: "forks",
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -146,7 +146,7 @@ export async function buildApp(s: Services) {
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
   app.get("/readyz", { schema: { hide: true } }, async (_request, reply) => {
     try {
-      s.inspections.getById("insp_readiness_probe");
+      await s.inspections.getById("insp_readiness_probe");
       return { status: "ready" };
     } catch {
       return reply.code(503).send({ status: "unavailable" });

@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { FsBlobStore } from "../core/adapters/fs/fs-blob-store.ts";
+import { blobStoreFrom } from "../core/adapters/blob-store-from.ts";
 import { Checkpointer } from "../core/adapters/sqlite/checkpointer.ts";
 import { commitGroup, databaseFile, openDatabase, type Database } from "../core/adapters/sqlite/database.ts";
 import { SqliteEventStore } from "../core/adapters/sqlite/event-store.ts";
@@ -33,7 +33,7 @@ function captureSecret(dataDir: string): Buffer {
 
 export type EmbeddedServices = Services & { db: Database; close(): Promise<void> };
 
-/** The embedded adapters: SQLite under DATA_DIR for every store, a directory for blobs, in-process signals. */
+/** The embedded adapters: SQLite under DATA_DIR for every store, a directory (or S3_BUCKET) for blobs, in-process signals. */
 export function embeddedServices(config: Config, log: Logger, clock: Clock = systemClock): EmbeddedServices {
   const db = openDatabase(config.dataDir);
   const checkpointer = new Checkpointer(db, databaseFile(config.dataDir), {
@@ -59,7 +59,7 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
     keys: new SqliteKeyStore(db),
     users: new SqliteUserStore(db),
     idempotency: new SqliteIdempotencyStore(db),
-    blobs: new FsBlobStore(join(config.dataDir, "blobs")),
+    blobs: blobStoreFrom(config.blobs),
     vin,
     captureLinks: new CaptureLinks(secret, config.publicUrl),
     signingKeys: { cookies: derive("dashboard-cookies"), shareLinks: derive("shared-report-links") },

@@ -74,14 +74,14 @@ async function main(argv: string[]): Promise<number> {
       return -1;
     }
     case "keys create":
-      console.log(createKey(config, envOption(values), values.account!));
+      console.log(await createKey(config, envOption(values), values.account!));
       return 0;
     case "keys list":
-      for (const line of listKeys(config)) console.log(line);
+      for (const line of await listKeys(config)) console.log(line);
       return 0;
     case "keys revoke":
       if (!arg) throw new UsageError("keys revoke needs a key id (key_…); see keys list");
-      if (!revokeKey(config, arg)) {
+      if (!(await revokeKey(config, arg))) {
         console.error(`no such key: ${arg}`);
         return 1;
       }
@@ -103,10 +103,10 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "webhooks secret":
-      console.log(webhookSecret(config, envOption(values), values.account!));
+      console.log(await webhookSecret(config, envOption(values), values.account!));
       return 0;
     case "webhooks rotate":
-      console.log(rotateSecret(config, envOption(values), values.account!, overlapHoursOption(values)));
+      console.log(await rotateSecret(config, envOption(values), values.account!, overlapHoursOption(values)));
       return 0;
     default:
       throw new UsageError(`unknown command: ${positionals.join(" ")}`);

@@ -4,3 +4,12 @@ export const evidenceBlobKey = (inspectionId: string, mediaId: string) => `evide
 /** A photo's pixels scaled for a model's input size, made on upload (inference/detection/model-input.ts). */
 export const modelInputBlobKey = (inspectionId: string, mediaId: string, size: number) =>
   `model-inputs/${inspectionId}/${mediaId}-${size}.rgb`;
+
+/**
+ * A key as every blob store takes it: a relative path inside the store (a directory, a bucket, a
+ * map), so no key can reach outside it. Keys are made by the service, but this is the last guard.
+ */
+export function checkedBlobKey(key: string): string {
+  if (key === "" || key.startsWith("/") || key.split("/").includes("..")) throw new Error(`blob key escapes the store: ${key}`);
+  return key;
+}

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { z } from "zod";
 
 const bool = z.enum(["true", "false"]).transform((v) => v === "true");
@@ -72,13 +72,29 @@ const EnvSchema = z.object({
       ),
     )
     .optional(),
+  // Blobs in S3 instead of DATA_DIR/blobs; credentials from the AWS SDK's standard chain.
+  S3_BUCKET: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, "an S3 bucket name: 3-63 lowercase letters, digits, dots and hyphens")
+    .optional(),
+  S3_ENDPOINT: z.url().optional(),
+  S3_REGION: z.string().min(1).default("us-east-1"),
+  S3_FORCE_PATH_STYLE: bool.default(false),
 });
+
+export type S3Config = { bucket: string; endpoint: string | null; region: string; forcePathStyle: boolean };
+/**
+ * Where blobs live, as plain data: the API process and the detection worker threads build their
+ * store from the same value (core/adapters/blob-store-from.ts), so the two cannot disagree.
+ */
+export type BlobStoreConfig = { kind: "fs"; dir: string } | ({ kind: "s3" } & S3Config);
 
 export type Config = {
   port: number;
   host: string;
   dataDir: string;
   publicUrl: string;
+  blobs: BlobStoreConfig;
   webhooks: { allowPrivateTargets: boolean; retryScheduleMs: number[]; timeoutMs: number };
   rateLimit: {
     livePerSecond: number;
@@ -120,11 +136,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration: ${lines.join("; ")}`);
   }
   const e = parsed.data;
+  // An endpoint without a bucket would quietly keep blobs on local disk.
+  if (e.S3_ENDPOINT && !e.S3_BUCKET) throw new ConfigError("invalid configuration: S3_ENDPOINT is set, but S3_BUCKET is not");
+  const dataDir = resolve(e.DATA_DIR);
   return {
     port: e.PORT,
     host: e.HOST,
-    dataDir: resolve(e.DATA_DIR),
+    dataDir,
     publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
+    blobs: e.S3_BUCKET
+      ? { kind: "s3", bucket: e.S3_BUCKET, endpoint: e.S3_ENDPOINT ?? null, region: e.S3_REGION, forcePathStyle: e.S3_FORCE_PATH_STYLE }
+      : { kind: "fs", dir: join(dataDir, "blobs") },
     webhooks: {
       allowPrivateTargets: e.WEBHOOKS_ALLOW_PRIVATE_TARGETS,
       retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS ?? DEFAULT_RETRY_SCHEDULE_MS,

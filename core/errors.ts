@@ -40,8 +40,12 @@ export class ApiError extends Error {
   readonly type: ErrorType;
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, message: string, options: { param?: string | null; headers?: Record<string, string> } = {}) {
-    super(message);
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { param?: string | null; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(message, { cause: options.cause });
     this.code = code;
     this.param = options.param ?? null;
     this.statusCode = ERROR_CODES[code].status;
@@ -56,3 +60,11 @@ export function isApiError(error: unknown): error is ApiError {
 
 export const notFound = (what: string, id: string, param: string | null = "id") =>
   new ApiError("resource_missing", `No such ${what}: '${id}'.`, { param });
+
+/**
+ * A store the service depends on (S3, in cluster mode) cannot be reached: 503, so clients retry.
+ * Adapters throw it for their driver's network failures and 5xx answers, keeping the driver's
+ * error as the cause, which the edge logs (api/plugins/error-handler.ts).
+ */
+export const storeUnavailable = (what: string, cause: unknown) =>
+  new ApiError("service_unavailable", `${what} is unreachable at the moment; retry shortly.`, { cause });

@@ -35,9 +35,9 @@ export class Signals {
   }
 
   /** Polls `read` until `done` holds or `timeoutMs` passes; returns the last value read. */
-  async waitFor<T>(inspectionId: string, read: () => T, done: (value: T) => boolean, timeoutMs: number, pollMs = 100): Promise<T> {
+  async waitFor<T>(inspectionId: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number, pollMs = 100): Promise<T> {
     const deadline = Date.now() + timeoutMs;
-    let value = read();
+    let value = await read();
     while (!done(value) && Date.now() < deadline) {
       const ac = new AbortController();
       await Promise.race([
@@ -45,7 +45,7 @@ export class Signals {
         sleep(Math.min(pollMs, Math.max(0, deadline - Date.now())), undefined, { signal: ac.signal }).catch(() => {}),
       ]);
       ac.abort();
-      value = read();
+      value = await read();
     }
     return value;
   }

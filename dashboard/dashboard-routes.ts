@@ -104,7 +104,7 @@ export const dashboardRoutes =
     await app.register(async (pages) => {
       // Everything below needs a signed-in user; a page asked for without one leads to the sign-in.
       pages.addHook("onRequest", async (request, reply) => {
-        const user = sessionUser(s, request);
+        const user = await sessionUser(s, request);
         if (user) {
           request.user = user;
           return;

@@ -94,25 +94,25 @@ export class Controller {
     }
     this.#running = true;
     clearTimeout(this.#timer);
-    try {
+    (async () => {
       do {
         this.#again = false;
-        this.reconcileDue();
+        await this.reconcileDue();
       } while (this.#again && !this.#stopped);
-    } catch (error) {
-      this.#o.log.error({ err: error }, "controller pass failed; retrying on the next poll");
-    } finally {
-      this.#running = false;
-      if (!this.#stopped) this.#timer = setTimeout(() => this.#kick(), this.#o.pollMs).unref();
-    }
+    })()
+      .catch((error) => this.#o.log.error({ err: error }, "controller pass failed; retrying on the next poll"))
+      .finally(() => {
+        this.#running = false;
+        if (!this.#stopped) this.#timer = setTimeout(() => this.#kick(), this.#o.pollMs).unref();
+      });
   }
 
-  reconcileDue(): void {
-    for (const inspection of this.#o.store.needingReconcile(this.#o.clock.now(), 200)) this.reconcile(inspection);
+  async reconcileDue(): Promise<void> {
+    for (const inspection of await this.#o.store.needingReconcile(this.#o.clock.now(), 200)) await this.reconcile(inspection);
   }
 
   /** Reads top to bottom: cancel first, then the customer's moves, expiry, then processing. */
-  reconcile(initial: InspectionRecord): void {
+  async reconcile(initial: InspectionRecord): Promise<void> {
     let r: InspectionRecord | null = initial;
     const generation = initial.reconcileGeneration;
     for (let step = 0; r && step < 4; step++) {
@@ -122,9 +122,9 @@ export class Controller {
         this.#startProcessing(r, r === initial);
         break;
       }
-      r = this.#move(r, trigger.on, trigger.patch);
+      r = await this.#move(r, trigger.on, trigger.patch);
     }
-    if (generation > 0) this.#o.store.clearReconcile(initial.id, generation);
+    if (generation > 0) await this.#o.store.clearReconcile(initial.id, generation);
   }
 
   #due(r: InspectionRecord): { on: Trigger; patch: TransitionPatch } | "processing" | null {
@@ -144,10 +144,10 @@ export class Controller {
     return null;
   }
 
-  #move(r: InspectionRecord, on: Trigger, patch: TransitionPatch): InspectionRecord | null {
+  async #move(r: InspectionRecord, on: Trigger, patch: TransitionPatch): Promise<InspectionRecord | null> {
     const to = nextStatus(r.status, on);
     if (!to) return null;
-    const after = this.#o.store.transition(r.id, r.status, to, this.#o.clock.now(), patch, (a) => {
+    const after = await this.#o.store.transition(r.id, r.status, to, this.#o.clock.now(), patch, (a) => {
       const id = newId("evt");
       return { id, type: eventTypeFor(a.status), data: eventPayload(id, eventTypeFor(a.status), a, this.#o.publicUrl) };
     });
@@ -172,6 +172,9 @@ export class Controller {
     }
     const run = this.#process(r)
       .catch((error) => (this.#abandoned.has(r.id) ? this.#interrupted(r, error) : this.#processingFailed(r, error)))
+      // Recording the failure can fail too (the store unreachable): the inspection stays `processing`
+      // and the next pass, or the next start, runs it again.
+      .catch((error) => this.#o.log.error({ err: error, inspection_id: r.id }, "recording a detection failure failed"))
       .finally(() => {
         this.#processing.delete(r.id);
         this.#abandoned.delete(r.id);
@@ -181,14 +184,14 @@ export class Controller {
   }
 
   async #process(r: InspectionRecord): Promise<void> {
-    const photos = this.#o.store.photos(r.id);
+    const photos = await this.#o.store.photos(r.id);
     const media = photos.map((p) => ({ mediaId: p.mediaId, angle: p.angle, blobKey: photoBlobKey(r.id, p.mediaId), quality: p.quality }));
     const result = await this.#o.runner.detect(r.id, media);
-    const current = this.#o.store.getById(r.id);
+    const current = await this.#o.store.getById(r.id);
     if (current?.status !== "processing") return; // canceled meanwhile: the result is not wanted
     const exterior = new Set(photos.filter((p) => isExterior(p.angle)).map((p) => p.mediaId));
     if (!result.photos.some((p) => p.readable && exterior.has(p.mediaId))) {
-      this.#move(current, "processing_failed", {
+      await this.#move(current, "processing_failed", {
         failure: { code: "photos_unusable", message: "None of the vehicle photos could be read." },
       });
       return;
@@ -198,7 +201,7 @@ export class Controller {
     for (const d of result.detections) {
       if (!d.evidence) continue;
       const e = d.evidence;
-      this.#o.store.putMedia({
+      await this.#o.store.putMedia({
         id: e.mediaId,
         accountId: current.accountId,
         livemode: current.livemode,
@@ -221,7 +224,7 @@ export class Controller {
       newFindingId: () => newId("fnd"),
       evidenceMediaIds: result.detections.map((d) => d.evidence?.mediaId ?? null),
     });
-    this.#move(current, "report_stored", { completedAt: now, summary: report.summary, report: JSON.stringify(report) });
+    await this.#move(current, "report_stored", { completedAt: now, summary: report.summary, report: JSON.stringify(report) });
   }
 
   /** A run a stop abandoned was ended by closing the runner: not an attempt, so nothing is recorded. */
@@ -233,19 +236,19 @@ export class Controller {
     );
   }
 
-  #processingFailed(r: InspectionRecord, error: unknown): void {
+  async #processingFailed(r: InspectionRecord, error: unknown): Promise<void> {
     const attempts = r.processingAttempts + 1;
     this.#o.log.error({ err: error, inspection_id: r.id, attempt: attempts }, "detection failed");
-    const current = this.#o.store.getById(r.id);
+    const current = await this.#o.store.getById(r.id);
     if (current?.status !== "processing") return;
     if (attempts >= this.#o.maxProcessingAttempts) {
-      this.#move(current, "processing_failed", {
+      await this.#move(current, "processing_failed", {
         failure: { code: "processing_error", message: "Detection and grading could not finish after several attempts." },
       });
       return;
     }
     const wait = PROCESSING_RETRY_MS[Math.min(attempts - 1, PROCESSING_RETRY_MS.length - 1)]!;
-    this.#o.store.scheduleProcessingRetry(r.id, attempts, this.#o.clock.now() + wait);
+    await this.#o.store.scheduleProcessingRetry(r.id, attempts, this.#o.clock.now() + wait);
     this.#retrying.add(r.id);
   }
 }

@@ -31,6 +31,8 @@ export class WebhookDispatcher {
   readonly #inFlight = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  #passing = false;
+  #again = false;
 
   constructor(options: DispatcherOptions) {
     this.#o = options;
@@ -49,52 +51,65 @@ export class WebhookDispatcher {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    while (this.#inFlight.size) await new Promise((r) => setTimeout(r, 10));
+    while (this.#inFlight.size || this.#passing) await new Promise((r) => setTimeout(r, 10));
     await this.#client.close();
   }
 
+  /** Coalesces wake-ups: one pass at a time, and one more at once if woken during it. */
   #tick(): void {
     clearTimeout(this.#timer);
-    try {
-      const limit = (this.#o.concurrency ?? 16) - this.#inFlight.size;
-      if (limit > 0) {
-        for (const event of this.#o.events.due(this.#o.clock.now(), limit + this.#inFlight.size)) {
-          if (this.#inFlight.has(event.id) || this.#inFlight.size >= (this.#o.concurrency ?? 16)) continue;
-          this.#inFlight.add(event.id);
-          this.deliver(event)
-            .catch((error) => this.#o.log.error({ err: error, event_id: event.id }, "delivery bookkeeping failed"))
-            .finally(() => {
-              this.#inFlight.delete(event.id);
-              if (!this.#stopped) setImmediate(() => this.#tick());
-            });
-        }
-      }
-    } catch (error) {
-      this.#o.log.error({ err: error }, "dispatcher pass failed");
+    if (this.#passing) {
+      this.#again = true;
+      return;
     }
-    if (!this.#stopped) this.#timer = setTimeout(() => this.#tick(), this.#o.pollMs).unref();
+    this.#passing = true;
+    this.#pass()
+      .catch((error) => this.#o.log.error({ err: error }, "dispatcher pass failed"))
+      .finally(() => {
+        this.#passing = false;
+        if (this.#stopped) return;
+        if (this.#again) {
+          this.#again = false;
+          setImmediate(() => this.#tick());
+        } else this.#timer = setTimeout(() => this.#tick(), this.#o.pollMs).unref();
+      });
+  }
+
+  async #pass(): Promise<void> {
+    const concurrency = this.#o.concurrency ?? 16;
+    if (this.#inFlight.size >= concurrency) return;
+    for (const event of await this.#o.events.due(this.#o.clock.now(), concurrency)) {
+      if (this.#inFlight.has(event.id) || this.#inFlight.size >= concurrency) continue;
+      this.#inFlight.add(event.id);
+      this.deliver(event)
+        .catch((error) => this.#o.log.error({ err: error, event_id: event.id }, "delivery bookkeeping failed"))
+        .finally(() => {
+          this.#inFlight.delete(event.id);
+          if (!this.#stopped) setImmediate(() => this.#tick());
+        });
+    }
   }
 
   /** One attempt: sign, POST, record, and schedule the next attempt or settle the event. */
   async deliver(event: EventRecord): Promise<void> {
     const o = this.#o;
     const started = o.clock.now();
-    const secrets = o.keys.webhookSecretFor(event.accountId, event.livemode, newWebhookSecret, started);
+    const secrets = await o.keys.webhookSecretFor(event.accountId, event.livemode, newWebhookSecret, started);
     const headers = webhookHeaders(secrets, event.id, Math.floor(started / 1000), event.data);
     const { statusCode, latencyMs, error } = await this.#client.post(event.notifyUrl!, headers, event.data);
     const n = event.attemptCount + 1;
     const attempt = { eventId: event.id, n, attemptedAt: started, statusCode, latencyMs, error };
     if (error === null) {
-      o.events.recordAttempt(attempt, { status: "succeeded" });
+      await o.events.recordAttempt(attempt, { status: "succeeded" });
       return;
     }
     // A resend starts the schedule again: its attempts are counted from the resend.
     const next = nextAttemptAt(o.clock.now(), n - event.scheduleFrom, o.retryScheduleMs);
     if (next === null) {
-      o.events.recordAttempt(attempt, { status: "failed" });
+      await o.events.recordAttempt(attempt, { status: "failed" });
       o.log.warn({ event_id: event.id, attempts: n, error }, "webhook delivery failed for good: attempts used up");
     } else {
-      o.events.recordAttempt(attempt, { nextAttemptAt: next });
+      await o.events.recordAttempt(attempt, { nextAttemptAt: next });
       o.log.info(
         { event_id: event.id, attempt: n, error, next_attempt_at: new Date(next).toISOString() },
         "webhook delivery failed; will retry",

@@ -45,7 +45,7 @@ export function authenticate(keys: KeyStore, noteUse: (keyId: string) => void = 
         headers: CHALLENGE.invalid,
       });
     }
-    const key = keys.findByHash(sha256(token));
+    const key = await keys.findByHash(sha256(token));
     if (!key || key.revokedAt !== null) {
       throw new ApiError("api_key_invalid", `Invalid API key provided: sk_${token.slice(3, 8)}…${token.slice(-4)}.`, {
         headers: CHALLENGE.invalid,
@@ -68,7 +68,8 @@ export function keyUseNoter(users: UserStore, clock: Clock, everyMs = 60_000): (
     const last = noted.get(keyId);
     if (last !== undefined && now - last < everyMs) return;
     noted.set(keyId, now);
-    users.touchKey(keyId, now);
+    // Not awaited: a request does not wait for this note, and a note that fails costs only the note.
+    users.touchKey(keyId, now).catch(() => noted.delete(keyId));
   };
 }
 

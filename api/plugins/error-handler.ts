@@ -45,7 +45,13 @@ const FASTIFY_MESSAGES: Partial<Record<ErrorCode, string>> = {
 };
 
 export function toApiError(error: FastifyError, request: FastifyRequest): ApiError {
-  if (isApiError(error)) return error;
+  if (isApiError(error)) {
+    // A 5xx the service chose to answer (a store out of reach) is still worth a line in the log.
+    if (error.statusCode >= 500 && error.cause !== undefined) {
+      request.log.warn({ err: error.cause, method: request.method, url: request.routeOptions.url }, error.message);
+    }
+    return error;
+  }
   if (hasZodFastifySchemaValidationErrors(error)) {
     const context = error.validationContext;
     const data =

@@ -30,7 +30,7 @@ export function idempotency(store: IdempotencyStore, clock: Clock) {
       throw new ApiError("parameter_invalid", "Idempotency-Key must be 1 to 255 printable ASCII characters.", { param: "Idempotency-Key" });
     }
     const fingerprint = sha256(`${request.method} ${request.url}\n${request.body === undefined ? "" : JSON.stringify(request.body)}`);
-    const result = store.begin(request.scope, key, fingerprint, clock.now(), IDEMPOTENCY_RETENTION_MS);
+    const result = await store.begin(request.scope, key, fingerprint, clock.now(), IDEMPOTENCY_RETENTION_MS);
     switch (result.kind) {
       case "started":
         request.idempotency = { scope: request.scope, key };
@@ -62,21 +62,21 @@ export function idempotency(store: IdempotencyStore, clock: Clock) {
     if (!owned) return payload;
     request.idempotency = undefined;
     if (reply.statusCode >= 500 || typeof payload !== "string") {
-      store.abandon(owned.scope, owned.key);
+      await store.abandon(owned.scope, owned.key);
     } else {
       const headers: Record<string, string> = {};
       for (const name of REPLAYED_HEADERS) {
         const value = reply.getHeader(name);
         if (value !== undefined) headers[name] = String(value);
       }
-      store.complete(owned.scope, owned.key, { statusCode: reply.statusCode, body: payload, headers });
+      await store.complete(owned.scope, owned.key, { statusCode: reply.statusCode, body: payload, headers });
     }
     return payload;
   };
 
   /** A request that ends without a response (client gone, crash in a hook) must not hold its key. */
   const onResponse = async (request: FastifyRequest) => {
-    if (request.idempotency) store.abandon(request.idempotency.scope, request.idempotency.key);
+    if (request.idempotency) await store.abandon(request.idempotency.scope, request.idempotency.key);
   };
 
   return { preValidation, onSend, onResponse };

@@ -21,11 +21,11 @@ export const eventRoutes =
       },
       async (request) => {
         const { limit, cursor } = request.query;
-        const rows = s.events.list(request.scope, limit + 1, cursor);
+        const rows = await s.events.list(request.scope, limit + 1, cursor);
         if (!rows)
           throw new ApiError("parameter_invalid", "cursor must be the next_cursor of a previous page of this list.", { param: "cursor" });
         const page = rows.slice(0, limit);
-        const attempts = s.events.attempts(page.map((e) => e.id));
+        const attempts = await s.events.attempts(page.map((e) => e.id));
         const hasMore = rows.length > limit;
         return {
           object: "list" as const,
@@ -47,9 +47,9 @@ export const eventRoutes =
         },
       },
       async (request) => {
-        const event = s.events.get(request.scope, request.params.id);
+        const event = await s.events.get(request.scope, request.params.id);
         if (!event) throw notFound("event", request.params.id);
-        return eventView(event, s.events.attempts([event.id]).get(event.id)!);
+        return eventView(event, (await s.events.attempts([event.id])).get(event.id)!);
       },
     );
   };

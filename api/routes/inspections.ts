@@ -31,7 +31,7 @@ export const inspectionRoutes =
     };
     // A string sent with a JSON content type is taken as already serialized: no encoding again.
     const sendSerialized = (reply: FastifyReply, json: string): FastifyReply => reply.type("application/json; charset=utf-8").send(json);
-    const find = (scope: Scope, id: string): InspectionRecord => findInspection(s, scope, id);
+    const find = (scope: Scope, id: string): Promise<InspectionRecord> => findInspection(s, scope, id);
 
     app.post(
       "/v1/inspections",
@@ -60,7 +60,7 @@ export const inspectionRoutes =
           response: { 200: Inspection, ...commonErrorResponses },
         },
       },
-      async (request, reply) => sendSerialized(reply, bodyOfFound(find(request.scope, request.params.id))),
+      async (request, reply) => sendSerialized(reply, bodyOfFound(await find(request.scope, request.params.id))),
     );
 
     app.get(
@@ -77,12 +77,12 @@ export const inspectionRoutes =
         const { limit, cursor, status, reference, vin } = request.query;
         let after: { createdAt: number; id: string } | undefined;
         if (cursor !== undefined) {
-          const at = s.inspections.get(request.scope, cursor);
+          const at = await s.inspections.get(request.scope, cursor);
           if (!at)
             throw new ApiError("parameter_invalid", "cursor must be the next_cursor of a previous page of this list.", { param: "cursor" });
           after = { createdAt: at.createdAt, id: at.id };
         }
-        const rows = s.inspections.list(request.scope, { limit: limit + 1, after, status, reference, vin });
+        const rows = await s.inspections.list(request.scope, { limit: limit + 1, after, status, reference, vin });
         const page = rows.slice(0, limit);
         const hasMore = rows.length > limit;
         return { object: "list" as const, data: page.map(view), has_more: hasMore, next_cursor: hasMore ? page.at(-1)!.id : null };
@@ -114,8 +114,7 @@ export const inspectionRoutes =
         },
       },
       async (request, reply) => {
-        const inspection = find(request.scope, request.params.id);
-        const report = completedReport(s, inspection);
+        const report = await completedReport(s, await find(request.scope, request.params.id));
         // Stored as the serialized report; sending the string skips a parse and re-serialization.
         return sendSerialized(reply, report);
       },

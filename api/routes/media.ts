@@ -24,7 +24,7 @@ export const mediaRoutes =
         },
       },
       async (request, reply) => {
-        const media = s.inspections.getMedia(request.scope, request.params.id);
+        const media = await s.inspections.getMedia(request.scope, request.params.id);
         const bytes = media ? await s.blobs.get(media.blobKey) : null;
         if (!media || !bytes) throw notFound("media", request.params.id);
         reply.header("etag", media.etag).header("cache-control", "private, max-age=3600");

@@ -24,7 +24,7 @@ export const reportPdfRoutes =
         },
       },
       async (request, reply) => {
-        const inspection = findInspection(s, request.scope, request.params.id);
+        const inspection = await findInspection(s, request.scope, request.params.id);
         const pdf = await reportPdf(s, inspection);
         // An attachment: a report is filed with a claim, and the id names it on disk.
         return reply.headers(reportPdfHeaders(inspection.id, pdf)).send(pdf);

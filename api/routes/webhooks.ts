@@ -25,7 +25,7 @@ export const webhookRoutes =
           response: { 200: WebhookSecret, ...commonErrorResponses },
         },
       },
-      async (request) => webhookSecretView(webhookSecretOf(s, request.scope)),
+      async (request) => webhookSecretView(await webhookSecretOf(s, request.scope)),
     );
 
     app.post(
@@ -38,7 +38,7 @@ export const webhookRoutes =
           response: { 200: WebhookSecret, ...postErrorResponses },
         },
       },
-      async (request) => webhookSecretView(rotateWebhookSecret(s, request.scope, request.body?.overlap_hours)),
+      async (request) => webhookSecretView(await rotateWebhookSecret(s, request.scope, request.body?.overlap_hours)),
     );
 
     app.post(
@@ -53,8 +53,8 @@ export const webhookRoutes =
         },
       },
       async (request, reply) => {
-        const event = resendEvent(s, request.scope, request.params.id);
-        return reply.code(202).send(eventView(event, s.events.attempts([event.id]).get(event.id)!));
+        const event = await resendEvent(s, request.scope, request.params.id);
+        return reply.code(202).send(eventView(event, (await s.events.attempts([event.id])).get(event.id)!));
       },
     );
 

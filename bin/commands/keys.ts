@@ -4,61 +4,59 @@ import { rotateWebhookSecret } from "../../core/operations/webhooks.ts";
 import { systemClock } from "../../core/time.ts";
 import { keyStoreOnly } from "../embedded-services.ts";
 
-export function createKey(config: Config, env: Environment, account: string): string {
+export async function createKey(config: Config, env: Environment, account: string): Promise<string> {
   const { keys, close } = keyStoreOnly(config);
   try {
     const key = newApiKey(env);
-    keys.createKey(account, env, sha256(key), key.slice(-4), newId("key"), Date.now());
+    await keys.createKey(account, env, sha256(key), key.slice(-4), newId("key"), Date.now());
     return key;
   } finally {
     close();
   }
 }
 
-export function listKeys(config: Config): string[] {
+export async function listKeys(config: Config): Promise<string[]> {
   const { keys, close } = keyStoreOnly(config);
   try {
-    return keys
-      .list()
-      .map((k) =>
-        [
-          k.id,
-          k.accountName,
-          k.livemode ? "live" : "test",
-          `sk_${k.livemode ? "live" : "test"}_…${k.last4}`,
-          new Date(k.createdAt).toISOString(),
-          k.revokedAt ? `revoked ${new Date(k.revokedAt).toISOString()}` : "active",
-        ].join("\t"),
-      );
+    return (await keys.list()).map((k) =>
+      [
+        k.id,
+        k.accountName,
+        k.livemode ? "live" : "test",
+        `sk_${k.livemode ? "live" : "test"}_…${k.last4}`,
+        new Date(k.createdAt).toISOString(),
+        k.revokedAt ? `revoked ${new Date(k.revokedAt).toISOString()}` : "active",
+      ].join("\t"),
+    );
   } finally {
     close();
   }
 }
 
-export function revokeKey(config: Config, keyId: string): boolean {
+export async function revokeKey(config: Config, keyId: string): Promise<boolean> {
   const { keys, close } = keyStoreOnly(config);
   try {
-    return keys.revoke(keyId, Date.now());
+    return await keys.revoke(keyId, Date.now());
   } finally {
     close();
   }
 }
 
-export function webhookSecret(config: Config, env: Environment, account: string): string {
+export async function webhookSecret(config: Config, env: Environment, account: string): Promise<string> {
   const { keys, close } = keyStoreOnly(config);
   try {
-    return keys.webhookSecret(account, env, newWebhookSecret, Date.now());
+    return await keys.webhookSecret(account, env, newWebhookSecret, Date.now());
   } finally {
     close();
   }
 }
 
 /** The new secret only; the one it replaces keeps signing for `overlapHours` (the operation's default when undefined). */
-export function rotateSecret(config: Config, env: Environment, account: string, overlapHours: number | undefined): string {
+export async function rotateSecret(config: Config, env: Environment, account: string, overlapHours: number | undefined): Promise<string> {
   const { keys, close } = keyStoreOnly(config);
   try {
-    const scope = { accountId: keys.accountId(account, Date.now()), livemode: env === "live" };
-    return rotateWebhookSecret({ keys, clock: systemClock }, scope, overlapHours).secret;
+    const scope = { accountId: await keys.accountId(account, Date.now()), livemode: env === "live" };
+    return (await rotateWebhookSecret({ keys, clock: systemClock }, scope, overlapHours)).secret;
   } finally {
     close();
   }

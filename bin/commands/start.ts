@@ -1,4 +1,3 @@
-import { join } from "node:path";
 import { buildApp } from "../../api/app.ts";
 import type { Config } from "../../core/config.ts";
 import { createLogger } from "../../core/logger.ts";
@@ -13,7 +12,7 @@ import { embeddedServices } from "../embedded-services.ts";
 export async function start(config: Config): Promise<{ close(): Promise<void>; port: number }> {
   const log = createLogger(config.logLevel);
   const s = embeddedServices(config, log);
-  const runner = new WorkerPoolRunner({ blobDir: join(config.dataDir, "blobs"), threads: config.detectionThreads, models: config.models });
+  const runner = new WorkerPoolRunner({ blobs: config.blobs, threads: config.detectionThreads, models: config.models });
   const controller = new Controller({
     store: s.inspections,
     runner,
@@ -24,7 +23,7 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
     pollMs: config.controllerPollMs,
     maxProcessingAttempts: config.processingMaxAttempts,
     shutdownGraceMs: config.shutdownGraceMs,
-    settled: (r) => deleteInspectionModelInputs(s.blobs, r.id, s.inspections.photos(r.id), s.modelInputSizes),
+    settled: async (r) => deleteInspectionModelInputs(s.blobs, r.id, await s.inspections.photos(r.id), s.modelInputSizes),
   });
   const dispatcher = new WebhookDispatcher({
     events: s.events,
@@ -36,7 +35,9 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
     allowPrivateTargets: config.webhooks.allowPrivateTargets,
     pollMs: Math.min(config.controllerPollMs, 250),
   });
-  const purge = setInterval(() => s.idempotency.purge(s.clock.now() - IDEMPOTENCY_RETENTION_MS), 60_000).unref();
+  const purge = setInterval(() => {
+    s.idempotency.purge(s.clock.now() - IDEMPOTENCY_RETENTION_MS).catch((err) => log.warn({ err }, "purging old idempotency keys failed"));
+  }, 60_000).unref();
 
   const app = await buildApp(s);
   controller.start();

@@ -19,7 +19,7 @@ export async function createUser(config: Config, email: string, account: string,
   const passwordHash = await hashPassword(password);
   const { users, close } = keyStoreOnly(config);
   try {
-    const user = users.createUser(account, { id: newId("user"), email: address, passwordHash }, Date.now());
+    const user = await users.createUser(account, { id: newId("user"), email: address, passwordHash }, Date.now());
     if (!user) throw new UserCreationError(`${address} already has a user`);
     return user.id;
   } finally {

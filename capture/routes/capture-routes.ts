@@ -74,8 +74,8 @@ export const captureRoutes =
       done(null, body),
     );
 
-    const open = (token: string): InspectionRecord => {
-      const inspection = s.inspections.getByCaptureTokenHash(CaptureLinks.hash(token));
+    const open = async (token: string): Promise<InspectionRecord> => {
+      const inspection = await s.inspections.getByCaptureTokenHash(CaptureLinks.hash(token));
       if (!inspection)
         throw new ApiError("resource_missing", "This capture link does not exist; check that it was copied whole.", { param: "token" });
       const state = captureLinkState(inspection.status, inspection.expiresAt, s.clock.now());
@@ -83,8 +83,8 @@ export const captureRoutes =
       return inspection;
     };
 
-    const session = (r: InspectionRecord) => {
-      const photos = new Map(s.inspections.photos(r.id).map((p) => [p.angle, p]));
+    const session = async (r: InspectionRecord) => {
+      const photos = new Map((await s.inspections.photos(r.id)).map((p) => [p.angle, p]));
       return {
         inspection_id: r.id,
         status: r.status,
@@ -112,13 +112,13 @@ export const captureRoutes =
         },
       },
       async (request) => {
-        let inspection = open(request.params.token);
+        let inspection = await open(request.params.token);
         if (inspection.status === "created") {
-          s.inspections.recordOpened(inspection.id, s.clock.now());
+          await s.inspections.recordOpened(inspection.id, s.clock.now());
           s.signals.nudgeController();
           inspection = await s.signals.waitFor(
             inspection.id,
-            () => s.inspections.getById(inspection.id)!,
+            async () => (await s.inspections.getById(inspection.id))!,
             (r) => r.status !== "created",
             MOVE_WAIT_MS,
           );
@@ -133,7 +133,7 @@ export const captureRoutes =
         bodyLimit: PHOTO_LIMITS.maxBytes,
         // The link first, then the body's format as its first bytes arrive: neither waits for the whole body.
         preParsing: async (request, _reply, payload) => {
-          open((request.params as { token: string }).token);
+          await open((request.params as { token: string }).token);
           const type = declaredType(request.headers["content-type"]);
           // Another Content-Type is refused by the router (415) without reading the body.
           return (PHOTO_CONTENT_TYPES as readonly string[]).includes(type) ? checkedAsItArrives(payload, type) : payload;
@@ -147,7 +147,7 @@ export const captureRoutes =
         },
       },
       async (request) => {
-        const inspection = open(request.params.token);
+        const inspection = await open(request.params.token);
         if (!Buffer.isBuffer(request.body) || request.body.length === 0) {
           throw new ApiError("parameter_missing", "Send the photo as the request body.", { param: "photo" });
         }
@@ -167,7 +167,7 @@ export const captureRoutes =
           photo.quality = { ...photo.quality, passed: false, problems: [...photo.quality.problems, "wrong_angle"] };
         }
         // Stored only if the capture is still open now: a submit or cancel may have landed while the photo was ingested.
-        const stored = s.inspections.putPhoto(
+        const stored = await s.inspections.putPhoto(
           {
             inspectionId: inspection.id,
             angle: request.params.angle,
@@ -194,7 +194,7 @@ export const captureRoutes =
         );
         if (!stored.accepted) {
           await Promise.all([s.blobs.delete(blobKey), deleteModelInputs(s.blobs, inspection.id, mediaId, inputSizes)]);
-          throw linkInactive(closingState(s.inspections.getById(inspection.id)!, now));
+          throw linkInactive(closingState((await s.inspections.getById(inspection.id))!, now));
         }
         // Only now that no row points at the replaced photo can its blobs go.
         const { replaced } = stored;
@@ -217,7 +217,7 @@ export const captureRoutes =
         },
       },
       async (request) => {
-        const inspection = open(request.params.token);
+        const inspection = await open(request.params.token);
         const vin = validVin(request.query.vin);
         return { vin, valid: true, matches_vehicle: vin === inspection.vin, ...(await s.vin.decode(vin)) };
       },
@@ -236,9 +236,9 @@ export const captureRoutes =
         },
       },
       async (request) => {
-        const inspection = open(request.params.token);
+        const inspection = await open(request.params.token);
         const vin = validVin(request.body.vin);
-        s.inspections.recordVinObserved(inspection.id, vin);
+        await s.inspections.recordVinObserved(inspection.id, vin);
         const decoded = await s.vin.decode(vin);
         return { vin, valid: true, matches_vehicle: vin === inspection.vin, ...decoded };
       },
@@ -256,17 +256,17 @@ export const captureRoutes =
         },
       },
       async (request, reply) => {
-        const inspection = open(request.params.token);
-        const done = new Set(s.inspections.photos(inspection.id).map((p) => p.angle));
+        const inspection = await open(request.params.token);
+        const done = new Set((await s.inspections.photos(inspection.id)).map((p) => p.angle));
         const missing = REQUIRED_ANGLES.filter((a) => !done.has(a));
         if (missing.length) throw new ApiError("capture_incomplete", `Photos are still missing for: ${missing.join(", ")}.`);
         const now = s.clock.now();
-        if (inspection.status === "created") s.inspections.recordOpened(inspection.id, now);
-        s.inspections.recordSubmitRequested(inspection.id, now);
+        if (inspection.status === "created") await s.inspections.recordOpened(inspection.id, now);
+        await s.inspections.recordSubmitRequested(inspection.id, now);
         s.signals.nudgeController();
         const after = await s.signals.waitFor(
           inspection.id,
-          () => s.inspections.getById(inspection.id)!,
+          async () => (await s.inspections.getById(inspection.id))!,
           (r) => !isCaptureOpen(r.status),
           MOVE_WAIT_MS,
         );

@@ -43,7 +43,7 @@ export const pageRoutes =
 
     app.get("/c/:token", { schema: { hide: true } }, async (request, reply) => {
       const { token } = request.params as { token: string };
-      const inspection = s.inspections.getByCaptureTokenHash(CaptureLinks.hash(token));
+      const inspection = await s.inspections.getByCaptureTokenHash(CaptureLinks.hash(token));
       // The server decides which page this is; the script only renders it.
       const state = inspection ? captureLinkState(inspection.status, inspection.expiresAt, s.clock.now()) : "invalid";
       reply.headers(PAGE_HEADERS).type("text/html; charset=utf-8");

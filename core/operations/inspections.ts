@@ -12,8 +12,8 @@ import { checkNotifyUrl } from "../net/notify-url.ts";
 const CANCEL_WAIT_MS = 5_000;
 
 /** What the /v1 API and the dashboard do alike; each throws ApiError on a client's mistake. */
-export function findInspection(s: Services, scope: Scope, id: string): InspectionRecord {
-  const found = s.inspections.get(scope, id);
+export async function findInspection(s: Services, scope: Scope, id: string): Promise<InspectionRecord> {
+  const found = await s.inspections.get(scope, id);
   if (!found) throw notFound("inspection", id);
   return found;
 }
@@ -58,11 +58,11 @@ export async function createInspection(s: Services, scope: Scope, body: CreateIn
 
 /** Records the cancel intent and waits for the controller's verdict; canceling twice is not an error. */
 export async function cancelInspection(s: Services, scope: Scope, id: string): Promise<InspectionRecord> {
-  const current = findInspection(s, scope, id);
+  const current = await findInspection(s, scope, id);
   if (current.status === "canceled") return current;
   if (!isCancelable(current.status)) throw notCancelable(current);
   // The controller owns status: record the intent, then report its verdict.
-  s.inspections.recordCancelRequested(current.id, s.clock.now());
+  await s.inspections.recordCancelRequested(current.id, s.clock.now());
   s.signals.nudgeController();
   const after = await s.signals.waitFor(
     current.id,

@@ -8,12 +8,12 @@ import type { Services } from "../services.ts";
  * there is none. Every form of the report (JSON, PDF, the dashboard's) asks here, so they all refuse
  * alike.
  */
-export function completedReport(s: Pick<Services, "inspections">, inspection: InspectionRecord): string {
+export async function completedReport(s: Pick<Services, "inspections">, inspection: InspectionRecord): Promise<string> {
   // Canceled, expired and failed are terminal without a report: waiting would never help.
   if (isTerminal(inspection.status) && inspection.status !== "completed") {
     throw new ApiError("report_unavailable", `The inspection is ${inspection.status}, so it will never have a report.`);
   }
-  const report = inspection.status === "completed" ? s.inspections.getReport(inspection.id) : null;
+  const report = inspection.status === "completed" ? await s.inspections.getReport(inspection.id) : null;
   if (!report)
     throw new ApiError(
       "report_not_ready",

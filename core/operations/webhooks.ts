@@ -25,7 +25,7 @@ import { checkNotifyUrl } from "../net/notify-url.ts";
 const HOUR_MS = 3_600_000;
 
 /** The account and environment's signing secrets, made on first use. */
-export function webhookSecretOf(s: Pick<Services, "keys" | "clock">, scope: Scope): WebhookSecretRecord {
+export function webhookSecretOf(s: Pick<Services, "keys" | "clock">, scope: Scope): Promise<WebhookSecretRecord> {
   return s.keys.webhookSecretFor(scope.accountId, scope.livemode, newWebhookSecret, s.clock.now());
 }
 
@@ -33,11 +33,11 @@ export function webhookSecretOf(s: Pick<Services, "keys" | "clock">, scope: Scop
  * A new current secret; the one it replaces keeps signing beside it for `overlapHours`, so
  * receivers can move to the new one without refusing a delivery meanwhile.
  */
-export function rotateWebhookSecret(
+export async function rotateWebhookSecret(
   s: Pick<Services, "keys" | "clock">,
   scope: Scope,
   overlapHours: number = DEFAULT_OVERLAP_HOURS,
-): WebhookSecretRecord {
+): Promise<WebhookSecretRecord> {
   if (!OverlapHours.safeParse(overlapHours).success) {
     throw new ApiError("parameter_invalid", `overlap_hours must be a whole number of hours from 0 to ${MAX_OVERLAP_HOURS}.`, {
       param: "overlap_hours",
@@ -48,13 +48,13 @@ export function rotateWebhookSecret(
 }
 
 /** Delivers the event again, due now, with a fresh retry schedule; its attempts keep their numbers. */
-export function resendEvent(s: Pick<Services, "events" | "clock" | "signals">, scope: Scope, eventId: string): EventRecord {
-  const resent = s.events.resend(scope, eventId, s.clock.now());
+export async function resendEvent(s: Pick<Services, "events" | "clock" | "signals">, scope: Scope, eventId: string): Promise<EventRecord> {
+  const resent = await s.events.resend(scope, eventId, s.clock.now());
   if (resent) {
     s.signals.deliveryDue();
     return resent;
   }
-  if (!s.events.get(scope, eventId)) throw notFound("event", eventId);
+  if (!(await s.events.get(scope, eventId))) throw notFound("event", eventId);
   throw new ApiError("event_not_deliverable", `The event ${eventId} cannot be sent: its inspection has no notify_url.`);
 }
 
@@ -78,7 +78,7 @@ export async function sendTestWebhook(s: Pick<Services, "keys" | "clock" | "conf
     data: { object: "webhook_test", message: "A test event: your endpoint received it; verify its signature as for any event." },
   };
   const body = JSON.stringify(event);
-  const headers = webhookHeaders(webhookSecretOf(s, scope), event.id, Math.floor(now / 1000), body);
+  const headers = webhookHeaders(await webhookSecretOf(s, scope), event.id, Math.floor(now / 1000), body);
   const client = new WebhookClient(webhooks);
   try {
     const outcome = await client.post(url, headers, body);

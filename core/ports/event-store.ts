@@ -5,19 +5,19 @@ import type { DeliveryAttemptRecord, EventRecord, Scope } from "./records.ts";
  * by InspectionStore in the same transaction as the move they describe.
  */
 export interface EventStore {
-  list(scope: Scope, limit: number, afterId?: string): EventRecord[] | null;
-  get(scope: Scope, id: string): EventRecord | null;
+  list(scope: Scope, limit: number, afterId?: string): Promise<EventRecord[] | null>;
+  get(scope: Scope, id: string): Promise<EventRecord | null>;
   /** The events of one inspection of the scope, oldest first: its history, for the dashboard. */
-  forInspection(scope: Scope, inspectionId: string): EventRecord[];
-  attempts(eventIds: readonly string[]): Map<string, DeliveryAttemptRecord[]>;
+  forInspection(scope: Scope, inspectionId: string): Promise<EventRecord[]>;
+  attempts(eventIds: readonly string[]): Promise<Map<string, DeliveryAttemptRecord[]>>;
   /** Pending deliveries whose next attempt is due, oldest first. */
-  due(now: number, limit: number): EventRecord[];
+  due(now: number, limit: number): Promise<EventRecord[]>;
   /** Appends an attempt and moves the delivery on: a new due time, or a final status. */
-  recordAttempt(attempt: DeliveryAttemptRecord, next: { nextAttemptAt: number } | { status: "succeeded" | "failed" }): void;
+  recordAttempt(attempt: DeliveryAttemptRecord, next: { nextAttemptAt: number } | { status: "succeeded" | "failed" }): Promise<void>;
   /**
    * Puts a delivered, failed or pending event back to pending, due at `now`, its retry schedule
    * starting again from the attempts made so far. Null when the scope has no such event, or its
    * delivery status is `none` (no notify_url: nowhere to send it).
    */
-  resend(scope: Scope, id: string, now: number): EventRecord | null;
+  resend(scope: Scope, id: string, now: number): Promise<EventRecord | null>;
 }

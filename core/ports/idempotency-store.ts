@@ -9,9 +9,9 @@ export type BeginResult = { kind: "started" } | { kind: "replay"; response: Stor
  * requests with one key, exactly one gets `started`.
  */
 export interface IdempotencyStore {
-  begin(scope: Scope, key: string, fingerprint: string, now: number, retentionMs: number): BeginResult;
-  complete(scope: Scope, key: string, response: StoredResponse): void;
+  begin(scope: Scope, key: string, fingerprint: string, now: number, retentionMs: number): Promise<BeginResult>;
+  complete(scope: Scope, key: string, response: StoredResponse): Promise<void>;
   /** Forgets a key whose request did not finish with a storable response (a 5xx, a crash). */
-  abandon(scope: Scope, key: string): void;
-  purge(olderThan: number): number;
+  abandon(scope: Scope, key: string): Promise<void>;
+  purge(olderThan: number): Promise<number>;
 }

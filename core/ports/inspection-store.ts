@@ -37,22 +37,29 @@ export type EventFactory = (after: InspectionRecord) => { id: string; type: stri
 export interface InspectionStore {
   /** Stores a new inspection with its first event; resolves once both are durable. */
   create(record: InspectionRecord, captureTokenHash: string, event: EventFactory): Promise<void>;
-  get(scope: Scope, id: string): InspectionRecord | null;
-  getById(id: string): InspectionRecord | null;
-  getByCaptureTokenHash(hash: string): InspectionRecord | null;
-  list(scope: Scope, filter: ListFilter): InspectionRecord[];
+  get(scope: Scope, id: string): Promise<InspectionRecord | null>;
+  getById(id: string): Promise<InspectionRecord | null>;
+  getByCaptureTokenHash(hash: string): Promise<InspectionRecord | null>;
+  list(scope: Scope, filter: ListFilter): Promise<InspectionRecord[]>;
 
   // Intents (API and capture routes).
-  recordOpened(id: string, at: number): void;
-  recordSubmitRequested(id: string, at: number): void;
-  recordCancelRequested(id: string, at: number): void;
-  recordVinObserved(id: string, vin: string): void;
+  recordOpened(id: string, at: number): Promise<void>;
+  recordSubmitRequested(id: string, at: number): Promise<void>;
+  recordCancelRequested(id: string, at: number): Promise<void>;
+  recordVinObserved(id: string, vin: string): Promise<void>;
 
   // Controller.
-  needingReconcile(now: number, limit: number): InspectionRecord[];
-  clearReconcile(id: string, generation: number): void;
-  transition(id: string, from: Status, to: Status, at: number, patch: TransitionPatch, event: EventFactory): InspectionRecord | null;
-  scheduleProcessingRetry(id: string, attempts: number, dueAt: number): void;
+  needingReconcile(now: number, limit: number): Promise<InspectionRecord[]>;
+  clearReconcile(id: string, generation: number): Promise<void>;
+  transition(
+    id: string,
+    from: Status,
+    to: Status,
+    at: number,
+    patch: TransitionPatch,
+    event: EventFactory,
+  ): Promise<InspectionRecord | null>;
+  scheduleProcessingRetry(id: string, attempts: number, dueAt: number): Promise<void>;
 
   // Photos, media and reports.
   /**
@@ -64,9 +71,9 @@ export interface InspectionStore {
    * after that intent, sees it; or it is refused. Processing therefore never reads a photo that is
    * replaced later, and nothing a report references is ever deleted.
    */
-  putPhoto(photo: PhotoRecord, media: MediaRecord): PutPhotoResult;
-  photos(inspectionId: string): PhotoRecord[];
-  putMedia(media: MediaRecord): void;
-  getMedia(scope: Scope, id: string): MediaRecord | null;
-  getReport(inspectionId: string): string | null;
+  putPhoto(photo: PhotoRecord, media: MediaRecord): Promise<PutPhotoResult>;
+  photos(inspectionId: string): Promise<PhotoRecord[]>;
+  putMedia(media: MediaRecord): Promise<void>;
+  getMedia(scope: Scope, id: string): Promise<MediaRecord | null>;
+  getReport(inspectionId: string): Promise<string | null>;
 }

@@ -22,25 +22,31 @@ export type WebhookSecretRecord = {
 /** Accounts, their API keys (stored as hashes only) and their webhook signing secrets. */
 export interface KeyStore {
   /** Creates the account on first use. Returns the key's record; the caller holds the only plaintext. */
-  createKey(accountName: string, env: Environment, keyHash: string, last4: string, keyId: string, now: number): ApiKeyRecord;
-  findByHash(keyHash: string): ApiKeyRecord | null;
-  list(): ApiKeyRecord[];
+  createKey(accountName: string, env: Environment, keyHash: string, last4: string, keyId: string, now: number): Promise<ApiKeyRecord>;
+  findByHash(keyHash: string): Promise<ApiKeyRecord | null>;
+  list(): Promise<ApiKeyRecord[]>;
   /** One account and environment's keys, revoked ones too, newest first. */
-  listIn(accountId: string, livemode: boolean): ApiKeyRecord[];
+  listIn(accountId: string, livemode: boolean): Promise<ApiKeyRecord[]>;
   /** False when no such key exists. */
-  revoke(keyId: string, now: number): boolean;
+  revoke(keyId: string, now: number): Promise<boolean>;
   /** The account and environment's `whsec_` secret, made on first use. */
-  webhookSecret(accountName: string, env: Environment, make: () => string, now: number): string;
+  webhookSecret(accountName: string, env: Environment, make: () => string, now: number): Promise<string>;
   /**
    * The same, by account id, with the secret rotated out while it still signs at `now`; made on
    * first use too, so every delivery can be signed.
    */
-  webhookSecretFor(accountId: string, livemode: boolean, make: () => string, now: number): WebhookSecretRecord;
+  webhookSecretFor(accountId: string, livemode: boolean, make: () => string, now: number): Promise<WebhookSecretRecord>;
   /**
    * Makes `make()` the current secret; the one it replaces keeps signing until `now + overlapMs`
    * (0: stops at once), taking the place of any earlier one still in its overlap.
    */
-  rotateWebhookSecret(accountId: string, livemode: boolean, make: () => string, now: number, overlapMs: number): WebhookSecretRecord;
+  rotateWebhookSecret(
+    accountId: string,
+    livemode: boolean,
+    make: () => string,
+    now: number,
+    overlapMs: number,
+  ): Promise<WebhookSecretRecord>;
   /** The account's id, the account made on first use (as createKey and webhookSecret do). */
-  accountId(accountName: string, now: number): string;
+  accountId(accountName: string, now: number): Promise<string>;
 }

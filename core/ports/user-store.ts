@@ -23,26 +23,26 @@ export type InviteRecord = {
  */
 export interface UserStore {
   /** Creates the account on first use; null when the email already has a user. */
-  createUser(accountName: string, user: { id: string; email: string; passwordHash: string }, now: number): UserRecord | null;
-  findByEmail(email: string): UserRecord | null;
-  listUsers(accountId: string): UserRecord[];
+  createUser(accountName: string, user: { id: string; email: string; passwordHash: string }, now: number): Promise<UserRecord | null>;
+  findByEmail(email: string): Promise<UserRecord | null>;
+  listUsers(accountId: string): Promise<UserRecord[]>;
 
-  createSession(idHash: string, userId: string, now: number, expiresAt: number): void;
+  createSession(idHash: string, userId: string, now: number, expiresAt: number): Promise<void>;
   /** The session's user while it has not expired; null otherwise. */
-  sessionUser(idHash: string, now: number): UserRecord | null;
-  deleteSession(idHash: string): void;
+  sessionUser(idHash: string, now: number): Promise<UserRecord | null>;
+  deleteSession(idHash: string): Promise<void>;
 
-  createInvite(tokenHash: string, invite: Omit<InviteRecord, "acceptedAt">): void;
+  createInvite(tokenHash: string, invite: Omit<InviteRecord, "acceptedAt">): Promise<void>;
   /** The invite while it is unused and unexpired; null otherwise. */
-  openInvite(tokenHash: string, now: number): InviteRecord | null;
+  openInvite(tokenHash: string, now: number): Promise<InviteRecord | null>;
   /**
    * Uses the invite and creates its user, both or neither: null when the invite is used, expired or
    * unknown, or its email already has a user.
    */
-  acceptInvite(tokenHash: string, user: { id: string; passwordHash: string }, now: number): UserRecord | null;
+  acceptInvite(tokenHash: string, user: { id: string; passwordHash: string }, now: number): Promise<UserRecord | null>;
 
   /** Notes that an API key was used (the dashboard shows it); callers need not do it on every request. */
-  touchKey(keyId: string, at: number): void;
+  touchKey(keyId: string, at: number): Promise<void>;
   /** When each of these keys was last used, for those used at all. */
-  keysLastUsed(keyIds: readonly string[]): Map<string, number>;
+  keysLastUsed(keyIds: readonly string[]): Promise<Map<string, number>>;
 }

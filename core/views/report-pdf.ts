@@ -34,7 +34,7 @@ type Picture = { jpeg: Buffer; width: number; height: number };
  * photo taken with its quality verdict. Refuses as the JSON report does (completedReport).
  */
 export async function reportPdf(s: Pick<Services, "inspections" | "blobs">, inspection: InspectionRecord): Promise<Buffer> {
-  const report = Report.parse(JSON.parse(completedReport(s, inspection)));
+  const report = Report.parse(JSON.parse(await completedReport(s, inspection)));
   const scope: Scope = { accountId: inspection.accountId, livemode: inspection.livemode };
   // Scaled on sharp's threads, all at once, before the layout (synchronous) starts.
   const [evidence, thumbnails] = await Promise.all([
@@ -78,7 +78,7 @@ export async function reportPdf(s: Pick<Services, "inspections" | "blobs">, insp
  */
 
 async function picture(s: Pick<Services, "inspections" | "blobs">, scope: Scope, mediaId: string | null, longSide: number) {
-  const media = mediaId ? s.inspections.getMedia(scope, mediaId) : null;
+  const media = mediaId ? await s.inspections.getMedia(scope, mediaId) : null;
   const bytes = media ? await s.blobs.get(media.blobKey) : null;
   if (!bytes) return null;
   const { data, info } = await sharp(bytes)

@@ -23,21 +23,21 @@ declare module "fastify" {
 }
 
 /** A new session for `user`, always a new id: whatever session cookie came with the sign-in is dropped. */
-export function startSession(s: Services, request: FastifyRequest, reply: FastifyReply, user: UserRecord): void {
-  endSession(s, request, reply);
+export async function startSession(s: Services, request: FastifyRequest, reply: FastifyReply, user: UserRecord): Promise<void> {
+  await endSession(s, request, reply);
   const id = randomBytes(32).toString("base64url");
   const now = s.clock.now();
-  s.users.createSession(sha256(id), user.id, now, now + SESSION_TTL_MS);
+  await s.users.createSession(sha256(id), user.id, now, now + SESSION_TTL_MS);
   reply.setCookie(SESSION_COOKIE, id, { ...COOKIE_OPTIONS, maxAge: SESSION_TTL_MS / 1000 });
 }
 
-export function endSession(s: Services, request: FastifyRequest, reply: FastifyReply): void {
+export async function endSession(s: Services, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const id = request.cookies[SESSION_COOKIE];
-  if (id) s.users.deleteSession(sha256(id));
+  if (id) await s.users.deleteSession(sha256(id));
   reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS);
 }
 
-export function sessionUser(s: Services, request: FastifyRequest): UserRecord | null {
+export async function sessionUser(s: Services, request: FastifyRequest): Promise<UserRecord | null> {
   const id = request.cookies[SESSION_COOKIE];
-  return id ? s.users.sessionUser(sha256(id), s.clock.now()) : null;
+  return id ? await s.users.sessionUser(sha256(id), s.clock.now()) : null;
 }

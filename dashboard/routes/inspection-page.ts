@@ -35,8 +35,8 @@ export const inspectionPageRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
     /** The inspection of the path, if it is the user's account's and environment's; else no page. */
-    const own = (request: FastifyRequest, id: string) => {
-      const inspection = s.inspections.get(scopeOf(request), id);
+    const own = async (request: FastifyRequest, id: string) => {
+      const inspection = await s.inspections.get(scopeOf(request), id);
       if (!inspection) throw notFound("inspection", id);
       return inspection;
     };
@@ -47,11 +47,11 @@ export const inspectionPageRoutes =
       // Past expires_at the link is dead even before the controller's sweep says so: not offered.
       const open = captureLinkState(inspection.status, inspection.expiresAt, s.clock.now()) === "active";
       const captureUrl = open ? s.captureLinks.url(inspection.id) : null;
-      const events = s.events.forInspection(scope, inspection.id);
-      const attempts = s.events.attempts(events.map((e) => e.id));
+      const events = await s.events.forInspection(scope, inspection.id);
+      const attempts = await s.events.attempts(events.map((e) => e.id));
       const report =
         inspection.status === "completed"
-          ? reportView(completedReport(s, inspection), (mediaId) => `/dashboard/${env}/media/${mediaId}.jpg`)
+          ? reportView(await completedReport(s, inspection), (mediaId) => `/dashboard/${env}/media/${mediaId}.jpg`)
           : null;
       return renderPage(reply, "inspection", signedIn(request, reply, "inspections"), {
         title: inspection.reference ?? inspection.id,
@@ -68,11 +68,11 @@ export const inspectionPageRoutes =
     };
 
     app.get("/:env/inspections/:id", { schema: { params: InspectionParams } }, async (request, reply) =>
-      page(request, reply, own(request, request.params.id), null),
+      page(request, reply, await own(request, request.params.id), null),
     );
 
     app.get("/:env/inspections/:id/report.pdf", { schema: { params: InspectionParams } }, async (request, reply) => {
-      const inspection = own(request, request.params.id);
+      const inspection = await own(request, request.params.id);
       const pdf = await reportPdf(s, inspection);
       return reply.headers(reportPdfHeaders(inspection.id, pdf)).send(pdf);
     });
@@ -80,19 +80,19 @@ export const inspectionPageRoutes =
     // The link is shown in the answer to the form, once, as a new API key is: it is a credential,
     // and a redirect would put it in the history and the logs.
     app.post("/:env/inspections/:id/share", { schema: { params: InspectionParams, body: ShareForm } }, async (request, reply) => {
-      const inspection = own(request, request.params.id);
+      const inspection = await own(request, request.params.id);
       // Only a report can be shared: this throws the same 409 as the API before there is one.
-      completedReport(s, inspection);
+      await completedReport(s, inspection);
       const { token, expiresAt } = createShareToken(s.signingKeys.shareLinks, inspection.id, s.clock.now(), request.body.days);
       return page(request, reply, inspection, { url: `${s.config.publicUrl}/r/${token}`, expiresAt });
     });
 
     app.post("/:env/events/:eventId/resend", { schema: { params: EventParams } }, async (request, reply) => {
-      const event = resendEvent(s, scopeOf(request), request.params.eventId);
+      const event = await resendEvent(s, scopeOf(request), request.params.eventId);
       return reply.redirect(`/dashboard/${request.params.env}/inspections/${event.inspectionId}#${event.id}`, 303);
     });
 
     app.get("/:env/media/:id.jpg", { schema: { params: MediaParams } }, async (request, reply) =>
-      sendPhoto(s, request, reply, request.params.id, s.inspections.getMedia(scopeOf(request), request.params.id)),
+      sendPhoto(s, request, reply, request.params.id, await s.inspections.getMedia(scopeOf(request), request.params.id)),
     );
   };

@@ -38,8 +38,8 @@ export const inspectionRoutes =
     app.get("/:env/inspections", { schema: { params: EnvParams, querystring: ListFilters } }, async (request, reply) => {
       const scope = scopeOf(request);
       const f = request.query;
-      const at = f.cursor ? s.inspections.get(scope, f.cursor) : null;
-      const rows = s.inspections.list(scope, {
+      const at = f.cursor ? await s.inspections.get(scope, f.cursor) : null;
+      const rows = await s.inspections.list(scope, {
         limit: PAGE_SIZE + 1,
         after: at ? { createdAt: at.createdAt, id: at.id } : undefined,
         status: f.status,

@@ -13,26 +13,26 @@ const KeyParams = EnvParams.extend({ id: z.string().max(64) });
 export const keyRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
-    const page = (request: FastifyRequest, reply: FastifyReply, created: string | null) => {
+    const page = async (request: FastifyRequest, reply: FastifyReply, created: string | null) => {
       const scope = scopeOf(request);
-      const keys = s.keys.listIn(scope.accountId, scope.livemode);
-      const lastUsed = s.users.keysLastUsed(keys.map((k) => k.id));
+      const keys = await s.keys.listIn(scope.accountId, scope.livemode);
+      const lastUsed = await s.users.keysLastUsed(keys.map((k) => k.id));
       return renderPage(reply, "keys", signedIn(request, reply, "keys"), {
         title: "API keys",
         keys: keys.map((k) => ({ ...k, lastUsedAt: lastUsed.get(k.id) ?? null })),
         created,
       });
     };
-    const create = (request: FastifyRequest) => {
+    const create = async (request: FastifyRequest) => {
       const env = (request.params as { env: "test" | "live" }).env;
       const key = newApiKey(env);
-      s.keys.createKey(request.user.accountName, env, sha256(key), key.slice(-4), newId("key"), s.clock.now());
+      await s.keys.createKey(request.user.accountName, env, sha256(key), key.slice(-4), newId("key"), s.clock.now());
       return key;
     };
     /** The key, if it is this account's and environment's; another's is no page at all. */
-    const ownKey = (request: FastifyRequest, id: string) => {
+    const ownKey = async (request: FastifyRequest, id: string) => {
       const scope = scopeOf(request);
-      const key = s.keys.listIn(scope.accountId, scope.livemode).find((k) => k.id === id && k.revokedAt === null);
+      const key = (await s.keys.listIn(scope.accountId, scope.livemode)).find((k) => k.id === id && k.revokedAt === null);
       if (!key) throw notFound("key", id);
       return key;
     };
@@ -41,18 +41,18 @@ export const keyRoutes =
 
     // The new key is shown in the answer to the POST itself, once: it is never stored in the clear,
     // so no later page could show it.
-    app.post("/:env/keys", { schema: { params: EnvParams } }, async (request, reply) => page(request, reply, create(request)));
+    app.post("/:env/keys", { schema: { params: EnvParams } }, async (request, reply) => page(request, reply, await create(request)));
 
     app.post("/:env/keys/:id/revoke", { schema: { params: KeyParams } }, async (request, reply) => {
-      s.keys.revoke(ownKey(request, request.params.id).id, s.clock.now());
+      await s.keys.revoke((await ownKey(request, request.params.id)).id, s.clock.now());
       return reply.redirect(`/dashboard/${request.params.env}/keys`, 303);
     });
 
     // Rolling: a new key at once and the old one revoked, for a key that leaked or a routine change.
     app.post("/:env/keys/:id/roll", { schema: { params: KeyParams } }, async (request, reply) => {
-      const old = ownKey(request, request.params.id);
-      const key = create(request);
-      s.keys.revoke(old.id, s.clock.now());
+      const old = await ownKey(request, request.params.id);
+      const key = await create(request);
+      await s.keys.revoke(old.id, s.clock.now());
       return page(request, reply, key);
     });
   };

@@ -63,39 +63,39 @@ export const sharedReportRoutes =
     });
 
     /** The inspection a token opens, with the scope its photos are looked up in. */
-    const open = (token: string): { inspection: InspectionRecord; scope: Scope; expiresAt: number } => {
+    const open = async (token: string): Promise<{ inspection: InspectionRecord; scope: Scope; expiresAt: number }> => {
       const check = verifyShareToken(s.signingKeys.shareLinks, token, s.clock.now());
       if (!check.ok && check.reason === "expired") {
         throw new LinkRefused(410, "This report link has expired. Ask whoever sent it for a new one.");
       }
-      const inspection = check.ok ? s.inspections.getById(check.inspectionId) : null;
+      const inspection = check.ok ? await s.inspections.getById(check.inspectionId) : null;
       if (!check.ok || !inspection) throw notFound("report", check.ok ? check.inspectionId : "link");
       return { inspection, scope: { accountId: inspection.accountId, livemode: inspection.livemode }, expiresAt: check.expiresAt };
     };
 
     app.get("/r/:token", { schema: { params: TokenParams } }, async (request, reply) => {
       const { token } = request.params;
-      const { inspection, expiresAt } = open(token);
+      const { inspection, expiresAt } = await open(token);
       return renderPage(reply, "shared-report", VISITOR, {
         title: "Condition report",
         wide: true,
         token,
         inspection,
         expiresAt,
-        report: reportView(completedReport(s, inspection), (mediaId) => `/r/${token}/media/${mediaId}.jpg`),
+        report: reportView(await completedReport(s, inspection), (mediaId) => `/r/${token}/media/${mediaId}.jpg`),
       });
     });
 
     app.get("/r/:token/report.pdf", { schema: { params: TokenParams } }, async (request, reply) => {
-      const { inspection } = open(request.params.token);
+      const { inspection } = await open(request.params.token);
       const pdf = await reportPdf(s, inspection);
       return reply.headers(reportPdfHeaders(inspection.id, pdf)).send(pdf);
     });
 
     // Only the photos of the inspection shared: a valid link opens no other photo of its account.
     app.get("/r/:token/media/:mediaId.jpg", { schema: { params: MediaParams } }, async (request, reply) => {
-      const { inspection, scope } = open(request.params.token);
-      const media = s.inspections.getMedia(scope, request.params.mediaId);
+      const { inspection, scope } = await open(request.params.token);
+      const media = await s.inspections.getMedia(scope, request.params.mediaId);
       return sendPhoto(s, request, reply, request.params.mediaId, media?.inspectionId === inspection.id ? media : null);
     });
   };

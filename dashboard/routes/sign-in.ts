@@ -23,7 +23,7 @@ export const signInRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
     app.get("/sign-in", { schema: { querystring: NextQuery } }, async (request, reply) => {
-      if (sessionUser(s, request)) return reply.redirect(safeNext(request.query.next), 303);
+      if (await sessionUser(s, request)) return reply.redirect(safeNext(request.query.next), 303);
       return renderPage(reply, "sign-in", signedOut(reply), { title: "Sign in", next: request.query.next ?? "", email: "", error: null });
     });
 
@@ -36,7 +36,7 @@ export const signInRoutes =
       },
       async (request, reply) => {
         const email = normalizeEmail(request.body.email);
-        const user = s.users.findByEmail(email);
+        const user = await s.users.findByEmail(email);
         const matches = await passwordMatches(user?.passwordHash ?? NOBODY_HASH, request.body.password);
         if (!user || !matches) {
           return renderPage(reply.code(401), "sign-in", signedOut(reply), {
@@ -46,29 +46,29 @@ export const signInRoutes =
             error: "That email and password do not match a user.",
           });
         }
-        startSession(s, request, reply, user);
+        await startSession(s, request, reply, user);
         return reply.redirect(safeNext(request.query.next), 303);
       },
     );
 
     app.post("/sign-out", async (request, reply) => {
-      endSession(s, request, reply);
+      await endSession(s, request, reply);
       return reply.redirect("/dashboard/sign-in", 303);
     });
 
     app.get("/invite/:token", { schema: { params: InviteParams } }, async (request, reply) => {
-      const invite = s.users.openInvite(sha256(request.params.token), s.clock.now());
+      const invite = await s.users.openInvite(sha256(request.params.token), s.clock.now());
       return renderPage(reply.code(invite ? 200 : 410), "invite", signedOut(reply), { title: "Join your team", invite, error: null });
     });
 
     app.post("/invite/:token", { schema: { params: InviteParams, body: InviteForm } }, async (request, reply) => {
       const tokenHash = sha256(request.params.token);
-      const invite = s.users.openInvite(tokenHash, s.clock.now());
+      const invite = await s.users.openInvite(tokenHash, s.clock.now());
       const problem = passwordProblem(request.body.password);
       if (!invite || problem) {
         return renderPage(reply.code(invite ? 400 : 410), "invite", signedOut(reply), { title: "Join your team", invite, error: problem });
       }
-      const user = s.users.acceptInvite(
+      const user = await s.users.acceptInvite(
         tokenHash,
         { id: newId("user"), passwordHash: await hashPassword(request.body.password) },
         s.clock.now(),
@@ -76,7 +76,7 @@ export const signInRoutes =
       if (!user) {
         return renderPage(reply.code(410), "invite", signedOut(reply), { title: "Join your team", invite: null, error: null });
       }
-      startSession(s, request, reply, user);
+      await startSession(s, request, reply, user);
       return reply.redirect("/dashboard", 303);
     });
   };

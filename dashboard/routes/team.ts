@@ -17,10 +17,10 @@ const InviteForm = z.object({ email: z.string().max(320).default(""), _csrf: z.s
 export const teamRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
-    const page = (request: FastifyRequest, reply: FastifyReply, extra: { link?: string; email?: string; error?: string }) =>
+    const page = async (request: FastifyRequest, reply: FastifyReply, extra: { link?: string; email?: string; error?: string }) =>
       renderPage(reply, "team", signedIn(request, reply, "team"), {
         title: "Team",
-        users: s.users.listUsers(request.user.accountId),
+        users: await s.users.listUsers(request.user.accountId),
         link: null,
         email: "",
         error: null,
@@ -33,11 +33,11 @@ export const teamRoutes =
       const email = normalizeEmail(request.body.email);
       if (!z.email().safeParse(email).success)
         return page(request, reply.code(400), { email, error: "Enter the colleague's email address." });
-      if (s.users.findByEmail(email)) return page(request, reply.code(400), { email, error: "That address already has a user." });
+      if (await s.users.findByEmail(email)) return page(request, reply.code(400), { email, error: "That address already has a user." });
       // The link is the credential: shown once here, kept only as a hash, good for one sign-up.
       const token = randomBytes(32).toString("base64url");
       const now = s.clock.now();
-      s.users.createInvite(sha256(token), {
+      await s.users.createInvite(sha256(token), {
         accountId: request.user.accountId,
         email,
         invitedBy: request.user.id,

@@ -19,8 +19,8 @@ export const webhookRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
     type Extra = { revealed?: boolean; rotated?: boolean; test?: WebhookTest; testUrl?: string; error?: string };
-    const page = (request: FastifyRequest, reply: FastifyReply, extra: Extra) => {
-      const secret = webhookSecretOf(s, scopeOf(request));
+    const page = async (request: FastifyRequest, reply: FastifyReply, extra: Extra) => {
+      const secret = await webhookSecretOf(s, scopeOf(request));
       const stillSigning = secret.previousExpiresAt !== null && secret.previousExpiresAt > s.clock.now();
       return renderPage(reply, "webhooks", signedIn(request, reply, "webhooks"), {
         title: "Webhooks",
@@ -44,7 +44,7 @@ export const webhookRoutes =
 
     app.post("/:env/webhooks/rotate", { schema: { params: EnvParams, body: RotateForm } }, async (request, reply) => {
       try {
-        rotateWebhookSecret(s, scopeOf(request), request.body.overlap_hours);
+        await rotateWebhookSecret(s, scopeOf(request), request.body.overlap_hours);
       } catch (error) {
         if (isApiError(error) && error.statusCode < 500) return page(request, reply.code(400), { error: error.message });
         throw error;

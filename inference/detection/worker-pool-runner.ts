@@ -1,4 +1,5 @@
 import { Piscina } from "piscina";
+import type { BlobStoreConfig } from "../../core/config.ts";
 import type { DetectionResult, DetectionRunner, PhotoToInspect } from "../../core/ports/detection-runner.ts";
 import type { ModelConfig } from "./load-models.ts";
 
@@ -11,10 +12,10 @@ export class WorkerPoolRunner implements DetectionRunner {
   /** Shared with every worker: set on close, and running detection stops at its next safe point. */
   readonly #stop = new Int32Array(new SharedArrayBuffer(4));
 
-  constructor(options: { blobDir: string; threads: number; models: ModelConfig }) {
+  constructor(options: { blobs: BlobStoreConfig; threads: number; models: ModelConfig }) {
     this.#pool = new Piscina({
       filename: new URL("./detect-worker.ts", import.meta.url).href,
-      workerData: { blobDir: options.blobDir, models: options.models, stop: this.#stop },
+      workerData: { blobs: options.blobs, models: options.models, stop: this.#stop },
       minThreads: options.threads,
       maxThreads: options.threads,
       idleTimeout: Infinity,

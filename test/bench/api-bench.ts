@@ -94,7 +94,7 @@ const env = {
   RATE_LIMIT_TEST_PER_SECOND: "1000000",
   RATE_LIMIT_LIVE_PER_SECOND: "1000000",
 };
-const key = createKey(loadConfig(env), "test", "bench");
+const key = await createKey(loadConfig(env), "test", "bench");
 const auth = { authorization: `Bearer ${key}` };
 
 const bare = await startChild(["test/bench/bare-server.ts"], { PORT: String(barePort) }, "ready");
@@ -105,7 +105,7 @@ const made = (await (
   await fetch(`${base}/v1/inspections`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: createBody })
 ).json()) as { id: string };
 // The list runs use an account of their own, so the POST run's inspections do not count.
-const listKey = createKey(loadConfig(env), "test", "bench-list");
+const listKey = await createKey(loadConfig(env), "test", "bench-list");
 const listAuth = { authorization: `Bearer ${listKey}` };
 // One reading connection for the bench's own counts (the service has its own).
 const reader = openDatabase(dataDir);

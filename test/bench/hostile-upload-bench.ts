@@ -61,7 +61,7 @@ const env = {
   // A's sequential uploads run faster than a person takes photos; B paces itself to the default instead.
   RATE_LIMIT_CAPTURE_PER_SECOND: "100000",
 };
-const key = createKey(loadConfig(env), "test", "bench");
+const key = await createKey(loadConfig(env), "test", "bench");
 const svc = await startChild(["bin/vehicle-inspection.ts", "start"], env, "vehicle inspection service started");
 // Whatever ends this process, the service goes with it.
 process.on("exit", () => svc.kill("SIGTERM"));

@@ -31,7 +31,7 @@ let key: string;
 
 beforeAll(async () => {
   svc = await startService();
-  key = svc.key("test");
+  key = await svc.key("test");
 });
 afterAll(() => svc.close());
 

@@ -296,7 +296,7 @@ describe("the dashboard at a laptop's width (1280×800)", () => {
     await page.goto(`${svc.url}/dashboard/test/webhooks`);
     await page.getByRole("button", { name: "Reveal" }).click();
     const oldSecret = (await page.locator("#signing-secret").textContent())!.trim();
-    expect(oldSecret).toBe(svc.secret("test", ACCOUNT));
+    expect(oldSecret).toBe(await svc.secret("test", ACCOUNT));
     await page.getByLabel("Keep the old secret signing for").selectOption({ label: "no time: stop it now" });
     await page.getByRole("button", { name: "Rotate secret" }).click();
     await expect.poll(() => page.getByRole("status").first().textContent()).toContain("A new secret is in use");

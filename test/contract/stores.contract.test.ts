@@ -1,9 +1,11 @@
+import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FsBlobStore } from "../../core/adapters/fs/fs-blob-store.ts";
 import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
+import { S3BlobStore } from "../../core/adapters/s3/s3-blob-store.ts";
 import { openDatabase } from "../../core/adapters/sqlite/database.ts";
 import { SqliteEventStore } from "../../core/adapters/sqlite/event-store.ts";
 import { SqliteIdempotencyStore } from "../../core/adapters/sqlite/idempotency-store.ts";
@@ -19,10 +21,11 @@ import type { UserStore } from "../../core/ports/user-store.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord } from "../../core/ports/records.ts";
 import { newId } from "../../core/ids.ts";
 import { sampleInspection } from "./fixtures.ts";
+import { startVersityGw, type VersityGw } from "../helpers/go-servers.ts";
 
 /**
  * One contract suite per port, run against every adapter of it. The cluster adapters (NATS
- * JetStream KV, Kubernetes custom resources, S3) join these lists when they land.
+ * JetStream KV, Kubernetes custom resources) join these lists when they land; S3's has.
  */
 type Stores = {
   inspections: InspectionStore;
@@ -54,9 +57,22 @@ const STORE_ADAPTERS: { name: string; make: () => Stores }[] = [
     },
   },
 ];
-const BLOB_ADAPTERS: { name: string; make: () => BlobStore }[] = [
+/** An adapter of a network store runs against a real server, started for its suite (`before`). */
+let s3: VersityGw;
+const BLOB_ADAPTERS: { name: string; make: () => BlobStore; before?: () => Promise<void>; after?: () => Promise<void> }[] = [
   { name: "fs", make: () => new FsBlobStore(tmp("vi-blobs-")) },
   { name: "memory", make: () => new MemoryBlobStore() },
+  {
+    name: "s3 (versitygw)",
+    before: async () => {
+      s3 = await startVersityGw();
+      // The SDK's standard credential chain reads these.
+      process.env.AWS_ACCESS_KEY_ID = s3.accessKey;
+      process.env.AWS_SECRET_ACCESS_KEY = s3.secretKey;
+    },
+    after: () => s3.close(),
+    make: () => new S3BlobStore({ bucket: s3.bucket, endpoint: s3.endpoint, region: "us-east-1", forcePathStyle: true }),
+  },
 ];
 
 const event =
@@ -95,11 +111,11 @@ for (const adapter of STORE_ADAPTERS) {
       const { inspections, events } = adapter.make();
       const r = sampleInspection();
       await inspections.create(r, "tok-hash", event());
-      expect(inspections.get(scope, r.id)).toEqual(r);
-      expect(inspections.get({ ...scope, livemode: true }, r.id)).toBeNull();
-      expect(inspections.get({ ...scope, accountId: "acct_b" }, r.id)).toBeNull();
-      expect(inspections.getByCaptureTokenHash("tok-hash")?.id).toBe(r.id);
-      expect(events.list(scope, 10)!.map((e) => e.inspectionId)).toEqual([r.id]);
+      expect(await inspections.get(scope, r.id)).toEqual(r);
+      expect(await inspections.get({ ...scope, livemode: true }, r.id)).toBeNull();
+      expect(await inspections.get({ ...scope, accountId: "acct_b" }, r.id)).toBeNull();
+      expect((await inspections.getByCaptureTokenHash("tok-hash"))?.id).toBe(r.id);
+      expect((await events.list(scope, 10))!.map((e) => e.inspectionId)).toEqual([r.id]);
     });
 
     it("create resolves once the inspection is durable, also for many at once, and a failing one fails alone", async () => {
@@ -114,9 +130,9 @@ for (const adapter of STORE_ADAPTERS) {
       ]);
       expect(results.map((r) => r.status)).toEqual([...rows.map(() => "fulfilled"), "rejected"]);
       const other = reopen();
-      for (const r of rows) expect(other.get(scope, r.id)).toEqual(r);
-      expect(other.get(scope, broken.id)).toBeNull();
-      expect(inspections.get(scope, broken.id)).toBeNull();
+      for (const r of rows) expect(await other.get(scope, r.id)).toEqual(r);
+      expect(await other.get(scope, broken.id)).toBeNull();
+      expect(await inspections.get(scope, broken.id)).toBeNull();
     });
 
     it("a transition while creates are pending keeps both", async () => {
@@ -124,34 +140,35 @@ for (const adapter of STORE_ADAPTERS) {
       const first = sampleInspection();
       await inspections.create(first, "h1", event());
       const pending = sampleInspection();
-      const created = inspections.create(pending, "h2", event());
+      const created = await inspections.create(pending, "h2", event());
       expect(
-        inspections.transition(first.id, "created", "in_progress", first.createdAt + 1, {}, event("inspection.in_progress"))?.status,
+        (await inspections.transition(first.id, "created", "in_progress", first.createdAt + 1, {}, event("inspection.in_progress")))
+          ?.status,
       ).toBe("in_progress");
       await created;
       const other = reopen();
-      expect(other.get(scope, first.id)?.status).toBe("in_progress");
-      expect(other.get(scope, pending.id)?.status).toBe("created");
+      expect((await other.get(scope, first.id))?.status).toBe("in_progress");
+      expect((await other.get(scope, pending.id))?.status).toBe("created");
     });
 
     it("transition is a compare-and-set that appends exactly one event", async () => {
       const { inspections, events } = adapter.make();
       const r = sampleInspection();
       await inspections.create(r, "h", event());
-      const moved = inspections.transition(r.id, "created", "in_progress", r.createdAt + 1000, {}, event("inspection.in_progress"));
+      const moved = await inspections.transition(r.id, "created", "in_progress", r.createdAt + 1000, {}, event("inspection.in_progress"));
       expect(moved?.status).toBe("in_progress");
       expect(
-        inspections.transition(r.id, "created", "canceled", r.createdAt + 2000, { canceledAt: 1 }, event("inspection.canceled")),
+        await inspections.transition(r.id, "created", "canceled", r.createdAt + 2000, { canceledAt: 1 }, event("inspection.canceled")),
       ).toBeNull();
-      expect(events.list(scope, 10)!.map((e) => e.type)).toEqual(["inspection.in_progress", "inspection.created"]);
-      expect(inspections.get(scope, r.id)!.canceledAt).toBeNull();
+      expect((await events.list(scope, 10))!.map((e) => e.type)).toEqual(["inspection.in_progress", "inspection.created"]);
+      expect((await inspections.get(scope, r.id))!.canceledAt).toBeNull();
     });
 
     it("stores the report with the completing move, atomically", async () => {
       const { inspections } = adapter.make();
       const r = sampleInspection({ status: "processing" });
       await inspections.create(r, "h", event());
-      inspections.transition(
+      await inspections.transition(
         r.id,
         "processing",
         "completed",
@@ -159,8 +176,8 @@ for (const adapter of STORE_ADAPTERS) {
         { completedAt: r.createdAt, summary: { findings: 0, grade: "none" }, report: '{"a":1}' },
         event(),
       );
-      expect(inspections.getReport(r.id)).toBe('{"a":1}');
-      expect(inspections.get(scope, r.id)!.summary).toEqual({ findings: 0, grade: "none" });
+      expect(await inspections.getReport(r.id)).toBe('{"a":1}');
+      expect((await inspections.get(scope, r.id))!.summary).toEqual({ findings: 0, grade: "none" });
     });
 
     it("keyset pages by (created_at seconds, id) descending, and filters", async () => {
@@ -173,11 +190,11 @@ for (const adapter of STORE_ADAPTERS) {
       const expected = [...rows]
         .sort((a, b) => Math.floor(b.createdAt / 1000) - Math.floor(a.createdAt / 1000) || (a.id < b.id ? 1 : -1))
         .map((r) => r.id);
-      const page1 = inspections.list(scope, { limit: 4 });
+      const page1 = await inspections.list(scope, { limit: 4 });
       const last = page1.at(-1)!;
-      const page2 = inspections.list(scope, { limit: 4, after: { createdAt: last.createdAt, id: last.id } });
+      const page2 = await inspections.list(scope, { limit: 4, after: { createdAt: last.createdAt, id: last.id } });
       expect([...page1, ...page2].map((r) => r.id)).toEqual(expected);
-      expect(inspections.list(scope, { limit: 10, reference: "odd" })).toHaveLength(3);
+      expect(await inspections.list(scope, { limit: 10, reference: "odd" })).toHaveLength(3);
     });
 
     it("filters by creation dates, from inclusive and before exclusive, with the other filters", async () => {
@@ -186,11 +203,11 @@ for (const adapter of STORE_ADAPTERS) {
       const t = Date.UTC(2026, 10, 20);
       const rows = [0, 1, 1, 2, 3].map((d, i) => sampleInspection({ createdAt: t + d * day + 5_000, reference: i % 2 ? "odd" : "even" }));
       await Promise.all(rows.map((r, i) => inspections.create(r, `d${i}`, event())));
-      const ids = (f: Parameters<InspectionStore["list"]>[1]) => new Set(inspections.list(scope, f).map((r) => r.id));
-      expect(ids({ limit: 10, createdFrom: t + day, createdBefore: t + 2 * day })).toEqual(new Set([rows[1]!.id, rows[2]!.id]));
-      expect(ids({ limit: 10, createdFrom: t + 2 * day })).toEqual(new Set([rows[3]!.id, rows[4]!.id]));
-      expect(ids({ limit: 10, createdBefore: t + day })).toEqual(new Set([rows[0]!.id]));
-      expect(ids({ limit: 10, createdFrom: t + day, reference: "odd" })).toEqual(new Set([rows[1]!.id, rows[3]!.id]));
+      const ids = async (f: Parameters<InspectionStore["list"]>[1]) => new Set((await inspections.list(scope, f)).map((r) => r.id));
+      expect(await ids({ limit: 10, createdFrom: t + day, createdBefore: t + 2 * day })).toEqual(new Set([rows[1]!.id, rows[2]!.id]));
+      expect(await ids({ limit: 10, createdFrom: t + 2 * day })).toEqual(new Set([rows[3]!.id, rows[4]!.id]));
+      expect(await ids({ limit: 10, createdBefore: t + day })).toEqual(new Set([rows[0]!.id]));
+      expect(await ids({ limit: 10, createdFrom: t + day, reference: "odd" })).toEqual(new Set([rows[1]!.id, rows[3]!.id]));
     });
 
     it("pages each filter in the same order, ties within a second by id, from any cursor", async () => {
@@ -205,7 +222,7 @@ for (const adapter of STORE_ADAPTERS) {
         }),
       );
       await Promise.all(rows.map((r, i) => inspections.create(r, `h${i}`, event())));
-      rows[4] = inspections.transition(rows[4]!.id, "created", "in_progress", t + 5000, {}, event("inspection.in_progress"))!;
+      rows[4] = (await inspections.transition(rows[4]!.id, "created", "in_progress", t + 5000, {}, event("inspection.in_progress")))!;
       const order = (a: InspectionRecord, b: InspectionRecord) =>
         Math.floor(b.createdAt / 1000) - Math.floor(a.createdAt / 1000) || (a.id < b.id ? 1 : -1);
       const filters = [
@@ -222,7 +239,7 @@ for (const adapter of STORE_ADAPTERS) {
           .map((r) => r.id);
         const seen: string[] = [];
         for (let after: { createdAt: number; id: string } | undefined, page: InspectionRecord[]; ; ) {
-          page = inspections.list(scope, { limit: 3, after, ...filter });
+          page = await inspections.list(scope, { limit: 3, after, ...filter });
           seen.push(...page.map((r) => r.id));
           if (page.length < 3) break;
           after = { createdAt: page.at(-1)!.createdAt, id: page.at(-1)!.id };
@@ -234,38 +251,45 @@ for (const adapter of STORE_ADAPTERS) {
     it("a read repeated between writes sees each write at once, and another process's soon after", async () => {
       const { inspections, reopen } = adapter.make();
       const r = sampleInspection();
-      expect(inspections.get(scope, r.id)).toBeNull();
+      expect(await inspections.get(scope, r.id)).toBeNull();
       await inspections.create(r, "h", event());
-      expect(inspections.get(scope, r.id)!.status).toBe("created");
-      expect(inspections.get(scope, r.id)!.status).toBe("created");
-      inspections.recordCancelRequested(r.id, r.createdAt + 1);
-      expect(inspections.get(scope, r.id)!.cancelRequestedAt).toBe(r.createdAt + 1);
-      inspections.transition(r.id, "created", "in_progress", r.createdAt + 2, {}, event("inspection.in_progress"));
-      expect(inspections.get(scope, r.id)!.status).toBe("in_progress");
-      expect(inspections.get({ ...scope, accountId: "acct_b" }, r.id)).toBeNull();
-      reopen().transition(r.id, "in_progress", "canceled", r.createdAt + 3, { canceledAt: r.createdAt + 3 }, event("inspection.canceled"));
+      expect((await inspections.get(scope, r.id))!.status).toBe("created");
+      expect((await inspections.get(scope, r.id))!.status).toBe("created");
+      await inspections.recordCancelRequested(r.id, r.createdAt + 1);
+      expect((await inspections.get(scope, r.id))!.cancelRequestedAt).toBe(r.createdAt + 1);
+      await inspections.transition(r.id, "created", "in_progress", r.createdAt + 2, {}, event("inspection.in_progress"));
+      expect((await inspections.get(scope, r.id))!.status).toBe("in_progress");
+      expect(await inspections.get({ ...scope, accountId: "acct_b" }, r.id)).toBeNull();
+      await reopen().transition(
+        r.id,
+        "in_progress",
+        "canceled",
+        r.createdAt + 3,
+        { canceledAt: r.createdAt + 3 },
+        event("inspection.canceled"),
+      );
       await afterOtherProcessWrites();
-      expect(inspections.get(scope, r.id)!.status).toBe("canceled");
-      expect(inspections.getById(r.id)!.canceledAt).toBe(r.createdAt + 3);
+      expect((await inspections.get(scope, r.id))!.status).toBe("canceled");
+      expect((await inspections.getById(r.id))!.canceledAt).toBe(r.createdAt + 3);
     });
 
     it("intents mark an inspection for reconcile until the controller clears that generation", async () => {
       const { inspections } = adapter.make();
       const r = sampleInspection();
       await inspections.create(r, "h", event());
-      expect(inspections.needingReconcile(Date.now(), 10)).toHaveLength(0);
-      inspections.recordOpened(r.id, Date.now());
-      const [due] = inspections.needingReconcile(Date.now(), 10);
+      expect(await inspections.needingReconcile(Date.now(), 10)).toHaveLength(0);
+      await inspections.recordOpened(r.id, Date.now());
+      const [due] = await inspections.needingReconcile(Date.now(), 10);
       expect(due!.openedAt).not.toBeNull();
-      inspections.recordCancelRequested(r.id, Date.now());
-      inspections.clearReconcile(r.id, due!.reconcileGeneration);
+      await inspections.recordCancelRequested(r.id, Date.now());
+      await inspections.clearReconcile(r.id, due!.reconcileGeneration);
       // The cancel arrived after the read: it must still be due.
-      expect(inspections.needingReconcile(Date.now(), 10).map((x) => x.id)).toEqual([r.id]);
-      const again = inspections.needingReconcile(Date.now(), 10)[0]!;
-      inspections.clearReconcile(r.id, again.reconcileGeneration);
-      expect(inspections.needingReconcile(Date.now(), 10)).toHaveLength(0);
+      expect((await inspections.needingReconcile(Date.now(), 10)).map((x) => x.id)).toEqual([r.id]);
+      const again = (await inspections.needingReconcile(Date.now(), 10))[0]!;
+      await inspections.clearReconcile(r.id, again.reconcileGeneration);
+      expect(await inspections.needingReconcile(Date.now(), 10)).toHaveLength(0);
       // Past expires_at it is due again, without any intent.
-      expect(inspections.needingReconcile(r.expiresAt + 1, 10).map((x) => x.id)).toEqual([r.id]);
+      expect((await inspections.needingReconcile(r.expiresAt + 1, 10)).map((x) => x.id)).toEqual([r.id]);
     });
   });
 
@@ -275,14 +299,14 @@ for (const adapter of STORE_ADAPTERS) {
       const r = sampleInspection();
       await inspections.create(r, "h", event());
       const [photo, media] = photoOf(r, "front");
-      expect(inspections.putPhoto(photo, media)).toEqual({ accepted: true, replaced: null });
-      inspections.transition(r.id, "created", "in_progress", r.createdAt + 2, {}, event("inspection.in_progress"));
+      expect(await inspections.putPhoto(photo, media)).toEqual({ accepted: true, replaced: null });
+      await inspections.transition(r.id, "created", "in_progress", r.createdAt + 2, {}, event("inspection.in_progress"));
       // The last moment before expires_at still counts.
       const [retake, retakeMedia] = photoOf(r, "front", r.expiresAt - 1);
-      expect(inspections.putPhoto(retake, retakeMedia)).toEqual({ accepted: true, replaced: media });
-      expect(inspections.photos(r.id)).toEqual([{ ...retake, tries: 2 }]);
-      expect(inspections.getMedia(scope, media.id)).toBeNull();
-      expect(inspections.getMedia(scope, retakeMedia.id)).toEqual(retakeMedia);
+      expect(await inspections.putPhoto(retake, retakeMedia)).toEqual({ accepted: true, replaced: media });
+      expect(await inspections.photos(r.id)).toEqual([{ ...retake, tries: 2 }]);
+      expect(await inspections.getMedia(scope, media.id)).toBeNull();
+      expect(await inspections.getMedia(scope, retakeMedia.id)).toEqual(retakeMedia);
     });
 
     const closings: [string, (store: InspectionStore, r: InspectionRecord) => void][] = [
@@ -295,15 +319,15 @@ for (const adapter of STORE_ADAPTERS) {
         const r = sampleInspection({ status: "in_progress" });
         await inspections.create(r, "h", event());
         const [first, firstMedia] = photoOf(r, "front");
-        inspections.putPhoto(first, firstMedia);
+        await inspections.putPhoto(first, firstMedia);
         close(inspections, r);
         for (const [photo, media] of [photoOf(r, "front", r.createdAt + 3), photoOf(r, "odometer", r.createdAt + 3)]) {
-          expect(inspections.putPhoto(photo, media)).toEqual({ accepted: false });
-          expect(inspections.getMedia(scope, media.id)).toBeNull();
+          expect(await inspections.putPhoto(photo, media)).toEqual({ accepted: false });
+          expect(await inspections.getMedia(scope, media.id)).toBeNull();
         }
-        expect(inspections.photos(r.id)).toEqual([first]);
-        expect(reopen().photos(r.id)).toEqual([first]);
-        expect(inspections.getMedia(scope, firstMedia.id)).toEqual(firstMedia);
+        expect(await inspections.photos(r.id)).toEqual([first]);
+        expect(await reopen().photos(r.id)).toEqual([first]);
+        expect(await inspections.getMedia(scope, firstMedia.id)).toEqual(firstMedia);
       });
     }
 
@@ -313,9 +337,9 @@ for (const adapter of STORE_ADAPTERS) {
       await inspections.create(r, "h", event());
       for (const at of [r.expiresAt, r.expiresAt + 1]) {
         const [photo, media] = photoOf(r, "front", at);
-        expect(inspections.putPhoto(photo, media)).toEqual({ accepted: false });
+        expect(await inspections.putPhoto(photo, media)).toEqual({ accepted: false });
       }
-      expect(inspections.photos(r.id)).toEqual([]);
+      expect(await inspections.photos(r.id)).toEqual([]);
     });
 
     it("refuses in every status but created and in_progress, and for an unknown inspection", async () => {
@@ -324,12 +348,12 @@ for (const adapter of STORE_ADAPTERS) {
         const r = sampleInspection({ status });
         await inspections.create(r, `h-${status}`, event());
         const [photo, media] = photoOf(r, "front");
-        expect(inspections.putPhoto(photo, media), status).toEqual({ accepted: false });
-        expect(inspections.photos(r.id)).toEqual([]);
-        expect(inspections.getMedia(scope, media.id)).toBeNull();
+        expect(await inspections.putPhoto(photo, media), status).toEqual({ accepted: false });
+        expect(await inspections.photos(r.id)).toEqual([]);
+        expect(await inspections.getMedia(scope, media.id)).toBeNull();
       }
       const [photo, media] = photoOf(sampleInspection(), "front");
-      expect(inspections.putPhoto(photo, media)).toEqual({ accepted: false });
+      expect(await inspections.putPhoto(photo, media)).toEqual({ accepted: false });
     });
   });
 
@@ -338,29 +362,24 @@ for (const adapter of STORE_ADAPTERS) {
       const { inspections, events } = adapter.make();
       const r = sampleInspection({ notifyUrl: "https://example.com/h" });
       await inspections.create(r, "h", event());
-      inspections.transition(r.id, "created", "in_progress", Date.now(), {}, event("inspection.in_progress"));
-      const [newest, oldest] = events.list(scope, 10)!;
-      expect(events.list(scope, 10, newest!.id)!.map((e) => e.id)).toEqual([oldest!.id]);
-      expect(events.list(scope, 10, "evt_unknown")).toBeNull();
-      expect(events.list({ ...scope, livemode: true }, 10)).toEqual([]);
-      expect(events.due(Date.now(), 10)).toHaveLength(2);
-      events.recordAttempt(
+      await inspections.transition(r.id, "created", "in_progress", Date.now(), {}, event("inspection.in_progress"));
+      const [newest, oldest] = (await events.list(scope, 10))!;
+      expect((await events.list(scope, 10, newest!.id))!.map((e) => e.id)).toEqual([oldest!.id]);
+      expect(await events.list(scope, 10, "evt_unknown")).toBeNull();
+      expect(await events.list({ ...scope, livemode: true }, 10)).toEqual([]);
+      expect(await events.due(Date.now(), 10)).toHaveLength(2);
+      await events.recordAttempt(
         { eventId: oldest!.id, n: 1, attemptedAt: 1, statusCode: 500, latencyMs: 3, error: "HTTP 500" },
         { nextAttemptAt: Date.now() + 60_000 },
       );
-      events.recordAttempt(
+      await events.recordAttempt(
         { eventId: newest!.id, n: 1, attemptedAt: 2, statusCode: 200, latencyMs: 4, error: null },
         { status: "succeeded" },
       );
-      expect(events.due(Date.now(), 10)).toHaveLength(0);
-      expect(events.due(Date.now() + 61_000, 10).map((e) => e.id)).toEqual([oldest!.id]);
-      expect(events.get(scope, newest!.id)!.deliveryStatus).toBe("succeeded");
-      expect(
-        events
-          .attempts([oldest!.id])
-          .get(oldest!.id)!
-          .map((a) => a.statusCode),
-      ).toEqual([500]);
+      expect(await events.due(Date.now(), 10)).toHaveLength(0);
+      expect((await events.due(Date.now() + 61_000, 10)).map((e) => e.id)).toEqual([oldest!.id]);
+      expect((await events.get(scope, newest!.id))!.deliveryStatus).toBe("succeeded");
+      expect((await events.attempts([oldest!.id])).get(oldest!.id)!.map((a) => a.statusCode)).toEqual([500]);
     });
 
     it("gives an inspection's events oldest first, in its scope only", async () => {
@@ -369,132 +388,138 @@ for (const adapter of STORE_ADAPTERS) {
       const other = sampleInspection();
       await inspections.create(r, "h1", event());
       await inspections.create(other, "h2", event());
-      inspections.transition(r.id, "created", "in_progress", Date.now(), {}, event("inspection.in_progress"));
-      inspections.transition(r.id, "in_progress", "canceled", Date.now(), {}, event("inspection.canceled"));
-      const history = events.forInspection(scope, r.id);
+      await inspections.transition(r.id, "created", "in_progress", Date.now(), {}, event("inspection.in_progress"));
+      await inspections.transition(r.id, "in_progress", "canceled", Date.now(), {}, event("inspection.canceled"));
+      const history = await events.forInspection(scope, r.id);
       expect(history.map((e) => e.type)).toEqual(["inspection.created", "inspection.in_progress", "inspection.canceled"]);
       expect(history.every((e) => e.inspectionId === r.id)).toBe(true);
-      expect(events.forInspection({ ...scope, livemode: true }, r.id)).toEqual([]);
-      expect(events.forInspection({ ...scope, accountId: "acct_b" }, r.id)).toEqual([]);
-      expect(events.forInspection(scope, "insp_unknown")).toEqual([]);
+      expect(await events.forInspection({ ...scope, livemode: true }, r.id)).toEqual([]);
+      expect(await events.forInspection({ ...scope, accountId: "acct_b" }, r.id)).toEqual([]);
+      expect(await events.forInspection(scope, "insp_unknown")).toEqual([]);
     });
 
     it("an inspection without notify_url has events with delivery none", async () => {
       const { inspections, events } = adapter.make();
       await inspections.create(sampleInspection(), "h", event());
-      expect(events.list(scope, 1)![0]!.deliveryStatus).toBe("none");
-      expect(events.due(Date.now(), 10)).toHaveLength(0);
+      expect((await events.list(scope, 1))![0]!.deliveryStatus).toBe("none");
+      expect(await events.due(Date.now(), 10)).toHaveLength(0);
     });
 
     it("resends: pending again, due now, the schedule counted from the attempts made; never an event with delivery none", async () => {
       const { inspections, events } = adapter.make();
       await inspections.create(sampleInspection({ notifyUrl: "https://example.com/h" }), "h", event());
-      const [e] = events.list(scope, 1)!;
+      const [e] = (await events.list(scope, 1))!;
       expect(e!.scheduleFrom).toBe(0);
-      events.recordAttempt({ eventId: e!.id, n: 1, attemptedAt: 1, statusCode: 200, latencyMs: 1, error: null }, { status: "succeeded" });
-      expect(events.resend(scope, e!.id, 5_000)).toMatchObject({
+      await events.recordAttempt(
+        { eventId: e!.id, n: 1, attemptedAt: 1, statusCode: 200, latencyMs: 1, error: null },
+        { status: "succeeded" },
+      );
+      expect(await events.resend(scope, e!.id, 5_000)).toMatchObject({
         id: e!.id,
         deliveryStatus: "pending",
         nextAttemptAt: 5_000,
         attemptCount: 1,
         scheduleFrom: 1,
       });
-      expect(events.due(5_000, 10).map((x) => x.id)).toEqual([e!.id]);
-      expect(events.get(scope, e!.id)!.scheduleFrom).toBe(1);
+      expect((await events.due(5_000, 10)).map((x) => x.id)).toEqual([e!.id]);
+      expect((await events.get(scope, e!.id))!.scheduleFrom).toBe(1);
       for (const other of [
         { ...scope, livemode: true },
         { accountId: "acct_b", livemode: false },
       ]) {
-        expect(events.resend(other, e!.id, 6_000)).toBeNull();
+        expect(await events.resend(other, e!.id, 6_000)).toBeNull();
       }
-      expect(events.resend(scope, "evt_unknown", 6_000)).toBeNull();
-      expect(events.get(scope, e!.id)!.nextAttemptAt).toBe(5_000);
+      expect(await events.resend(scope, "evt_unknown", 6_000)).toBeNull();
+      expect((await events.get(scope, e!.id))!.nextAttemptAt).toBe(5_000);
 
       await inspections.create(sampleInspection(), "h2", event());
-      const [silent] = events.list(scope, 1)!;
+      const [silent] = (await events.list(scope, 1))!;
       expect(silent!.deliveryStatus).toBe("none");
-      expect(events.resend(scope, silent!.id, 6_000)).toBeNull();
-      expect(events.get(scope, silent!.id)).toMatchObject({ deliveryStatus: "none", nextAttemptAt: null });
+      expect(await events.resend(scope, silent!.id, 6_000)).toBeNull();
+      expect(await events.get(scope, silent!.id)).toMatchObject({ deliveryStatus: "none", nextAttemptAt: null });
     });
   });
 
   describe(`IdempotencyStore contract: ${adapter.name}`, () => {
-    it("started → in_flight → replay; mismatch; abandon frees the key; retention expires it", () => {
+    it("started → in_flight → replay; mismatch; abandon frees the key; retention expires it", async () => {
       const { idempotency } = adapter.make();
       const now = Date.now();
-      expect(idempotency.begin(scope, "k", "f1", now, 1000).kind).toBe("started");
-      expect(idempotency.begin(scope, "k", "f1", now, 1000).kind).toBe("in_flight");
-      expect(idempotency.begin(scope, "k", "f2", now, 1000).kind).toBe("mismatch");
-      idempotency.complete(scope, "k", { statusCode: 201, body: "{}", headers: { location: "/x" } });
-      expect(idempotency.begin(scope, "k", "f1", now, 1000)).toEqual({
+      expect((await idempotency.begin(scope, "k", "f1", now, 1000)).kind).toBe("started");
+      expect((await idempotency.begin(scope, "k", "f1", now, 1000)).kind).toBe("in_flight");
+      expect((await idempotency.begin(scope, "k", "f2", now, 1000)).kind).toBe("mismatch");
+      await idempotency.complete(scope, "k", { statusCode: 201, body: "{}", headers: { location: "/x" } });
+      expect(await idempotency.begin(scope, "k", "f1", now, 1000)).toEqual({
         kind: "replay",
         response: { statusCode: 201, body: "{}", headers: { location: "/x" } },
       });
-      expect(idempotency.begin({ ...scope, livemode: true }, "k", "f2", now, 1000).kind).toBe("started");
-      expect(idempotency.begin(scope, "k", "f2", now + 1000, 1000).kind).toBe("started");
-      expect(idempotency.begin(scope, "j", "f", now, 1000).kind).toBe("started");
-      idempotency.abandon(scope, "j");
-      expect(idempotency.begin(scope, "j", "other", now, 1000).kind).toBe("started");
-      expect(idempotency.purge(now + 10_000)).toBeGreaterThan(0);
+      expect((await idempotency.begin({ ...scope, livemode: true }, "k", "f2", now, 1000)).kind).toBe("started");
+      expect((await idempotency.begin(scope, "k", "f2", now + 1000, 1000)).kind).toBe("started");
+      expect((await idempotency.begin(scope, "j", "f", now, 1000)).kind).toBe("started");
+      await idempotency.abandon(scope, "j");
+      expect((await idempotency.begin(scope, "j", "other", now, 1000)).kind).toBe("started");
+      expect(await idempotency.purge(now + 10_000)).toBeGreaterThan(0);
     });
   });
 
   describe(`KeyStore contract: ${adapter.name}`, () => {
-    it("finds keys by hash, revokes, and keeps one webhook secret per account and environment", () => {
+    it("finds keys by hash, revokes, and keeps one webhook secret per account and environment", async () => {
       const { keys } = adapter.make();
-      const k = keys.createKey("acme", "live", "hash1", "wxyz", "key_1", 1);
-      expect(keys.findByHash("hash1")).toMatchObject({ id: "key_1", accountName: "acme", livemode: true, revokedAt: null });
-      expect(keys.findByHash("nope")).toBeNull();
-      expect(keys.revoke("key_1", 5)).toBe(true);
-      expect(keys.findByHash("hash1")!.revokedAt).toBe(5);
-      expect(keys.revoke("key_missing", 5)).toBe(false);
+      const k = await keys.createKey("acme", "live", "hash1", "wxyz", "key_1", 1);
+      expect(await keys.findByHash("hash1")).toMatchObject({ id: "key_1", accountName: "acme", livemode: true, revokedAt: null });
+      expect(await keys.findByHash("nope")).toBeNull();
+      expect(await keys.revoke("key_1", 5)).toBe(true);
+      expect((await keys.findByHash("hash1"))!.revokedAt).toBe(5);
+      expect(await keys.revoke("key_missing", 5)).toBe(false);
       let n = 0;
       const make = () => `whsec_${++n}`;
-      const s1 = keys.webhookSecret("acme", "live", make, 1);
-      expect(keys.webhookSecret("acme", "live", make, 2)).toBe(s1);
-      expect(keys.webhookSecretFor(k.accountId, true, make, 3).secret).toBe(s1);
-      expect(keys.webhookSecret("acme", "test", make, 1)).not.toBe(s1);
-      expect(keys.list().map((x) => x.id)).toEqual(["key_1"]);
+      const s1 = await keys.webhookSecret("acme", "live", make, 1);
+      expect(await keys.webhookSecret("acme", "live", make, 2)).toBe(s1);
+      expect((await keys.webhookSecretFor(k.accountId, true, make, 3)).secret).toBe(s1);
+      expect(await keys.webhookSecret("acme", "test", make, 1)).not.toBe(s1);
+      expect((await keys.list()).map((x) => x.id)).toEqual(["key_1"]);
     });
 
-    it("rotates the webhook secret, the one it replaces signing beside it until the overlap ends", () => {
+    it("rotates the webhook secret, the one it replaces signing beside it until the overlap ends", async () => {
       const { keys, reopenKeys } = adapter.make();
       let n = 0;
       const make = () => `whsec_${++n}`;
-      const accountId = keys.accountId("acme", 1);
-      expect(keys.accountId("acme", 2)).toBe(accountId);
-      expect(keys.webhookSecretFor(accountId, false, make, 10)).toEqual({
+      const accountId = await keys.accountId("acme", 1);
+      expect(await keys.accountId("acme", 2)).toBe(accountId);
+      expect(await keys.webhookSecretFor(accountId, false, make, 10)).toEqual({
         secret: "whsec_1",
         createdAt: 10,
         previousSecret: null,
         previousExpiresAt: null,
       });
-      expect(keys.rotateWebhookSecret(accountId, false, make, 20, 100)).toEqual({
+      expect(await keys.rotateWebhookSecret(accountId, false, make, 20, 100)).toEqual({
         secret: "whsec_2",
         createdAt: 20,
         previousSecret: "whsec_1",
         previousExpiresAt: 120,
       });
-      expect(keys.webhookSecretFor(accountId, false, make, 119)).toMatchObject({ secret: "whsec_2", previousSecret: "whsec_1" });
-      expect(reopenKeys().webhookSecretFor(accountId, false, make, 119)).toMatchObject({ secret: "whsec_2", previousSecret: "whsec_1" });
-      expect(keys.webhookSecretFor(accountId, false, make, 120)).toEqual({
+      expect(await keys.webhookSecretFor(accountId, false, make, 119)).toMatchObject({ secret: "whsec_2", previousSecret: "whsec_1" });
+      expect(await reopenKeys().webhookSecretFor(accountId, false, make, 119)).toMatchObject({
+        secret: "whsec_2",
+        previousSecret: "whsec_1",
+      });
+      expect(await keys.webhookSecretFor(accountId, false, make, 120)).toEqual({
         secret: "whsec_2",
         createdAt: 20,
         previousSecret: null,
         previousExpiresAt: null,
       });
       // Rotating again during an overlap: the secret rotated out takes the earlier one's place.
-      keys.rotateWebhookSecret(accountId, false, make, 130, 100);
-      expect(keys.rotateWebhookSecret(accountId, false, make, 140, 100)).toMatchObject({
+      await keys.rotateWebhookSecret(accountId, false, make, 130, 100);
+      expect(await keys.rotateWebhookSecret(accountId, false, make, 140, 100)).toMatchObject({
         secret: "whsec_4",
         previousSecret: "whsec_3",
         previousExpiresAt: 240,
       });
       // No overlap: the old secret stops at once.
-      expect(keys.rotateWebhookSecret(accountId, false, make, 150, 0)).toMatchObject({ secret: "whsec_5", previousSecret: null });
-      expect(keys.webhookSecret("acme", "test", make, 160)).toBe("whsec_5");
+      expect(await keys.rotateWebhookSecret(accountId, false, make, 150, 0)).toMatchObject({ secret: "whsec_5", previousSecret: null });
+      expect(await keys.webhookSecret("acme", "test", make, 160)).toBe("whsec_5");
       // The other environment has no secret yet: rotating makes its first, with nothing to overlap.
-      expect(keys.rotateWebhookSecret(accountId, true, make, 170, 100)).toEqual({
+      expect(await keys.rotateWebhookSecret(accountId, true, make, 170, 100)).toEqual({
         secret: "whsec_6",
         createdAt: 170,
         previousSecret: null,
@@ -504,12 +529,12 @@ for (const adapter of STORE_ADAPTERS) {
 
     it("a key revoked by another process (the CLI) is seen revoked soon after", async () => {
       const { keys, reopenKeys } = adapter.make();
-      keys.createKey("acme", "test", "hash2", "abcd", "key_2", 1);
-      expect(keys.findByHash("hash2")!.revokedAt).toBeNull();
-      expect(keys.findByHash("hash2")!.revokedAt).toBeNull();
-      expect(reopenKeys().revoke("key_2", 7)).toBe(true);
+      await keys.createKey("acme", "test", "hash2", "abcd", "key_2", 1);
+      expect((await keys.findByHash("hash2"))!.revokedAt).toBeNull();
+      expect((await keys.findByHash("hash2"))!.revokedAt).toBeNull();
+      expect(await reopenKeys().revoke("key_2", 7)).toBe(true);
       await afterOtherProcessWrites();
-      expect(keys.findByHash("hash2")!.revokedAt).toBe(7);
+      expect((await keys.findByHash("hash2"))!.revokedAt).toBe(7);
     });
   });
 }
@@ -520,62 +545,64 @@ for (const adapter of STORE_ADAPTERS) {
 
     it("creates users in an account made on first use; an email has one user", async () => {
       const { users, keys } = adapter.make();
-      const ann = users.createUser("acme", user("ann@example.com"), 1)!;
+      const ann = (await users.createUser("acme", user("ann@example.com"), 1))!;
       expect(ann).toMatchObject({ email: "ann@example.com", accountName: "acme", passwordHash: "$argon2id$x", createdAt: 1 });
-      expect(users.createUser("other", user("ann@example.com"), 2)).toBeNull();
-      const bob = users.createUser("acme", user("bob@example.com"), 3)!;
+      expect(await users.createUser("other", user("ann@example.com"), 2)).toBeNull();
+      const bob = (await users.createUser("acme", user("bob@example.com"), 3))!;
       expect(bob.accountId).toBe(ann.accountId);
       // The account is the one API keys name too.
-      expect(keys.createKey("acme", "test", "h-acme", "wxyz", "key_acme", 4).accountId).toBe(ann.accountId);
-      expect(users.listUsers(ann.accountId).map((u) => u.email)).toEqual(["ann@example.com", "bob@example.com"]);
-      expect(users.findByEmail("nobody@example.com")).toBeNull();
+      expect((await keys.createKey("acme", "test", "h-acme", "wxyz", "key_acme", 4)).accountId).toBe(ann.accountId);
+      expect((await users.listUsers(ann.accountId)).map((u) => u.email)).toEqual(["ann@example.com", "bob@example.com"]);
+      expect(await users.findByEmail("nobody@example.com")).toBeNull();
     });
 
     it("finds a session's user until it expires or is deleted", async () => {
       const { users } = adapter.make();
-      const ann = users.createUser("acme", user("ann@example.com"), 1)!;
-      users.createSession("s1", ann.id, 10, 100);
-      users.createSession("s2", ann.id, 10, 100);
-      expect(users.sessionUser("s1", 99)!.id).toBe(ann.id);
-      expect(users.sessionUser("s1", 100)).toBeNull();
-      users.deleteSession("s2");
-      expect(users.sessionUser("s2", 50)).toBeNull();
-      expect(users.sessionUser("unknown", 50)).toBeNull();
+      const ann = (await users.createUser("acme", user("ann@example.com"), 1))!;
+      await users.createSession("s1", ann.id, 10, 100);
+      await users.createSession("s2", ann.id, 10, 100);
+      expect((await users.sessionUser("s1", 99))!.id).toBe(ann.id);
+      expect(await users.sessionUser("s1", 100)).toBeNull();
+      await users.deleteSession("s2");
+      expect(await users.sessionUser("s2", 50)).toBeNull();
+      expect(await users.sessionUser("unknown", 50)).toBeNull();
     });
 
     it("accepts an invite once, before it expires, into the inviter's account", async () => {
       const { users } = adapter.make();
-      const lead = users.createUser("team", user("lead@example.com"), 1)!;
+      const lead = (await users.createUser("team", user("lead@example.com"), 1))!;
       const invite = { accountId: lead.accountId, email: "new@example.com", invitedBy: lead.id, createdAt: 2, expiresAt: 100 };
-      users.createInvite("t1", invite);
-      users.createInvite("t2", { ...invite, email: "late@example.com" });
-      expect(users.openInvite("t1", 50)).toMatchObject({ email: "new@example.com", acceptedAt: null });
-      const joined = users.acceptInvite("t1", { id: newId("user"), passwordHash: "h" }, 50)!;
+      await users.createInvite("t1", invite);
+      await users.createInvite("t2", { ...invite, email: "late@example.com" });
+      expect(await users.openInvite("t1", 50)).toMatchObject({ email: "new@example.com", acceptedAt: null });
+      const joined = (await users.acceptInvite("t1", { id: newId("user"), passwordHash: "h" }, 50))!;
       expect(joined).toMatchObject({ email: "new@example.com", accountId: lead.accountId });
-      expect(users.openInvite("t1", 51)).toBeNull();
-      expect(users.acceptInvite("t1", { id: newId("user"), passwordHash: "h" }, 51)).toBeNull();
-      expect(users.acceptInvite("t2", { id: newId("user"), passwordHash: "h" }, 100)).toBeNull();
-      expect(users.findByEmail("late@example.com")).toBeNull();
+      expect(await users.openInvite("t1", 51)).toBeNull();
+      expect(await users.acceptInvite("t1", { id: newId("user"), passwordHash: "h" }, 51)).toBeNull();
+      expect(await users.acceptInvite("t2", { id: newId("user"), passwordHash: "h" }, 100)).toBeNull();
+      expect(await users.findByEmail("late@example.com")).toBeNull();
     });
 
     it("keeps when each key was last used", async () => {
       const { users } = adapter.make();
-      users.touchKey("key_a", 5);
-      users.touchKey("key_a", 9);
-      users.touchKey("key_b", 7);
-      expect(users.keysLastUsed(["key_a", "key_b", "key_c"])).toEqual(
+      await users.touchKey("key_a", 5);
+      await users.touchKey("key_a", 9);
+      await users.touchKey("key_b", 7);
+      expect(await users.keysLastUsed(["key_a", "key_b", "key_c"])).toEqual(
         new Map([
           ["key_a", 9],
           ["key_b", 7],
         ]),
       );
-      expect(users.keysLastUsed([])).toEqual(new Map());
+      expect(await users.keysLastUsed([])).toEqual(new Map());
     });
   });
 }
 
 for (const adapter of BLOB_ADAPTERS) {
   describe(`BlobStore contract: ${adapter.name}`, () => {
+    if (adapter.before) beforeAll(adapter.before);
+    if (adapter.after) afterAll(adapter.after);
     it("puts, gets, overwrites and deletes; a missing blob is null", async () => {
       const blobs = adapter.make();
       await blobs.put("photos/a/b.jpg", Buffer.from("one"), "image/jpeg");
@@ -586,6 +613,16 @@ for (const adapter of BLOB_ADAPTERS) {
       expect(await blobs.get("photos/a/b.jpg")).toBeNull();
       await blobs.delete("photos/a/b.jpg");
       await expect(blobs.get("../../etc/passwd")).rejects.toThrow();
+      await expect(blobs.put("photos/../../x.jpg", Buffer.from("x"), "image/jpeg")).rejects.toThrow();
+    });
+
+    it("gives back exactly the bytes it was given", async () => {
+      const blobs = adapter.make();
+      // Binary and larger than one network chunk: framing or re-encoding on the way would show.
+      const bytes = randomBytes(300_000);
+      await blobs.put("model-inputs/a/b-384.rgb", bytes, "application/octet-stream");
+      expect((await blobs.get("model-inputs/a/b-384.rgb"))!.equals(bytes)).toBe(true);
+      expect(await blobs.get("model-inputs/a/other-384.rgb")).toBeNull();
     });
   });
 }

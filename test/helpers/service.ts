@@ -1,17 +1,20 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { start } from "../../bin/commands/start.ts";
 import { createKey, webhookSecret } from "../../bin/commands/keys.ts";
 import { DEFAULT_MODELS, loadConfig, type Config } from "../../core/config.ts";
+import { freePort } from "./free-port.ts";
+import { until } from "./webhook-receiver.ts";
+
+export { freePort };
 
 export type TestService = {
   url: string;
   config: Config;
   dataDir: string;
-  key(env?: "test" | "live", account?: string): string;
-  secret(env?: "test" | "live", account?: string): string;
+  key(env?: "test" | "live", account?: string): Promise<string>;
+  secret(env?: "test" | "live", account?: string): Promise<string>;
   api(key: string, path: string, init?: RequestInit & { json?: unknown }): Promise<Response>;
   close(): Promise<void>;
 };
@@ -73,16 +76,23 @@ export async function newInspection(svc: TestService, key: string): Promise<{ id
   return { id: made.id, token: made.capture_url.split("/c/")[1]! };
 }
 
+/**
+ * Submits an inspection through its capture API (`captureBase`: /capture/v1/<token>) and waits
+ * until processing is over: the inspection as it then is.
+ */
+export async function submitAndWait(svc: TestService, key: string, captureBase: string, id: string): Promise<any> {
+  const submitted = await fetch(`${captureBase}/submit`, { method: "POST" });
+  if (submitted.status !== 202) throw new Error(`submit answered ${submitted.status}: ${await submitted.text()}`);
+  return until(
+    "processing over",
+    async () => (await svc.api(key, `/v1/inspections/${id}`)).json(),
+    (i: any) => i.status !== "processing",
+    90_000,
+  );
+}
+
 /** PUBLIC_URL must name the port before the service starts, so a free one is found first. */
 export const withModels = { DAMAGE_MODEL: DEFAULT_MODELS.damage, PARTS_MODEL: DEFAULT_MODELS.parts };
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 export const VALID_VIN = "1HGCM82633A004352";
 export const OTHER_VALID_VIN = "5YJ3E1EA2KF317000";

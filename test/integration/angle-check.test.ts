@@ -15,7 +15,7 @@ let base: string;
 
 beforeAll(async () => {
   svc = await startService(withModels);
-  const made = await (await svc.api(svc.key(), "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
+  const made = await (await svc.api(await svc.key(), "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
   base = made.capture_url.replace("/c/", "/capture/v1/");
 });
 afterAll(() => svc.close());

@@ -11,7 +11,7 @@ const photos = carPhotos(10);
 
 beforeAll(async () => {
   svc = await startService();
-  key = svc.key("test");
+  key = await svc.key("test");
 });
 afterAll(() => svc.close());
 
@@ -83,7 +83,7 @@ describe("capture API", () => {
     const etag = media.headers.get("etag")!;
     const cached = await svc.api(key, new URL(report.photos[0].url).pathname, { headers: { "if-none-match": etag } });
     expect(cached.status).toBe(304);
-    expect((await svc.api(svc.key("test", "stranger"), new URL(report.photos[0].url).pathname)).status).toBe(404);
+    expect((await svc.api(await svc.key("test", "stranger"), new URL(report.photos[0].url).pathname)).status).toBe(404);
 
     // Once submitted, the link is inactive.
     const after = await capture(token);
@@ -263,7 +263,7 @@ describe("expiry", () => {
   it("sweeps inspections past expires_at to expired, with an event, and closes the link", async () => {
     const short = await startService({ INSPECTION_TTL_HOURS: String(1.5 / 3600) });
     try {
-      const k = short.key("test");
+      const k = await short.key("test");
       const created = await (await short.api(k, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
       const token = created.capture_url.split("/").pop();
       expect((await fetch(`${short.url}/capture/v1/${token}`)).status).toBe(200);

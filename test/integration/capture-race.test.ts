@@ -28,7 +28,7 @@ let photos: Buffer[];
 
 beforeAll(async () => {
   svc = await startService({ RATE_LIMIT_CAPTURE_PER_SECOND: "10000" });
-  key = svc.key("test");
+  key = await svc.key("test");
   photos = await Promise.all(carPhotos(11).map((p) => sharp(p).resize(320).jpeg({ quality: 70 }).toBuffer()));
 });
 afterAll(() => svc.close());

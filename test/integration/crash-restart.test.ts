@@ -36,7 +36,7 @@ describe("crash and restart", () => {
       WEBHOOK_RETRY_SCHEDULE_MS: "4000,4000,4000,4000,4000,4000,4000",
       RATE_LIMIT_TEST_PER_SECOND: "1000",
     };
-    const key = createKey(loadConfig(env), "test", "crash");
+    const key = await createKey(loadConfig(env), "test", "crash");
     const api = (path: string, init: RequestInit = {}) =>
       fetch(`http://127.0.0.1:${port}${path}`, {
         ...init,

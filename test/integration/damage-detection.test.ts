@@ -13,7 +13,7 @@ import { deleteModelInputs, modelInputSizes, storeModelInputs } from "../../infe
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
-import { startService, VALID_VIN, withModels } from "../helpers/service.ts";
+import { startService, submitAndWait, VALID_VIN, withModels } from "../helpers/service.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
 /**
@@ -34,23 +34,14 @@ type Uploaded = { media_id: string; width: number; height: number };
 
 /** An inspection with its capture link opened, and a way to upload a photo through it. */
 async function openCapture(svc: Awaited<ReturnType<typeof startService>>) {
-  const key = svc.key();
+  const key = await svc.key();
   const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
   const base = made.capture_url.replace("/c/", "/capture/v1/");
   await fetch(base);
   const upload = async (angle: string, body: Buffer): Promise<Uploaded> =>
     (await fetch(`${base}/photos/${angle}`, { method: "PUT", body, headers: { "content-type": "image/jpeg" } })).json();
   /** Submits, waits until processing is over, and expects the inspection completed. */
-  const complete = async () => {
-    expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
-    const done = await until(
-      "completed",
-      async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(),
-      (i: any) => i.status !== "processing",
-      60_000,
-    );
-    expect(done.status).toBe("completed");
-  };
+  const complete = async () => expect((await submitAndWait(svc, key, base, made.id)).status).toBe("completed");
   return { key, made, base, upload, complete };
 }
 

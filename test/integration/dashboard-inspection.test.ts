@@ -111,7 +111,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("an inspection's dashboard p
   beforeAll(async () => {
     svc = await startService(withModels);
     receiver = await new WebhookReceiver().start();
-    key = svc.key("test", "acme");
+    key = await svc.key("test", "acme");
     staff = await signIn(svc, "claims@acme.test", "acme");
     id = await completedInspection(svc, key, receiver.url);
     report = await (await svc.api(key, `/v1/inspections/${id}/report`)).json();

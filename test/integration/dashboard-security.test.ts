@@ -87,7 +87,7 @@ describe("dashboard security", () => {
   it("shows only the user's account: another account's inspection and key are 404", async () => {
     const mine = await DashboardClient.signedIn(svc, "mine@example.com", "mine-co");
     const theirs = await DashboardClient.signedIn(svc, "theirs@example.com", "theirs-co");
-    const theirKey = svc.key("test", "theirs-co");
+    const theirKey = await svc.key("test", "theirs-co");
     const inspection = await newInspection(svc, theirKey);
     expect((await theirs.get(`/dashboard/test/inspections/${inspection.id}`)).status).toBe(200);
     expect((await mine.get(`/dashboard/test/inspections/${inspection.id}`)).status).toBe(404);

@@ -51,7 +51,7 @@ describe("bad photos and broken models never crash processing", () => {
   it("reports unreadable, too small and car-less photos, with no findings on them", async () => {
     const svc = await startService(withModels);
     try {
-      const key = svc.key();
+      const key = await svc.key();
       const tiny = await sharp(carPhotos(1)[0]!).resize(120, 90).jpeg().toBuffer();
       // A real photo with no car in it, where the damage model alone would report scratches.
       const { inspection, media } = await inspect(svc, key, { left: tiny, rear: await streetBackground() }, ["right"], ["front_right"]);
@@ -77,7 +77,7 @@ describe("bad photos and broken models never crash processing", () => {
   it("fails the inspection with processing_error when the model cannot load", async () => {
     const svc = await startService({ DAMAGE_MODEL: "/nonexistent/model.onnx", PROCESSING_MAX_ATTEMPTS: "1" });
     try {
-      const key = svc.key();
+      const key = await svc.key();
       const { inspection } = await inspect(svc, key);
       expect(inspection.status).toBe("failed");
       expect(inspection.failure.code).toBe("processing_error");
@@ -92,7 +92,7 @@ describe("bad photos and broken models never crash processing", () => {
   it("fails with photos_unusable when no vehicle photo can be read", async () => {
     const svc = await startService(withModels);
     try {
-      const { inspection } = await inspect(svc, svc.key(), {}, [...EXTERIOR_ANGLES]);
+      const { inspection } = await inspect(svc, await svc.key(), {}, [...EXTERIOR_ANGLES]);
       expect(inspection.status).toBe("failed");
       expect(inspection.failure.code).toBe("photos_unusable");
     } finally {

@@ -58,7 +58,7 @@ describe("a restart is not a failure", () => {
       DETECTION_THREADS: "1",
       ...env,
     };
-    const key = createKey(loadConfig(fullEnv), "test", "stop");
+    const key = await createKey(loadConfig(fullEnv), "test", "stop");
     const api = (path: string, init: RequestInit = {}) =>
       fetch(`http://127.0.0.1:${port}${path}`, {
         ...init,

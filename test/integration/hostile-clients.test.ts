@@ -14,7 +14,7 @@ let token: string;
 
 beforeAll(async () => {
   svc = await startService();
-  key = svc.key("test");
+  key = await svc.key("test");
   ({ id: inspectionId, token } = await newInspection(svc, key));
 });
 afterAll(() => svc.close());
@@ -209,7 +209,7 @@ describe("failed authentication", () => {
   it("is limited per client address, before and apart from the per-key limit; a 401 carries WWW-Authenticate and RateLimit-*", async () => {
     const limited = await startService({ RATE_LIMIT_FAILED_AUTH_PER_MINUTE: "5" });
     try {
-      const good = limited.key("test");
+      const good = await limited.key("test");
       const guess = (i: number) => limited.api(`sk_test_${String(i).padStart(32, "0")}`, "/v1/inspections");
       for (let i = 0; i < 5; i++) {
         const res = await guess(i);

@@ -6,7 +6,7 @@ let key: string;
 
 beforeAll(async () => {
   svc = await startService({ RATE_LIMIT_TEST_PER_SECOND: "10000" });
-  key = svc.key("test");
+  key = await svc.key("test");
 });
 afterAll(() => svc.close());
 
@@ -50,8 +50,8 @@ describe("Idempotency-Key", () => {
   });
 
   it("keys are scoped per account and environment", async () => {
-    const other = svc.key("test", "someone-else");
-    const live = svc.key("live", "acme");
+    const other = await svc.key("test", "someone-else");
+    const live = await svc.key("live", "acme");
     const a = await post(key, "shared-key", { vehicle: { vin: VALID_VIN } });
     const b = await post(other, "shared-key", { vehicle: { vin: VALID_VIN }, reference: "different" });
     const c = await post(live, "shared-key", { vehicle: { vin: VALID_VIN }, reference: "different" });
@@ -87,7 +87,7 @@ describe("rate limits", () => {
   it("sends RateLimit-* on every response and 429 with Retry-After past the limit", async () => {
     const limited = await startService({ RATE_LIMIT_TEST_PER_SECOND: "5" });
     try {
-      const k = limited.key("test");
+      const k = await limited.key("test");
       const results = await Promise.all(Array.from({ length: 8 }, () => limited.api(k, "/v1/inspections")));
       for (const r of results) {
         expect(r.headers.get("ratelimit-limit")).toBe("5");
@@ -101,7 +101,7 @@ describe("rate limits", () => {
       expect(body.error.request_id).toMatch(/^req_/);
       expect(rejected[0]!.headers.get("retry-after")).toMatch(/^\d+$/);
       // Another key has its own budget.
-      expect((await limited.api(limited.key("test", "other"), "/v1/inspections")).status).toBe(200);
+      expect((await limited.api(await limited.key("test", "other"), "/v1/inspections")).status).toBe(200);
     } finally {
       await limited.close();
     }

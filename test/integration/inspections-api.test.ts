@@ -6,7 +6,7 @@ let key: string;
 
 beforeAll(async () => {
   svc = await startService();
-  key = svc.key("test");
+  key = await svc.key("test");
 });
 afterAll(() => svc.close());
 
@@ -97,7 +97,7 @@ describe("POST /v1/inspections", () => {
   });
 
   it("requires https notify_url for live keys", async () => {
-    const live = svc.key("live");
+    const live = await svc.key("live");
     const res = await create(live, { vehicle: { vin: VALID_VIN }, notify_url: "http://127.0.0.1:9/hook" });
     expect(res.status).toBe(400);
     expectError(await res.json(), "invalid_request_error", "parameter_invalid", "notify_url");
@@ -121,12 +121,10 @@ describe("authentication", () => {
 
   it("a revoked key is 401 from the next request on", async () => {
     const { revokeKey, listKeys } = await import("../../bin/commands/keys.ts");
-    const k = svc.key("test", "revoking");
+    const k = await svc.key("test", "revoking");
     expect((await svc.api(k, "/v1/inspections")).status).toBe(200);
-    const id = listKeys(svc.config)
-      .find((line) => line.includes("revoking"))!
-      .split("\t")[0]!;
-    expect(revokeKey(svc.config, id)).toBe(true);
+    const id = (await listKeys(svc.config)).find((line) => line.includes("revoking"))!.split("\t")[0]!;
+    expect(await revokeKey(svc.config, id)).toBe(true);
     const res = await svc.api(k, "/v1/inspections");
     expect(res.status).toBe(401);
     expectError(await res.json(), "authentication_error", "api_key_invalid");
@@ -136,8 +134,8 @@ describe("authentication", () => {
 describe("isolation between accounts and environments", () => {
   it("another account's or environment's objects are 404, and absent from lists", async () => {
     const mine = await (await create(key, { vehicle: { vin: VALID_VIN }, reference: "isolation" })).json();
-    const otherAccount = svc.key("test", "globex");
-    const sameAccountLive = svc.key("live", "acme");
+    const otherAccount = await svc.key("test", "globex");
+    const sameAccountLive = await svc.key("live", "acme");
     for (const k of [otherAccount, sameAccountLive]) {
       for (const [method, path] of [
         ["GET", `/v1/inspections/${mine.id}`],
@@ -161,7 +159,7 @@ describe("isolation between accounts and environments", () => {
 
 describe("GET /v1/inspections", () => {
   it("pages newest first with a cursor, never repeating or skipping while inspections are created", async () => {
-    const k = svc.key("test", "pager");
+    const k = await svc.key("test", "pager");
     const before: string[] = [];
     for (let i = 0; i < 23; i++) before.push((await (await create(k, { vehicle: { vin: VALID_VIN }, reference: `p${i}` })).json()).id);
     const seen: string[] = [];
@@ -189,7 +187,7 @@ describe("GET /v1/inspections", () => {
   });
 
   it("filters by status, reference and vin", async () => {
-    const k = svc.key("test", "filters");
+    const k = await svc.key("test", "filters");
     const a = await (await create(k, { vehicle: { vin: VALID_VIN }, reference: "alpha" })).json();
     await create(k, { vehicle: { vin: OTHER_VALID_VIN }, reference: "beta" });
     const byRef = await (await svc.api(k, "/v1/inspections?reference=alpha")).json();
@@ -219,7 +217,7 @@ describe("GET /v1/inspections", () => {
   });
 
   it("defaults to 10 and allows 100", async () => {
-    const k = svc.key("test", "limits");
+    const k = await svc.key("test", "limits");
     for (let i = 0; i < 12; i++) await create(k, { vehicle: { vin: VALID_VIN } });
     expect((await (await svc.api(k, "/v1/inspections")).json()).data).toHaveLength(10);
     const all = await (await svc.api(k, "/v1/inspections?limit=100")).json();

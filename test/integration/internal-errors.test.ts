@@ -32,7 +32,7 @@ describe("internal errors", () => {
     s.inspections.get = () => {
       throw new Error("SQLITE_CORRUPT: database disk image is malformed at /var/lib/secret/inspections.db");
     };
-    key = createKey(config, "test", "acme");
+    key = await createKey(config, "test", "acme");
     app = await buildApp(s);
     url = await app.listen({ port: 0, host: "127.0.0.1" });
   });

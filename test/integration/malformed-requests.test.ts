@@ -15,7 +15,7 @@ let token: string;
 
 beforeAll(async () => {
   svc = await startService();
-  key = svc.key("test");
+  key = await svc.key("test");
   ({ id: inspectionId, token } = await newInspection(svc, key));
 });
 afterAll(() => svc.close());

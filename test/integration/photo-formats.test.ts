@@ -21,7 +21,7 @@ const FAST_MS = 1_000;
 beforeAll(async () => {
   // Many uploads to one link, most refused in a millisecond: past the default 20/s capture limit.
   svc = await startService({ RATE_LIMIT_CAPTURE_PER_SECOND: "10000" });
-  const key = svc.key("test");
+  const key = await svc.key("test");
   const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
   token = made.capture_url.split("/c/")[1];
   hostile = await hostilePhotos(photo);

@@ -96,7 +96,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("the condition report as PDF
   afterAll(() => svc.close());
 
   it("embeds each finding's evidence and every photo, with the VIN, the grade and page numbers in its text", async () => {
-    const key = svc.key();
+    const key = await svc.key();
     const fill = carPhotos(9);
     // The damage photos are 640 px; enlarged to a phone's 2048 so their evidence is larger than the
     // report embeds (the model sees them at its own input size either way).
@@ -163,7 +163,7 @@ describe("the condition report as PDF, without findings, and refused", () => {
   let key: string;
   beforeAll(async () => {
     svc = await startService();
-    key = svc.key();
+    key = await svc.key();
   });
   afterAll(() => svc.close());
 
@@ -187,11 +187,11 @@ describe("the condition report as PDF, without findings, and refused", () => {
       return [res.status, JSON.parse(bytes.toString()).error.code];
     };
     expect(await code(key)).toEqual([409, "report_not_ready"]);
-    expect(await code(svc.key("test", "globex"))).toEqual([404, "resource_missing"]);
+    expect(await code(await svc.key("test", "globex"))).toEqual([404, "resource_missing"]);
     expect((await svc.api(key, `/v1/inspections/${id}/cancel`, { method: "POST" })).status).toBe(200);
     expect(await code(key)).toEqual([409, "report_unavailable"]);
     // The live key of the same account sees none of its test inspections either.
-    expect(await code(svc.key("live"))).toEqual([404, "resource_missing"]);
+    expect(await code(await svc.key("live"))).toEqual([404, "resource_missing"]);
   });
 
   it("is in the OpenAPI document as a PDF, with every status it can answer", async () => {

@@ -54,8 +54,8 @@ describe("webhook operations", () => {
   }
 
   it("shows the current secret; a rotation keeps the old one signing beside the new for the overlap", async () => {
-    const key = svc.key("test", "rotating");
-    const old = svc.secret("test", "rotating");
+    const key = await svc.key("test", "rotating");
+    const old = await svc.secret("test", "rotating");
     const shown = await (await svc.api(key, "/v1/webhook_secret")).json();
     expect(shown).toEqual({
       object: "webhook_secret",
@@ -75,18 +75,18 @@ describe("webhook operations", () => {
     expect(overlapEndsIn).toBeLessThanOrEqual(2 * 3_600_000);
     expect(await (await svc.api(key, "/v1/webhook_secret")).json()).toEqual(rotated);
     // The CLI's `webhooks secret` prints the new one too.
-    expect(svc.secret("test", "rotating")).toBe(rotated.secret);
+    expect(await svc.secret("test", "rotating")).toBe(rotated.secret);
 
     const delivery = await deliveryTo(key, receiver);
     expect((delivery.headers["webhook-signature"] as string).split(" ")).toHaveLength(2);
     expect(verifies(rotated.secret, delivery)).toBe(true);
     expect(verifies(old, delivery)).toBe(true);
-    expect(verifies(svc.secret("test", "someone-else"), delivery)).toBe(false);
+    expect(verifies(await svc.secret("test", "someone-else"), delivery)).toBe(false);
   });
 
   it("with an overlap of 0 the old secret stops at once; rotating again drops the earlier previous secret", async () => {
-    const key = svc.key("test", "abrupt");
-    const first = svc.secret("test", "abrupt");
+    const key = await svc.key("test", "abrupt");
+    const first = await svc.secret("test", "abrupt");
     const second = await (await rotate(key, { overlap_hours: 0 })).json();
     expect(second.previous_secret_expires_at).toBeNull();
     const alone = await deliveryTo(key, receiver);
@@ -105,8 +105,8 @@ describe("webhook operations", () => {
   });
 
   it("a retried rotation with the same Idempotency-Key answers the same secret and rotates once", async () => {
-    const key = svc.key("test", "idempotent");
-    const old = svc.secret("test", "idempotent");
+    const key = await svc.key("test", "idempotent");
+    const old = await svc.secret("test", "idempotent");
     const headers = { "idempotency-key": "rotate-once" };
     const a = await rotate(key, { overlap_hours: 1 }, headers);
     const b = await rotate(key, { overlap_hours: 1 }, headers);
@@ -127,22 +127,22 @@ describe("webhook operations", () => {
     [{ overlap_hours: "24" }, "parameter_invalid"],
     [{ overlap_hours: null }, "parameter_invalid"],
   ])("refuses %j with 400 naming overlap_hours", async (json, code) => {
-    const key = svc.key("test", "refused");
-    const before = svc.secret("test", "refused");
+    const key = await svc.key("test", "refused");
+    const before = await svc.secret("test", "refused");
     const res = await rotate(key, json);
     expect(res.status).toBe(400);
     expect((await res.json()).error).toMatchObject({ type: "invalid_request_error", code, param: "overlap_hours" });
-    expect(svc.secret("test", "refused")).toBe(before);
+    expect(await svc.secret("test", "refused")).toBe(before);
   });
 
   it("refuses an unknown field of the rotation", async () => {
-    const res = await rotate(svc.key("test"), { overlap: 2 });
+    const res = await rotate(await svc.key("test"), { overlap: 2 });
     expect(res.status).toBe(400);
     expect((await res.json()).error).toMatchObject({ code: "parameter_unknown", param: "overlap" });
   });
 
   it("resends a delivered event: the same webhook-id reaches the receiver again, and the attempt numbers go on", async () => {
-    const key = svc.key("test", "resend");
+    const key = await svc.key("test", "resend");
     const first = await deliveryTo(key, receiver);
     const eventId = first.headers["webhook-id"] as string;
     const delivered = await until(
@@ -165,7 +165,7 @@ describe("webhook operations", () => {
       (rs) => rs.length === 2,
     );
     expect(again[1]!.body).toBe(first.body);
-    expect(verifies(svc.secret("test", "resend"), again[1]!)).toBe(true);
+    expect(verifies(await svc.secret("test", "resend"), again[1]!)).toBe(true);
     const after = await until(
       "succeeded again",
       async () => (await svc.api(key, `/v1/events/${eventId}`)).json(),
@@ -175,7 +175,7 @@ describe("webhook operations", () => {
   });
 
   it("gives a resent event that had failed for good a fresh retry schedule", async () => {
-    const key = svc.key("test", "resend-failed");
+    const key = await svc.key("test", "resend-failed");
     const down = await new WebhookReceiver().start();
     try {
       down.respond = () => 500;
@@ -203,7 +203,7 @@ describe("webhook operations", () => {
   });
 
   it("refuses to resend an event with nowhere to go (409), and another account's or an unknown event (404)", async () => {
-    const key = svc.key("test", "no-notify");
+    const key = await svc.key("test", "no-notify");
     await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } });
     const [event] = (await (await svc.api(key, "/v1/events")).json()).data;
     expect(event.delivery.status).toBe("none");
@@ -211,11 +211,11 @@ describe("webhook operations", () => {
     expect(res.status).toBe(409);
     expect((await res.json()).error).toMatchObject({ type: "conflict_error", code: "event_not_deliverable" });
 
-    const owner = svc.key("test", "owner");
+    const owner = await svc.key("test", "owner");
     const theirs = (await deliveryTo(owner, receiver)).headers["webhook-id"] as string;
     for (const [who, id] of [
-      [svc.key("test", "intruder"), theirs],
-      [svc.key("live", "owner"), theirs],
+      [await svc.key("test", "intruder"), theirs],
+      [await svc.key("live", "owner"), theirs],
       [owner, "evt_000000000000000000000000"],
     ] as const) {
       const missing = await svc.api(who, `/v1/events/${id}/resend`, { method: "POST" });
@@ -225,8 +225,8 @@ describe("webhook operations", () => {
   });
 
   it("sends one signed test event to a URL, not stored and not retried, and reports how it went", async () => {
-    const key = svc.key("test", "tester");
-    const secret = svc.secret("test", "tester");
+    const key = await svc.key("test", "tester");
+    const secret = await svc.secret("test", "tester");
     const before = receiver.received.length;
     const res = await svc.api(key, "/v1/webhook_tests", { method: "POST", json: { url: receiver.url } });
     expect(res.status).toBe(200);
@@ -257,7 +257,7 @@ describe("webhook operations", () => {
   });
 
   it("reports a failing receiver as succeeded false, once, without retrying", async () => {
-    const key = svc.key("test", "tester-500");
+    const key = await svc.key("test", "tester-500");
     const failing = await new WebhookReceiver().start();
     try {
       failing.respond = () => 500;
@@ -272,8 +272,8 @@ describe("webhook operations", () => {
   });
 
   it("signs a test event with both secrets during an overlap", async () => {
-    const key = svc.key("test", "tester-overlap");
-    const old = svc.secret("test", "tester-overlap");
+    const key = await svc.key("test", "tester-overlap");
+    const old = await svc.secret("test", "tester-overlap");
     const rotated = await (await rotate(key, { overlap_hours: 1 })).json();
     const before = receiver.received.length;
     expect((await (await svc.api(key, "/v1/webhook_tests", { method: "POST", json: { url: receiver.url } })).json()).succeeded).toBe(true);
@@ -284,15 +284,15 @@ describe("webhook operations", () => {
 
   it("refuses a test URL that is not http(s), or http with a live key, naming url", async () => {
     for (const [key, url] of [
-      [svc.key("test"), "ftp://example.com/hook"],
-      [svc.key("test"), "not a url"],
-      [svc.key("live"), "http://example.com/hook"],
+      [await svc.key("test"), "ftp://example.com/hook"],
+      [await svc.key("test"), "not a url"],
+      [await svc.key("live"), "http://example.com/hook"],
     ] as const) {
       const res = await svc.api(key, "/v1/webhook_tests", { method: "POST", json: { url } });
       expect(res.status, url).toBe(400);
       expect((await res.json()).error).toMatchObject({ code: "parameter_invalid", param: "url" });
     }
-    const missing = await svc.api(svc.key("test"), "/v1/webhook_tests", { method: "POST", json: {} });
+    const missing = await svc.api(await svc.key("test"), "/v1/webhook_tests", { method: "POST", json: {} });
     expect((await missing.json()).error).toMatchObject({ code: "parameter_missing", param: "url" });
   });
 
@@ -300,13 +300,7 @@ describe("webhook operations", () => {
     const scope = { accountId: "acct_direct", livemode: false };
     const s = { keys: { rotateWebhookSecret: () => expect.unreachable() } as never, clock: { now: () => Date.now() } };
     for (const hours of [-1, 169, 0.5, Number.NaN]) {
-      const error = (() => {
-        try {
-          rotateWebhookSecret(s, scope, hours);
-        } catch (e) {
-          return e;
-        }
-      })();
+      const error = await rotateWebhookSecret(s, scope, hours).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ApiError);
       expect(error).toMatchObject({ code: "parameter_invalid", param: "overlap_hours" });
     }
@@ -322,8 +316,8 @@ describe("webhook operations", () => {
       run(process.execPath, [join(import.meta.dirname, "../../bin/vehicle-inspection.ts"), ...args], {
         env: { ...process.env, DATA_DIR: svc.dataDir },
       });
-    const key = svc.key("live", "cli");
-    const old = svc.secret("live", "cli");
+    const key = await svc.key("live", "cli");
+    const old = await svc.secret("live", "cli");
     const { stdout } = await cli("webhooks", "rotate", "--env", "live", "--account", "cli", "--overlap-hours", "3");
     expect(stdout).toMatch(/^whsec_[A-Za-z0-9+/]+=*\n$/);
     const shown = await (await svc.api(key, "/v1/webhook_secret")).json();
@@ -350,7 +344,7 @@ describe("webhook tests when private targets are not allowed", () => {
   it.each(["http://127.0.0.1/hook", "http://[::1]/hook", "http://169.254.169.254/latest/meta-data", "http://10.0.0.1/"])(
     "refuses %s with 400 naming url, as notify_url is refused",
     async (url) => {
-      const res = await svc.api(svc.key("test"), "/v1/webhook_tests", { method: "POST", json: { url } });
+      const res = await svc.api(await svc.key("test"), "/v1/webhook_tests", { method: "POST", json: { url } });
       expect(res.status).toBe(400);
       const { error } = await res.json();
       expect(error).toMatchObject({ code: "parameter_invalid", param: "url" });

@@ -35,8 +35,8 @@ describe("webhook delivery", () => {
   });
 
   it("sends one signed event per state change, verifiable with the standardwebhooks library", async () => {
-    const key = svc.key("test", "signed");
-    const secret = svc.secret("test", "signed");
+    const key = await svc.key("test", "signed");
+    const secret = await svc.secret("test", "signed");
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
     receiver.received.length = 0;
     const id = await runInspection(svc, key, receiver.url);
@@ -79,11 +79,11 @@ describe("webhook delivery", () => {
     }
     const one = await (await svc.api(key, `/v1/events/${events.data[0].id}`)).json();
     expect(one).toEqual(events.data[0]);
-    expect((await svc.api(svc.key("test", "other"), `/v1/events/${one.id}`)).status).toBe(404);
+    expect((await svc.api(await svc.key("test", "other"), `/v1/events/${one.id}`)).status).toBe(404);
   });
 
   it("retries a failing receiver on the schedule and records every attempt", async () => {
-    const key = svc.key("test", "flaky");
+    const key = await svc.key("test", "flaky");
     const flaky = await new WebhookReceiver().start();
     try {
       // The created event: fail twice, then recover.
@@ -112,7 +112,7 @@ describe("webhook delivery", () => {
   });
 
   it("gives up after the last attempt and marks the event failed; redirects are not followed", async () => {
-    const key = svc.key("test", "down");
+    const key = await svc.key("test", "down");
     const down = await new WebhookReceiver().start();
     const elsewhere = await new WebhookReceiver().start();
     try {
@@ -136,7 +136,7 @@ describe("webhook delivery", () => {
   });
 
   it("records connection failures as attempts with an error and no status", async () => {
-    const key = svc.key("test", "refused");
+    const key = await svc.key("test", "refused");
     const gone = await new WebhookReceiver().start();
     const url = gone.url;
     await gone.close();
@@ -175,7 +175,7 @@ describe("SSRF guard", () => {
     "http://[fe80::1]/",
     "http://0.0.0.0/",
   ])("refuses %s at creation", async (url) => {
-    const res = await svc.api(svc.key("test"), "/v1/inspections", {
+    const res = await svc.api(await svc.key("test"), "/v1/inspections", {
       method: "POST",
       json: { vehicle: { vin: VALID_VIN }, notify_url: url },
     });

@@ -6,7 +6,9 @@ describe("keyUseNoter", () => {
   it("writes a key's use at most once a minute, each key on its own", () => {
     let now = 0;
     const writes: [string, number][] = [];
-    const note = keyUseNoter({ touchKey: (id: string, at: number) => writes.push([id, at]) } as unknown as UserStore, { now: () => now });
+    const note = keyUseNoter({ touchKey: async (id: string, at: number) => void writes.push([id, at]) } as unknown as UserStore, {
+      now: () => now,
+    });
     note("key_a");
     now = 59_999;
     note("key_a");

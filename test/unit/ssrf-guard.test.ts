@@ -174,7 +174,7 @@ async function deliverOnceTo(notifyUrl: (receiverUrl: string) => string) {
   const db = openDatabase(mkdtempSync(join(tmpdir(), "vi-ssrf-")));
   const events = new SqliteEventStore(db);
   const keys = new SqliteKeyStore(db);
-  const { accountId } = keys.createKey("a", "test", "hash-of-key", "abcd", "key_1", Date.now());
+  const { accountId } = await keys.createKey("a", "test", "hash-of-key", "abcd", "key_1", Date.now());
   const record = sampleInspection({ notifyUrl: notifyUrl(receiver.url), accountId });
   await new SqliteInspectionStore(db).create(record, "hash", () => ({
     id: "evt_ssrf0000000000000000000000",
@@ -191,9 +191,9 @@ async function deliverOnceTo(notifyUrl: (receiverUrl: string) => string) {
     allowPrivateTargets: false,
     pollMs: 100,
   });
-  const [event] = events.due(Date.now(), 10);
+  const [event] = await events.due(Date.now(), 10);
   await dispatcher.deliver(event!);
-  const attempts = events.attempts([event!.id]).get(event!.id)!;
+  const attempts = (await events.attempts([event!.id])).get(event!.id)!;
   const received = receiver.received.length;
   await dispatcher.stop();
   await receiver.close();

@@ -49,7 +49,7 @@ export class SqliteEventStore implements EventStore {
     this.#db = db;
   }
 
-  list(scope: Scope, limit: number, afterId?: string): EventRecord[] | null {
+  async list(scope: Scope, limit: number, afterId?: string): Promise<EventRecord[] | null> {
     const live = scope.livemode ? 1 : 0;
     let after = Number.MAX_SAFE_INTEGER;
     if (afterId !== undefined) {
@@ -70,7 +70,7 @@ export class SqliteEventStore implements EventStore {
     return rows.map((r) => toEvent(r as Row));
   }
 
-  get(scope: Scope, id: string): EventRecord | null {
+  async get(scope: Scope, id: string): Promise<EventRecord | null> {
     const row = sql(this.#db, "SELECT * FROM events WHERE id = ? AND account_id = ? AND livemode = ?").get(
       id,
       scope.accountId,
@@ -79,7 +79,7 @@ export class SqliteEventStore implements EventStore {
     return row ? toEvent(row as Row) : null;
   }
 
-  forInspection(scope: Scope, inspectionId: string): EventRecord[] {
+  async forInspection(scope: Scope, inspectionId: string): Promise<EventRecord[]> {
     const rows = sql(this.#db, "SELECT * FROM events WHERE inspection_id = ? AND account_id = ? AND livemode = ? ORDER BY seq").all(
       inspectionId,
       scope.accountId,
@@ -88,7 +88,7 @@ export class SqliteEventStore implements EventStore {
     return rows.map((r) => toEvent(r as Row));
   }
 
-  attempts(eventIds: readonly string[]): Map<string, DeliveryAttemptRecord[]> {
+  async attempts(eventIds: readonly string[]): Promise<Map<string, DeliveryAttemptRecord[]>> {
     const out = new Map<string, DeliveryAttemptRecord[]>(eventIds.map((id) => [id, []]));
     if (eventIds.length === 0) return out;
     const rows = sql(this.#db, `SELECT * FROM delivery_attempts WHERE event_id IN (${eventIds.map(() => "?").join(",")}) ORDER BY n`).all(
@@ -107,7 +107,7 @@ export class SqliteEventStore implements EventStore {
     return out;
   }
 
-  due(now: number, limit: number): EventRecord[] {
+  async due(now: number, limit: number): Promise<EventRecord[]> {
     const rows = sql(
       this.#db,
       "SELECT * FROM events WHERE delivery_status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
@@ -115,7 +115,7 @@ export class SqliteEventStore implements EventStore {
     return rows.map((r) => toEvent(r as Row));
   }
 
-  recordAttempt(a: DeliveryAttemptRecord, next: { nextAttemptAt: number } | { status: "succeeded" | "failed" }): void {
+  async recordAttempt(a: DeliveryAttemptRecord, next: { nextAttemptAt: number } | { status: "succeeded" | "failed" }): Promise<void> {
     transaction(this.#db, () => {
       sql(
         this.#db,
@@ -133,7 +133,7 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
-  resend(scope: Scope, id: string, now: number): EventRecord | null {
+  async resend(scope: Scope, id: string, now: number): Promise<EventRecord | null> {
     const row = sql(
       this.#db,
       `UPDATE events SET delivery_status = 'pending', next_attempt_at = ?, schedule_from = attempt_count

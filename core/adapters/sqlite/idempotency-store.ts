@@ -14,7 +14,7 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
     this.#db = db;
   }
 
-  begin(scope: Scope, key: string, fingerprint: string, now: number, retentionMs: number): BeginResult {
+  async begin(scope: Scope, key: string, fingerprint: string, now: number, retentionMs: number): Promise<BeginResult> {
     const live = scope.livemode ? 1 : 0;
     return transaction(this.#db, () => {
       // A key past retention is gone even before the sweep removes it; an in-flight mark older than any
@@ -42,14 +42,14 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
     });
   }
 
-  complete(scope: Scope, key: string, r: StoredResponse): void {
+  async complete(scope: Scope, key: string, r: StoredResponse): Promise<void> {
     sql(
       this.#db,
       "UPDATE idempotency_keys SET state = 'done', status_code = ?, body = ?, headers = ? WHERE account_id = ? AND livemode = ? AND key = ?",
     ).run(r.statusCode, r.body, JSON.stringify(r.headers), scope.accountId, scope.livemode ? 1 : 0, key);
   }
 
-  abandon(scope: Scope, key: string): void {
+  async abandon(scope: Scope, key: string): Promise<void> {
     sql(this.#db, "DELETE FROM idempotency_keys WHERE account_id = ? AND livemode = ? AND key = ? AND state = 'in_flight'").run(
       scope.accountId,
       scope.livemode ? 1 : 0,
@@ -57,7 +57,7 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
     );
   }
 
-  purge(olderThan: number): number {
+  async purge(olderThan: number): Promise<number> {
     return Number(sql(this.#db, "DELETE FROM idempotency_keys WHERE created_at <= ?").run(olderThan).changes);
   }
 }

@@ -110,24 +110,29 @@ export class SqliteInspectionStore implements InspectionStore {
     });
   }
 
-  get(scope: Scope, id: string): InspectionRecord | null {
-    const found = this.getById(id);
+  async get(scope: Scope, id: string): Promise<InspectionRecord | null> {
+    const found = this.#read(id);
     return found && found.accountId === scope.accountId && found.livemode === scope.livemode ? found : null;
   }
 
-  getById(id: string): InspectionRecord | null {
+  async getById(id: string): Promise<InspectionRecord | null> {
+    return this.#read(id);
+  }
+
+  /** The synchronous read under the port's promises, for use inside a transaction. */
+  #read(id: string): InspectionRecord | null {
     return this.#byId.get(id, () => {
       const row = this.#sql("SELECT * FROM inspections WHERE id = ?").get(id);
       return row ? toRecord(row as Row) : null;
     });
   }
 
-  getByCaptureTokenHash(hash: string): InspectionRecord | null {
+  async getByCaptureTokenHash(hash: string): Promise<InspectionRecord | null> {
     const row = this.#sql("SELECT * FROM inspections WHERE capture_token_hash = ?").get(hash);
     return row ? toRecord(row as Row) : null;
   }
 
-  list(scope: Scope, f: ListFilter): InspectionRecord[] {
+  async list(scope: Scope, f: ListFilter): Promise<InspectionRecord[]> {
     const where = ["account_id = ?", "livemode = ?"];
     const params: (string | number)[] = [scope.accountId, scope.livemode ? 1 : 0];
     if (f.after) {
@@ -160,27 +165,27 @@ export class SqliteInspectionStore implements InspectionStore {
     return rows.map((r) => toRecord(r as Row));
   }
 
-  recordOpened(id: string, at: number): void {
+  async recordOpened(id: string, at: number): Promise<void> {
     this.#sql("UPDATE inspections SET opened_at = COALESCE(opened_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?").run(at, id);
   }
 
-  recordSubmitRequested(id: string, at: number): void {
+  async recordSubmitRequested(id: string, at: number): Promise<void> {
     this.#sql(
       "UPDATE inspections SET submit_requested_at = COALESCE(submit_requested_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?",
     ).run(at, id);
   }
 
-  recordCancelRequested(id: string, at: number): void {
+  async recordCancelRequested(id: string, at: number): Promise<void> {
     this.#sql(
       "UPDATE inspections SET cancel_requested_at = COALESCE(cancel_requested_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?",
     ).run(at, id);
   }
 
-  recordVinObserved(id: string, vin: string): void {
+  async recordVinObserved(id: string, vin: string): Promise<void> {
     this.#sql("UPDATE inspections SET vin_observed = ? WHERE id = ?").run(vin, id);
   }
 
-  needingReconcile(now: number, limit: number): InspectionRecord[] {
+  async needingReconcile(now: number, limit: number): Promise<InspectionRecord[]> {
     const rows = this.#sql(
       `SELECT * FROM inspections WHERE needs_reconcile > 0
        UNION SELECT * FROM inspections WHERE status IN ('created', 'in_progress') AND expires_at <= ?
@@ -190,12 +195,19 @@ export class SqliteInspectionStore implements InspectionStore {
     return rows.map((r) => toRecord(r as Row));
   }
 
-  clearReconcile(id: string, generation: number): void {
+  async clearReconcile(id: string, generation: number): Promise<void> {
     // Only clears when no intent arrived since the controller read the row; else it stays due.
     this.#sql("UPDATE inspections SET needs_reconcile = 0 WHERE id = ? AND needs_reconcile = ?").run(id, generation);
   }
 
-  transition(id: string, from: Status, to: Status, at: number, patch: TransitionPatch, event: EventFactory): InspectionRecord | null {
+  async transition(
+    id: string,
+    from: Status,
+    to: Status,
+    at: number,
+    patch: TransitionPatch,
+    event: EventFactory,
+  ): Promise<InspectionRecord | null> {
     return transaction(this.#db, () => {
       const sets = ["status = ?", "updated_at = ?"];
       const params: (string | number | null)[] = [to, at];
@@ -216,17 +228,17 @@ export class SqliteInspectionStore implements InspectionStore {
       const result = this.#sql(`UPDATE inspections SET ${sets.join(", ")} WHERE id = ? AND status = ?`).run(...params, id, from);
       if (result.changes !== 1) return null;
       if (patch.report !== undefined) this.#sql("INSERT OR REPLACE INTO reports (inspection_id, body) VALUES (?, ?)").run(id, patch.report);
-      const after = this.getById(id)!;
+      const after = this.#read(id)!;
       insertEvent(this.#db, after, at, event(after));
       return after;
     });
   }
 
-  scheduleProcessingRetry(id: string, attempts: number, dueAt: number): void {
+  async scheduleProcessingRetry(id: string, attempts: number, dueAt: number): Promise<void> {
     this.#sql("UPDATE inspections SET processing_attempts = ?, processing_due_at = ? WHERE id = ?").run(attempts, dueAt, id);
   }
 
-  putPhoto(p: PhotoRecord, m: MediaRecord): PutPhotoResult {
+  async putPhoto(p: PhotoRecord, m: MediaRecord): Promise<PutPhotoResult> {
     // One IMMEDIATE transaction: no intent (from this process or another) can land between the check and the write.
     return transaction(this.#db, () => {
       const open = this.#sql(
@@ -248,7 +260,7 @@ export class SqliteInspectionStore implements InspectionStore {
     });
   }
 
-  photos(inspectionId: string): PhotoRecord[] {
+  async photos(inspectionId: string): Promise<PhotoRecord[]> {
     const rows = this.#sql(
       `SELECT p.*, m.width, m.height FROM photos p JOIN media m ON m.id = p.media_id WHERE p.inspection_id = ? ORDER BY p.captured_at`,
     ).all(inspectionId) as Row[];
@@ -264,7 +276,7 @@ export class SqliteInspectionStore implements InspectionStore {
     }));
   }
 
-  putMedia(m: MediaRecord): void {
+  async putMedia(m: MediaRecord): Promise<void> {
     this.#insertMedia(m);
   }
 
@@ -275,7 +287,7 @@ export class SqliteInspectionStore implements InspectionStore {
     ).run(m.id, m.accountId, m.livemode ? 1 : 0, m.inspectionId, m.kind, m.blobKey, m.bytes, m.etag, m.width, m.height, m.createdAt);
   }
 
-  getMedia(scope: Scope, id: string): MediaRecord | null {
+  async getMedia(scope: Scope, id: string): Promise<MediaRecord | null> {
     const row = this.#sql("SELECT * FROM media WHERE id = ? AND account_id = ? AND livemode = ?").get(
       id,
       scope.accountId,
@@ -284,7 +296,7 @@ export class SqliteInspectionStore implements InspectionStore {
     return row ? toMedia(row as Row) : null;
   }
 
-  getReport(inspectionId: string): string | null {
+  async getReport(inspectionId: string): Promise<string | null> {
     const row = this.#sql("SELECT body FROM reports WHERE inspection_id = ?").get(inspectionId) as Row | undefined;
     return row ? (row.body as string) : null;
   }

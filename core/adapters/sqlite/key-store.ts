@@ -45,7 +45,14 @@ export class SqliteKeyStore implements KeyStore {
     return id;
   }
 
-  createKey(accountName: string, env: Environment, keyHash: string, last4: string, keyId: string, now: number): ApiKeyRecord {
+  async createKey(
+    accountName: string,
+    env: Environment,
+    keyHash: string,
+    last4: string,
+    keyId: string,
+    now: number,
+  ): Promise<ApiKeyRecord> {
     return transaction(this.#db, () => {
       const accountId = this.#account(accountName, now);
       sql(this.#db, "INSERT INTO api_keys (id, account_id, livemode, hash, last4, created_at) VALUES (?, ?, ?, ?, ?, ?)").run(
@@ -60,20 +67,20 @@ export class SqliteKeyStore implements KeyStore {
     });
   }
 
-  findByHash(keyHash: string): ApiKeyRecord | null {
+  async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
     return this.#byHash.get(keyHash, () => {
       const row = sql(this.#db, "SELECT k.*, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?").get(keyHash);
       return row ? toKey(row as Row) : null;
     });
   }
 
-  list(): ApiKeyRecord[] {
+  async list(): Promise<ApiKeyRecord[]> {
     return sql(this.#db, "SELECT k.*, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.created_at, k.id")
       .all()
       .map((r) => toKey(r as Row));
   }
 
-  listIn(accountId: string, livemode: boolean): ApiKeyRecord[] {
+  async listIn(accountId: string, livemode: boolean): Promise<ApiKeyRecord[]> {
     return sql(
       this.#db,
       "SELECT k.*, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.account_id = ? AND k.livemode = ? ORDER BY k.created_at DESC, k.id",
@@ -82,23 +89,29 @@ export class SqliteKeyStore implements KeyStore {
       .map((r) => toKey(r as Row));
   }
 
-  revoke(keyId: string, now: number): boolean {
+  async revoke(keyId: string, now: number): Promise<boolean> {
     return sql(this.#db, "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?").run(now, keyId).changes === 1;
   }
 
-  accountId(accountName: string, now: number): string {
+  async accountId(accountName: string, now: number): Promise<string> {
     return transaction(this.#db, () => this.#account(accountName, now));
   }
 
-  webhookSecret(accountName: string, env: Environment, make: () => string, now: number): string {
+  async webhookSecret(accountName: string, env: Environment, make: () => string, now: number): Promise<string> {
     return transaction(this.#db, () => this.#secrets(this.#account(accountName, now), env === "live", make, now).secret);
   }
 
-  webhookSecretFor(accountId: string, livemode: boolean, make: () => string, now: number): WebhookSecretRecord {
+  async webhookSecretFor(accountId: string, livemode: boolean, make: () => string, now: number): Promise<WebhookSecretRecord> {
     return transaction(this.#db, () => this.#secrets(accountId, livemode, make, now));
   }
 
-  rotateWebhookSecret(accountId: string, livemode: boolean, make: () => string, now: number, overlapMs: number): WebhookSecretRecord {
+  async rotateWebhookSecret(
+    accountId: string,
+    livemode: boolean,
+    make: () => string,
+    now: number,
+    overlapMs: number,
+  ): Promise<WebhookSecretRecord> {
     return transaction(this.#db, () => {
       const secret = make();
       // The right-hand sides read the row as it was, so the current secret becomes the previous one.

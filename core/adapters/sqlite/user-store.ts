@@ -31,7 +31,11 @@ export class SqliteUserStore implements UserStore {
     this.#db = db;
   }
 
-  createUser(accountName: string, user: { id: string; email: string; passwordHash: string }, now: number): UserRecord | null {
+  async createUser(
+    accountName: string,
+    user: { id: string; email: string; passwordHash: string },
+    now: number,
+  ): Promise<UserRecord | null> {
     return transaction(this.#db, () => {
       const found = sql(this.#db, "SELECT id FROM accounts WHERE name = ?").get(accountName) as Row | undefined;
       const accountId = (found?.id as string | undefined) ?? newId("acct");
@@ -46,15 +50,19 @@ export class SqliteUserStore implements UserStore {
       "INSERT INTO users (id, account_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (email) DO NOTHING",
     ).run(user.id, accountId, user.email, user.passwordHash, now);
     if (inserted.changes !== 1) return null;
-    return this.findByEmail(user.email);
+    return this.#findByEmail(user.email);
   }
 
-  findByEmail(email: string): UserRecord | null {
+  async findByEmail(email: string): Promise<UserRecord | null> {
+    return this.#findByEmail(email);
+  }
+
+  #findByEmail(email: string): UserRecord | null {
     const row = sql(this.#db, `SELECT ${USER_COLUMNS} FROM users u JOIN accounts a ON a.id = u.account_id WHERE u.email = ?`).get(email);
     return row ? toUser(row as Row) : null;
   }
 
-  listUsers(accountId: string): UserRecord[] {
+  async listUsers(accountId: string): Promise<UserRecord[]> {
     return sql(
       this.#db,
       `SELECT ${USER_COLUMNS} FROM users u JOIN accounts a ON a.id = u.account_id WHERE u.account_id = ? ORDER BY u.created_at`,
@@ -63,7 +71,7 @@ export class SqliteUserStore implements UserStore {
       .map((r) => toUser(r as Row));
   }
 
-  createSession(idHash: string, userId: string, now: number, expiresAt: number): void {
+  async createSession(idHash: string, userId: string, now: number, expiresAt: number): Promise<void> {
     // Expired sessions of anyone go as new ones come: the table holds live sessions only.
     sql(this.#db, "DELETE FROM user_sessions WHERE expires_at <= ?").run(now);
     sql(this.#db, "INSERT INTO user_sessions (id_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)").run(
@@ -74,7 +82,7 @@ export class SqliteUserStore implements UserStore {
     );
   }
 
-  sessionUser(idHash: string, now: number): UserRecord | null {
+  async sessionUser(idHash: string, now: number): Promise<UserRecord | null> {
     const row = sql(
       this.#db,
       `SELECT ${USER_COLUMNS} FROM user_sessions s JOIN users u ON u.id = s.user_id JOIN accounts a ON a.id = u.account_id
@@ -83,11 +91,11 @@ export class SqliteUserStore implements UserStore {
     return row ? toUser(row as Row) : null;
   }
 
-  deleteSession(idHash: string): void {
+  async deleteSession(idHash: string): Promise<void> {
     sql(this.#db, "DELETE FROM user_sessions WHERE id_hash = ?").run(idHash);
   }
 
-  createInvite(tokenHash: string, invite: Omit<InviteRecord, "acceptedAt">): void {
+  async createInvite(tokenHash: string, invite: Omit<InviteRecord, "acceptedAt">): Promise<void> {
     sql(this.#db, "INSERT INTO invites (token_hash, account_id, email, invited_by, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)").run(
       tokenHash,
       invite.accountId,
@@ -98,14 +106,18 @@ export class SqliteUserStore implements UserStore {
     );
   }
 
-  openInvite(tokenHash: string, now: number): InviteRecord | null {
+  async openInvite(tokenHash: string, now: number): Promise<InviteRecord | null> {
+    return this.#openInvite(tokenHash, now);
+  }
+
+  #openInvite(tokenHash: string, now: number): InviteRecord | null {
     const row = sql(this.#db, "SELECT * FROM invites WHERE token_hash = ? AND accepted_at IS NULL AND expires_at > ?").get(tokenHash, now);
     return row ? toInvite(row as Row) : null;
   }
 
-  acceptInvite(tokenHash: string, user: { id: string; passwordHash: string }, now: number): UserRecord | null {
+  async acceptInvite(tokenHash: string, user: { id: string; passwordHash: string }, now: number): Promise<UserRecord | null> {
     return transaction(this.#db, () => {
-      const invite = this.openInvite(tokenHash, now);
+      const invite = this.#openInvite(tokenHash, now);
       if (!invite) return null;
       const made = this.#insertUser(invite.accountId, { ...user, email: invite.email }, now);
       if (!made) return null;
@@ -114,11 +126,11 @@ export class SqliteUserStore implements UserStore {
     });
   }
 
-  touchKey(keyId: string, at: number): void {
+  async touchKey(keyId: string, at: number): Promise<void> {
     sql(this.#db, "INSERT OR REPLACE INTO api_key_usage (key_id, last_used_at) VALUES (?, ?)").run(keyId, at);
   }
 
-  keysLastUsed(keyIds: readonly string[]): Map<string, number> {
+  async keysLastUsed(keyIds: readonly string[]): Promise<Map<string, number>> {
     const used = new Map<string, number>();
     if (keyIds.length === 0) return used;
     const rows = sql(this.#db, `SELECT key_id, last_used_at FROM api_key_usage WHERE key_id IN (${keyIds.map(() => "?").join(",")})`).all(
