@@ -63,7 +63,7 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
     vin,
     captureLinks: new CaptureLinks(secret, config.publicUrl),
     signingKeys: { cookies: derive("dashboard-cookies"), shareLinks: derive("shared-report-links") },
-    signals: new Signals(),
+    signals: new Signals(clock),
     modelInputSizes: modelInputSizes(config.models),
     angles,
     async close() {

@@ -1,5 +1,6 @@
 import { EventEmitter, once } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
+import { systemClock, type Clock } from "./time.ts";
 
 /**
  * In-process wake-ups between the routes and the controller. They only shorten waits: the
@@ -8,13 +9,18 @@ import { setTimeout as sleep } from "node:timers/promises";
  */
 export class Signals {
   readonly #emitter = new EventEmitter().setMaxListeners(0);
+  readonly #clock: Clock;
 
-  /** An intent was recorded: the controller should reconcile soon. */
-  nudgeController(): void {
-    this.#emitter.emit("nudge");
+  constructor(clock: Clock = systemClock) {
+    this.#clock = clock;
   }
 
-  onNudge(listener: () => void): () => void {
+  /** An intent was recorded on `inspectionId` (or on something unnamed): the controller should reconcile soon. */
+  nudgeController(inspectionId?: string): void {
+    this.#emitter.emit("nudge", inspectionId);
+  }
+
+  onNudge(listener: (inspectionId: string | undefined) => void): () => void {
     this.#emitter.on("nudge", listener);
     return () => this.#emitter.off("nudge", listener);
   }
@@ -36,13 +42,13 @@ export class Signals {
 
   /** Polls `read` until `done` holds or `timeoutMs` passes; returns the last value read. */
   async waitFor<T>(inspectionId: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number, pollMs = 100): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = this.#clock.now() + timeoutMs;
     let value = await read();
-    while (!done(value) && Date.now() < deadline) {
+    while (!done(value) && this.#clock.now() < deadline) {
       const ac = new AbortController();
       await Promise.race([
         once(this.#emitter, `changed:${inspectionId}`, { signal: ac.signal }).catch(() => {}),
-        sleep(Math.min(pollMs, Math.max(0, deadline - Date.now())), undefined, { signal: ac.signal }).catch(() => {}),
+        sleep(Math.min(pollMs, Math.max(0, deadline - this.#clock.now())), undefined, { signal: ac.signal }).catch(() => {}),
       ]);
       ac.abort();
       value = await read();

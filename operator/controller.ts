@@ -1,7 +1,8 @@
 import type { Logger } from "pino";
 import { photoBlobKey } from "../core/blob-keys.ts";
 import { buildReport } from "../core/domain/build-report.ts";
-import { eventTypeFor, isCancelable, isTerminal, nextStatus, type Trigger } from "../core/domain/state-machine.ts";
+import { awaitsDetection, dueMove, lookAgainAt } from "../core/domain/reconcile-rules.ts";
+import { eventTypeFor, isTerminal, nextStatus, type Trigger } from "../core/domain/state-machine.ts";
 import { newId } from "../core/ids.ts";
 import type { DetectionRunner } from "../core/ports/detection-runner.ts";
 import type { InspectionStore, TransitionPatch } from "../core/ports/inspection-store.ts";
@@ -10,6 +11,7 @@ import type { Signals } from "../core/signals.ts";
 import type { Clock } from "../core/time.ts";
 import { eventPayload } from "../core/views/inspection-view.ts";
 import { isExterior } from "../core/schemas/capture.ts";
+import { WorkQueue } from "./work-queue.ts";
 
 export type ControllerOptions = {
   store: InspectionStore;
@@ -47,19 +49,25 @@ export class Controller {
   readonly #abandoned = new Set<string>();
   /** Inspections this process failed and scheduled again, so that picking one up is a retry, not a resume. */
   readonly #retrying = new Set<string>();
+  readonly #queue: WorkQueue;
   #timer: NodeJS.Timeout | undefined;
-  #running = false;
-  #again = false;
+  #polling: Promise<void> | null = null;
   #stopped = false;
   #unsubscribe: (() => void) | undefined;
 
   constructor(options: ControllerOptions) {
     this.#o = options;
+    this.#queue = new WorkQueue({
+      clock: options.clock,
+      handle: async (id) => (await this.reconcile(id)).requeueAfterMs,
+      onError: (id, error, retryInMs) =>
+        options.log.error({ err: error, inspection_id: id, retry_in_ms: retryInMs }, "reconcile failed; this inspection is retried"),
+    });
   }
 
   start(): void {
-    this.#unsubscribe = this.#o.signals.onNudge(() => this.#kick());
-    this.#kick();
+    this.#unsubscribe = this.#o.signals.onNudge((id) => (id ? this.#queue.add(id) : this.#poll()));
+    this.#poll();
   }
 
   /**
@@ -73,7 +81,8 @@ export class Controller {
     this.#stopped = true;
     this.#unsubscribe?.();
     clearTimeout(this.#timer);
-    while (this.#running) await new Promise((r) => setTimeout(r, 10));
+    await this.#polling;
+    await this.#queue.stop();
     if (this.#processing.size === 0) return;
     const grace = this.#o.shutdownGraceMs;
     this.#o.log.info({ inspection_ids: [...this.#processing.keys()], grace_ms: grace }, "waiting for running detection");
@@ -85,63 +94,48 @@ export class Controller {
     this.#o.log.warn({ inspection_ids: [...this.#abandoned], grace_ms: grace }, "detection unfinished at the shutdown deadline");
   }
 
-  /** Coalesces wake-ups: one pass at a time, and one more if woken during it. */
-  #kick(): void {
-    if (this.#stopped) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    this.#running = true;
+  /**
+   * Queues what the store says is due (intents recorded, by any process; links past expires_at;
+   * detection due), then again every pollMs: level-driven, so what a wake-up missed is found.
+   */
+  #poll(): void {
+    if (this.#stopped || this.#polling) return;
     clearTimeout(this.#timer);
-    (async () => {
-      do {
-        this.#again = false;
-        await this.reconcileDue();
-      } while (this.#again && !this.#stopped);
+    this.#polling = (async () => {
+      for (const r of await this.#o.store.needingReconcile(this.#o.clock.now(), 200)) this.#queue.add(r.id);
     })()
-      .catch((error) => this.#o.log.error({ err: error }, "controller pass failed; retrying on the next poll"))
+      .catch((error) => this.#o.log.error({ err: error }, "controller poll failed; retrying on the next poll"))
       .finally(() => {
-        this.#running = false;
-        if (!this.#stopped) this.#timer = setTimeout(() => this.#kick(), this.#o.pollMs).unref();
+        this.#polling = null;
+        if (!this.#stopped) this.#timer = setTimeout(() => this.#poll(), this.#o.pollMs).unref();
       });
   }
 
-  async reconcileDue(): Promise<void> {
-    for (const inspection of await this.#o.store.needingReconcile(this.#o.clock.now(), 200)) await this.reconcile(inspection);
-  }
-
-  /** Reads top to bottom: cancel first, then the customer's moves, expiry, then processing. */
-  async reconcile(initial: InspectionRecord): Promise<void> {
-    let r: InspectionRecord | null = initial;
-    const generation = initial.reconcileGeneration;
-    for (let step = 0; r && step < 4; step++) {
-      const trigger = this.#due(r);
-      if (!trigger) break;
-      if (trigger === "processing") {
-        this.#startProcessing(r, r === initial);
-        break;
-      }
-      r = await this.#move(r, trigger.on, trigger.patch);
+  /**
+   * Brings one inspection where its intents and the clock say it should be, as kubebuilder's
+   * Reconcile does for one key: cancel first, then the customer's moves, expiry, then detection.
+   * Answers when to look again (its link's expiry, its next detection attempt), or null when only
+   * a new intent can move it. An error is thrown to the queue, which retries this key with backoff.
+   */
+  async reconcile(id: string): Promise<{ requeueAfterMs: number | null }> {
+    const initial = await this.#o.store.getById(id);
+    if (!initial) return { requeueAfterMs: null };
+    let r: InspectionRecord = initial;
+    for (let step = 0; step < 4; step++) {
+      const move = dueMove(r, this.#o.clock.now());
+      if (!move) break;
+      const after = await this.#move(r, move.on, move.patch);
+      // Moved meanwhile by another writer (a second operator, say): read it again at once.
+      if (!after) return { requeueAfterMs: 0 };
+      r = after;
     }
-    if (generation > 0) await this.#o.store.clearReconcile(initial.id, generation);
-  }
-
-  #due(r: InspectionRecord): { on: Trigger; patch: TransitionPatch } | "processing" | null {
     const now = this.#o.clock.now();
-    if (r.cancelRequestedAt !== null && isCancelable(r.status)) return { on: "cancel_requested", patch: { canceledAt: now } };
-    // A submission recorded before expires_at counts even if the controller sees it later.
-    const submitted = r.submitRequestedAt !== null && r.submitRequestedAt < r.expiresAt;
-    if (r.status === "created") {
-      if (r.openedAt !== null || submitted) return { on: "capture_opened", patch: {} };
-      if (r.expiresAt <= now) return { on: "link_expired", patch: {} };
+    if (!this.#stopped && awaitsDetection(r) && !this.#processing.has(r.id) && (r.processingDueAt ?? 0) <= now) {
+      this.#startProcessing(r, r === initial);
     }
-    if (r.status === "in_progress") {
-      if (submitted) return { on: "capture_submitted", patch: { submittedAt: r.submitRequestedAt! } };
-      if (r.expiresAt <= now) return { on: "link_expired", patch: {} };
-    }
-    if (r.status === "processing" && !this.#processing.has(r.id) && (r.processingDueAt ?? 0) <= now) return "processing";
-    return null;
+    if (initial.reconcileGeneration > 0) await this.#o.store.clearReconcile(id, initial.reconcileGeneration);
+    const at = lookAgainAt(r);
+    return { requeueAfterMs: at === null || this.#processing.has(r.id) ? null : Math.max(0, at - now) };
   }
 
   async #move(r: InspectionRecord, on: Trigger, patch: TransitionPatch): Promise<InspectionRecord | null> {
@@ -178,7 +172,7 @@ export class Controller {
       .finally(() => {
         this.#processing.delete(r.id);
         this.#abandoned.delete(r.id);
-        this.#kick();
+        this.#queue.add(r.id);
       });
     this.#processing.set(r.id, run);
   }
@@ -188,7 +182,7 @@ export class Controller {
     const media = photos.map((p) => ({ mediaId: p.mediaId, angle: p.angle, blobKey: photoBlobKey(r.id, p.mediaId), quality: p.quality }));
     const result = await this.#o.runner.detect(r.id, media);
     const current = await this.#o.store.getById(r.id);
-    if (current?.status !== "processing") return; // canceled meanwhile: the result is not wanted
+    if (!current || !awaitsDetection(current)) return; // canceled meanwhile: the result is not wanted
     const exterior = new Set(photos.filter((p) => isExterior(p.angle)).map((p) => p.mediaId));
     if (!result.photos.some((p) => p.readable && exterior.has(p.mediaId))) {
       await this.#move(current, "processing_failed", {
@@ -240,7 +234,7 @@ export class Controller {
     const attempts = r.processingAttempts + 1;
     this.#o.log.error({ err: error, inspection_id: r.id, attempt: attempts }, "detection failed");
     const current = await this.#o.store.getById(r.id);
-    if (current?.status !== "processing") return;
+    if (!current || !awaitsDetection(current)) return;
     if (attempts >= this.#o.maxProcessingAttempts) {
       await this.#move(current, "processing_failed", {
         failure: { code: "processing_error", message: "Detection and grading could not finish after several attempts." },

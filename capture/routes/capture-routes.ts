@@ -115,7 +115,7 @@ export const captureRoutes =
         let inspection = await open(request.params.token);
         if (inspection.status === "created") {
           await s.inspections.recordOpened(inspection.id, s.clock.now());
-          s.signals.nudgeController();
+          s.signals.nudgeController(inspection.id);
           inspection = await s.signals.waitFor(
             inspection.id,
             async () => (await s.inspections.getById(inspection.id))!,
@@ -263,7 +263,7 @@ export const captureRoutes =
         const now = s.clock.now();
         if (inspection.status === "created") await s.inspections.recordOpened(inspection.id, now);
         await s.inspections.recordSubmitRequested(inspection.id, now);
-        s.signals.nudgeController();
+        s.signals.nudgeController(inspection.id);
         const after = await s.signals.waitFor(
           inspection.id,
           async () => (await s.inspections.getById(inspection.id))!,

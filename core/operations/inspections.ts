@@ -2,6 +2,7 @@ import { CaptureLinks } from "../capture-links.ts";
 import { eventTypeFor, isCancelable, isTerminal } from "../domain/state-machine.ts";
 import { ApiError, notFound } from "../errors.ts";
 import { newId } from "../ids.ts";
+import { UNSTARTED } from "../ports/inspection-store.ts";
 import type { InspectionRecord, Scope } from "../ports/records.ts";
 import type { CreateInspectionBody } from "../schemas/inspection.ts";
 import type { Services } from "../services.ts";
@@ -36,18 +37,7 @@ export async function createInspection(s: Services, scope: Scope, body: CreateIn
     expiresAt: now + s.config.inspectionTtlMs,
     createdAt: now,
     updatedAt: now,
-    submittedAt: null,
-    completedAt: null,
-    canceledAt: null,
-    summary: null,
-    failure: null,
-    openedAt: null,
-    submitRequestedAt: null,
-    cancelRequestedAt: null,
-    vinObserved: null,
-    processingAttempts: 0,
-    processingDueAt: null,
-    reconcileGeneration: 0,
+    ...UNSTARTED,
   };
   await s.inspections.create(record, CaptureLinks.hash(s.captureLinks.token(id)), (r) => {
     const eventId = newId("evt");
@@ -63,7 +53,7 @@ export async function cancelInspection(s: Services, scope: Scope, id: string): P
   if (!isCancelable(current.status)) throw notCancelable(current);
   // The controller owns status: record the intent, then report its verdict.
   await s.inspections.recordCancelRequested(current.id, s.clock.now());
-  s.signals.nudgeController();
+  s.signals.nudgeController(current.id);
   const after = await s.signals.waitFor(
     current.id,
     () => findInspection(s, scope, current.id),

@@ -5,8 +5,15 @@ export type StoredResponse = { statusCode: number; body: string; headers: Record
 export type BeginResult = { kind: "started" } | { kind: "replay"; response: StoredResponse } | { kind: "in_flight" } | { kind: "mismatch" };
 
 /**
+ * How long a key may stay in flight: longer than any request may run (connection and body timeouts
+ * are well under it). A mark older than this belongs to a process that died mid-request.
+ */
+export const STALE_IN_FLIGHT_MS = 120_000;
+
+/**
  * Idempotency keys, scoped to an account and environment. `begin` is atomic: of many concurrent
- * requests with one key, exactly one gets `started`.
+ * requests with one key, exactly one gets `started`. A key is free again once `retentionMs` has
+ * passed since it began, or STALE_IN_FLIGHT_MS while it is still in flight.
  */
 export interface IdempotencyStore {
   begin(scope: Scope, key: string, fingerprint: string, now: number, retentionMs: number): Promise<BeginResult>;

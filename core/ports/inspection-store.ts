@@ -26,6 +26,25 @@ export type TransitionPatch = Partial<Pick<InspectionRecord, "submittedAt" | "co
  */
 export type PutPhotoResult = { accepted: true; replaced: MediaRecord | null } | { accepted: false };
 
+/**
+ * What every inspection starts with, whatever the record given to `create` says: no move recorded,
+ * no intent, no processing yet.
+ */
+export const UNSTARTED = {
+  submittedAt: null,
+  completedAt: null,
+  canceledAt: null,
+  summary: null,
+  failure: null,
+  openedAt: null,
+  submitRequestedAt: null,
+  cancelRequestedAt: null,
+  vinObserved: null,
+  processingAttempts: 0,
+  processingDueAt: null,
+  reconcileGeneration: 0,
+} as const satisfies Partial<InspectionRecord>;
+
 /** Builds the event body for the inspection as it is after the move, inside the same transaction. */
 export type EventFactory = (after: InspectionRecord) => { id: string; type: string; data: string };
 
@@ -35,7 +54,7 @@ export type EventFactory = (after: InspectionRecord) => { id: string; type: stri
  * to the outbox atomically, so no move is ever without its event.
  */
 export interface InspectionStore {
-  /** Stores a new inspection with its first event; resolves once both are durable. */
+  /** Stores a new inspection, UNSTARTED, with its first event; resolves once both are durable. */
   create(record: InspectionRecord, captureTokenHash: string, event: EventFactory): Promise<void>;
   get(scope: Scope, id: string): Promise<InspectionRecord | null>;
   getById(id: string): Promise<InspectionRecord | null>;

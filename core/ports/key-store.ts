@@ -19,6 +19,25 @@ export type WebhookSecretRecord = {
   previousExpiresAt: number | null;
 };
 
+/**
+ * Webhook secrets as stored (a rotated-out one kept past its overlap) as they sign at `now`: the
+ * rotated-out one only until its overlap ends.
+ */
+export function signingAt(stored: WebhookSecretRecord, now: number): WebhookSecretRecord {
+  const overlapping = stored.previousSecret !== null && stored.previousExpiresAt !== null && stored.previousExpiresAt > now;
+  return {
+    secret: stored.secret,
+    createdAt: stored.createdAt,
+    previousSecret: overlapping ? stored.previousSecret : null,
+    previousExpiresAt: overlapping ? stored.previousExpiresAt : null,
+  };
+}
+
+/** `list()`'s order: oldest first, then by id. */
+export const byCreation = (a: ApiKeyRecord, b: ApiKeyRecord) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+/** `listIn()`'s order: newest first, then by id. */
+export const newestFirst = (a: ApiKeyRecord, b: ApiKeyRecord) => b.createdAt - a.createdAt || byCreation(a, b);
+
 /** Accounts, their API keys (stored as hashes only) and their webhook signing secrets. */
 export interface KeyStore {
   /** Creates the account on first use. Returns the key's record; the caller holds the only plaintext. */

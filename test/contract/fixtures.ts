@@ -1,4 +1,5 @@
 import { newId } from "../../core/ids.ts";
+import { UNSTARTED } from "../../core/ports/inspection-store.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
 
 export function sampleInspection(overrides: Partial<InspectionRecord> = {}): InspectionRecord {
@@ -17,18 +18,7 @@ export function sampleInspection(overrides: Partial<InspectionRecord> = {}): Ins
     expiresAt: now + 3_600_000,
     createdAt: now,
     updatedAt: now,
-    submittedAt: null,
-    completedAt: null,
-    canceledAt: null,
-    summary: null,
-    failure: null,
-    openedAt: null,
-    submitRequestedAt: null,
-    cancelRequestedAt: null,
-    vinObserved: null,
-    processingAttempts: 0,
-    processingDueAt: null,
-    reconcileGeneration: 0,
+    ...UNSTARTED,
     ...overrides,
   };
 }

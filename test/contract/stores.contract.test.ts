@@ -5,6 +5,15 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FsBlobStore } from "../../core/adapters/fs/fs-blob-store.ts";
 import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
+import { MemoryEventStore } from "../../core/adapters/memory/memory-event-store.ts";
+import { MemoryIdempotencyStore } from "../../core/adapters/memory/memory-idempotency-store.ts";
+import { MemoryInspectionStore } from "../../core/adapters/memory/memory-inspection-store.ts";
+import { MemoryKeyStore } from "../../core/adapters/memory/memory-key-store.ts";
+import { MemoryState } from "../../core/adapters/memory/memory-state.ts";
+import { MemoryUserStore } from "../../core/adapters/memory/memory-user-store.ts";
+import { connectNats, type Nats } from "../../core/adapters/nats/nats-connection.ts";
+import { NatsIdempotencyStore } from "../../core/adapters/nats/nats-idempotency-store.ts";
+import { NatsKeyStore } from "../../core/adapters/nats/nats-key-store.ts";
 import { S3BlobStore } from "../../core/adapters/s3/s3-blob-store.ts";
 import { openDatabase } from "../../core/adapters/sqlite/database.ts";
 import { SqliteEventStore } from "../../core/adapters/sqlite/event-store.ts";
@@ -21,11 +30,13 @@ import type { UserStore } from "../../core/ports/user-store.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord } from "../../core/ports/records.ts";
 import { newId } from "../../core/ids.ts";
 import { sampleInspection } from "./fixtures.ts";
-import { startVersityGw, type VersityGw } from "../helpers/go-servers.ts";
+import { IDEMPOTENCY_RETENTION_MS } from "../../api/plugins/idempotency.ts";
+import { startNatsServer, startVersityGw, type NatsServer, type VersityGw } from "../helpers/go-servers.ts";
 
 /**
  * One contract suite per port, run against every adapter of it. The cluster adapters (NATS
- * JetStream KV, Kubernetes custom resources) join these lists when they land; S3's has.
+ * JetStream KV, Kubernetes custom resources) join these lists when they land; S3's has, and NATS
+ * KV's has for the two ports it serves (IDEMPOTENCY_ADAPTERS, KEY_ADAPTERS).
  */
 type Stores = {
   inspections: InspectionStore;
@@ -56,6 +67,22 @@ const STORE_ADAPTERS: { name: string; make: () => Stores }[] = [
       };
     },
   },
+  {
+    name: "memory",
+    make: () => {
+      const state = new MemoryState();
+      return {
+        inspections: new MemoryInspectionStore(state),
+        events: new MemoryEventStore(state),
+        keys: new MemoryKeyStore(state),
+        idempotency: new MemoryIdempotencyStore(state),
+        // Another adapter over the same state: what another connection would see (at once, here).
+        reopen: () => new MemoryInspectionStore(state),
+        reopenKeys: () => new MemoryKeyStore(state),
+        users: new MemoryUserStore(state),
+      };
+    },
+  },
 ];
 /** An adapter of a network store runs against a real server, started for its suite (`before`). */
 let s3: VersityGw;
@@ -72,6 +99,59 @@ const BLOB_ADAPTERS: { name: string; make: () => BlobStore; before?: () => Promi
     },
     after: () => s3.close(),
     make: () => new S3BlobStore({ bucket: s3.bucket, endpoint: s3.endpoint, region: "us-east-1", forcePathStyle: true }),
+  },
+];
+
+/**
+ * The ports NATS JetStream KV serves in cluster mode run against every store adapter and against
+ * NATS: one nats-server for the file, two connections to it (the second is what another process
+ * reads and writes through), fresh buckets for each test.
+ */
+let nats: Promise<{ server: NatsServer; primary: Nats; other: Nats }> | undefined;
+const startNats = async () => {
+  nats ??= (async () => {
+    const server = await startNatsServer();
+    const [primary, other] = await Promise.all(
+      ["contract", "contract-other-process"].map((name) => connectNats({ url: server.url, name })),
+    );
+    return { server, primary: primary!, other: other! };
+  })();
+  await nats;
+};
+afterAll(async () => {
+  if (!nats) return;
+  const { server, primary, other } = await nats;
+  await Promise.all([primary.close(), other.close()]);
+  await server.close();
+});
+let natsBuckets = 0;
+type Maybe<T> = T | Promise<T>;
+const IDEMPOTENCY_ADAPTERS: { name: string; make: () => Maybe<IdempotencyStore>; before?: () => Promise<void> }[] = [
+  ...STORE_ADAPTERS.map((a) => ({ name: a.name, make: () => a.make().idempotency })),
+  {
+    name: "nats",
+    before: startNats,
+    make: async () =>
+      NatsIdempotencyStore.open((await nats!).primary.kvm, {
+        bucket: `idempotency-${++natsBuckets}`,
+        retentionMs: IDEMPOTENCY_RETENTION_MS,
+      }),
+  },
+];
+const KEY_ADAPTERS: {
+  name: string;
+  make: () => Maybe<{ keys: KeyStore; reopenKeys: () => Maybe<KeyStore> }>;
+  before?: () => Promise<void>;
+}[] = [
+  ...STORE_ADAPTERS.map((a) => ({ name: a.name, make: () => a.make() })),
+  {
+    name: "nats",
+    before: startNats,
+    make: async () => {
+      const { primary, other } = await nats!;
+      const prefix = `t${++natsBuckets}-`;
+      return { keys: await NatsKeyStore.open(primary.kvm, { prefix }), reopenKeys: () => NatsKeyStore.open(other.kvm, { prefix }) };
+    },
   },
 ];
 
@@ -273,6 +353,26 @@ for (const adapter of STORE_ADAPTERS) {
       expect((await inspections.getById(r.id))!.canceledAt).toBe(r.createdAt + 3);
     });
 
+    it("records handed out stay as they were through later writes, and nothing keeps the caller's objects", async () => {
+      const { inspections, events } = adapter.make();
+      const r = sampleInspection({ notifyUrl: "https://example.com/h" });
+      await inspections.create(r, "h", event());
+      // The caller's own object, edited after create: the store must not have kept it.
+      r.status = "failed";
+      const held = (await inspections.get(scope, r.id))!;
+      expect(held.status).toBe("created");
+      const [heldEvent] = (await events.list(scope, 1))!;
+      await inspections.recordOpened(r.id, held.createdAt + 1);
+      await inspections.transition(r.id, "created", "in_progress", held.createdAt + 2, {}, event("inspection.in_progress"));
+      await events.recordAttempt(
+        { eventId: heldEvent!.id, n: 1, attemptedAt: 1, statusCode: 200, latencyMs: 1, error: null },
+        { status: "succeeded" },
+      );
+      expect(held).toMatchObject({ status: "created", openedAt: null, reconcileGeneration: 0 });
+      expect(heldEvent).toMatchObject({ deliveryStatus: "pending", attemptCount: 0 });
+      expect(await inspections.get(scope, r.id)).toMatchObject({ status: "in_progress", reconcileGeneration: 1 });
+    });
+
     it("intents mark an inspection for reconcile until the controller clears that generation", async () => {
       const { inspections } = adapter.make();
       const r = sampleInspection();
@@ -439,10 +539,13 @@ for (const adapter of STORE_ADAPTERS) {
       expect(await events.get(scope, silent!.id)).toMatchObject({ deliveryStatus: "none", nextAttemptAt: null });
     });
   });
+}
 
+for (const adapter of IDEMPOTENCY_ADAPTERS) {
   describe(`IdempotencyStore contract: ${adapter.name}`, () => {
+    if (adapter.before) beforeAll(adapter.before);
     it("started → in_flight → replay; mismatch; abandon frees the key; retention expires it", async () => {
-      const { idempotency } = adapter.make();
+      const idempotency = await adapter.make();
       const now = Date.now();
       expect((await idempotency.begin(scope, "k", "f1", now, 1000)).kind).toBe("started");
       expect((await idempotency.begin(scope, "k", "f1", now, 1000)).kind).toBe("in_flight");
@@ -459,11 +562,23 @@ for (const adapter of STORE_ADAPTERS) {
       expect((await idempotency.begin(scope, "j", "other", now, 1000)).kind).toBe("started");
       expect(await idempotency.purge(now + 10_000)).toBeGreaterThan(0);
     });
-  });
 
+    it("of concurrent begins of one key exactly one is started, also when they replace an expired key", async () => {
+      const idempotency = await adapter.make();
+      const now = Date.now();
+      const race = (at: number) => Promise.all(Array.from({ length: 12 }, () => idempotency.begin(scope, "race", "f", at, 1000)));
+      const started = (results: { kind: string }[]) => results.filter((r) => r.kind === "started").length;
+      expect(started(await race(now))).toBe(1);
+      expect(started(await race(now + 1000))).toBe(1);
+    });
+  });
+}
+
+for (const adapter of KEY_ADAPTERS) {
   describe(`KeyStore contract: ${adapter.name}`, () => {
+    if (adapter.before) beforeAll(adapter.before);
     it("finds keys by hash, revokes, and keeps one webhook secret per account and environment", async () => {
-      const { keys } = adapter.make();
+      const { keys } = await adapter.make();
       const k = await keys.createKey("acme", "live", "hash1", "wxyz", "key_1", 1);
       expect(await keys.findByHash("hash1")).toMatchObject({ id: "key_1", accountName: "acme", livemode: true, revokedAt: null });
       expect(await keys.findByHash("nope")).toBeNull();
@@ -480,7 +595,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("rotates the webhook secret, the one it replaces signing beside it until the overlap ends", async () => {
-      const { keys, reopenKeys } = adapter.make();
+      const { keys, reopenKeys } = await adapter.make();
       let n = 0;
       const make = () => `whsec_${++n}`;
       const accountId = await keys.accountId("acme", 1);
@@ -498,7 +613,7 @@ for (const adapter of STORE_ADAPTERS) {
         previousExpiresAt: 120,
       });
       expect(await keys.webhookSecretFor(accountId, false, make, 119)).toMatchObject({ secret: "whsec_2", previousSecret: "whsec_1" });
-      expect(await reopenKeys().webhookSecretFor(accountId, false, make, 119)).toMatchObject({
+      expect(await (await reopenKeys()).webhookSecretFor(accountId, false, make, 119)).toMatchObject({
         secret: "whsec_2",
         previousSecret: "whsec_1",
       });
@@ -527,12 +642,20 @@ for (const adapter of STORE_ADAPTERS) {
       });
     });
 
+    it("two processes making one account on first use make it once", async () => {
+      const { keys, reopenKeys } = await adapter.make();
+      const other = await reopenKeys();
+      const ids = await Promise.all([keys.accountId("race", 1), other.accountId("race", 1), keys.accountId("race", 1)]);
+      expect(new Set(ids).size).toBe(1);
+      expect(await other.accountId("race", 2)).toBe(ids[0]);
+    });
+
     it("a key revoked by another process (the CLI) is seen revoked soon after", async () => {
-      const { keys, reopenKeys } = adapter.make();
+      const { keys, reopenKeys } = await adapter.make();
       await keys.createKey("acme", "test", "hash2", "abcd", "key_2", 1);
       expect((await keys.findByHash("hash2"))!.revokedAt).toBeNull();
       expect((await keys.findByHash("hash2"))!.revokedAt).toBeNull();
-      expect(await reopenKeys().revoke("key_2", 7)).toBe(true);
+      expect(await (await reopenKeys()).revoke("key_2", 7)).toBe(true);
       await afterOtherProcessWrites();
       expect((await keys.findByHash("hash2"))!.revokedAt).toBe(7);
     });

@@ -1,11 +1,8 @@
-import type { BeginResult, IdempotencyStore, StoredResponse } from "../../ports/idempotency-store.ts";
+import { STALE_IN_FLIGHT_MS, type BeginResult, type IdempotencyStore, type StoredResponse } from "../../ports/idempotency-store.ts";
 import type { Scope } from "../../ports/records.ts";
 import { sql, transaction, type Database } from "./database.ts";
 
 type Row = Record<string, string | number | null>;
-
-/** Longer than any request may run (connection and body timeouts are well under it). */
-const STALE_IN_FLIGHT_MS = 120_000;
 
 export class SqliteIdempotencyStore implements IdempotencyStore {
   readonly #db: Database;

@@ -1,6 +1,6 @@
 import type { Environment } from "../../ids.ts";
 import { newId } from "../../ids.ts";
-import type { ApiKeyRecord, KeyStore, WebhookSecretRecord } from "../../ports/key-store.ts";
+import { type ApiKeyRecord, type KeyStore, signingAt, type WebhookSecretRecord } from "../../ports/key-store.ts";
 import { sql, transaction, type Database } from "./database.ts";
 import { ReadCache } from "./read-cache.ts";
 
@@ -16,16 +16,16 @@ const toKey = (r: Row): ApiKeyRecord => ({
   revokedAt: r.revoked_at as number | null,
 });
 
-/** The secrets as they sign at `now`: the rotated-out one only until its overlap ends. */
-function toSecrets(r: Row, now: number): WebhookSecretRecord {
-  const overlapping = r.previous_secret !== null && (r.previous_expires_at as number) > now;
-  return {
-    secret: r.secret as string,
-    createdAt: r.created_at as number,
-    previousSecret: overlapping ? (r.previous_secret as string) : null,
-    previousExpiresAt: overlapping ? (r.previous_expires_at as number) : null,
-  };
-}
+const toSecrets = (r: Row, now: number): WebhookSecretRecord =>
+  signingAt(
+    {
+      secret: r.secret as string,
+      createdAt: r.created_at as number,
+      previousSecret: r.previous_secret as string | null,
+      previousExpiresAt: r.previous_expires_at as number | null,
+    },
+    now,
+  );
 
 export class SqliteKeyStore implements KeyStore {
   readonly #db: Database;

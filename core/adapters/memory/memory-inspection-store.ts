@@ -1,0 +1,196 @@
+import { isCaptureOpen, type Status } from "../../domain/state-machine.ts";
+import {
+  UNSTARTED,
+  type EventFactory,
+  type InspectionStore,
+  type ListFilter,
+  type PutPhotoResult,
+  type TransitionPatch,
+} from "../../ports/inspection-store.ts";
+import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
+import { appendEvent } from "./memory-event-store.ts";
+import { constraint, snapshot, type MemoryState, type StoredPhoto } from "./memory-state.ts";
+
+const second = (ms: number) => Math.floor(ms / 1000);
+
+/** Lists' order: created_at in whole seconds, then id, both descending. Negative: `a` comes first. */
+function newestFirst(a: { createdAt: number; id: string }, b: { createdAt: number; id: string }): number {
+  return second(b.createdAt) - second(a.createdAt) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+}
+
+function listed(r: InspectionRecord, scope: Scope, f: ListFilter): boolean {
+  return (
+    r.accountId === scope.accountId &&
+    r.livemode === scope.livemode &&
+    (f.after === undefined || newestFirst(f.after, r) < 0) &&
+    (f.status === undefined || r.status === f.status) &&
+    (f.reference === undefined || r.reference === f.reference) &&
+    (f.vin === undefined || r.vin === f.vin) &&
+    // A date bound falls on the first whole second at or after it, as lists compare.
+    (f.createdFrom === undefined || second(r.createdAt) >= Math.ceil(f.createdFrom / 1000)) &&
+    (f.createdBefore === undefined || second(r.createdAt) < Math.ceil(f.createdBefore / 1000))
+  );
+}
+
+/** Whether the controller should look at it now: an intent not reconciled, a link past expiry, processing due. */
+function needsReconcile(r: InspectionRecord, now: number): boolean {
+  if (r.reconcileGeneration > 0) return true;
+  if (isCaptureOpen(r.status)) return r.expiresAt <= now;
+  return r.status === "processing" && (r.processingDueAt === null || r.processingDueAt <= now);
+}
+
+/** Inspections, photos, media and reports in memory; moves append their events to the same state. */
+export class MemoryInspectionStore implements InspectionStore {
+  readonly #state: MemoryState;
+
+  constructor(state: MemoryState) {
+    this.#state = state;
+  }
+
+  async create(r: InspectionRecord, captureTokenHash: string, event: EventFactory): Promise<void> {
+    const stored = snapshot({ ...r, ...UNSTARTED });
+    const e = event(stored);
+    constraint(!this.#state.inspections.has(r.id), "inspections.id");
+    constraint(!this.#state.captureTokens.has(captureTokenHash), "inspections.capture_token_hash");
+    appendEvent(this.#state, stored, r.createdAt, e);
+    this.#state.inspections.set(r.id, stored);
+    this.#state.captureTokens.set(captureTokenHash, r.id);
+  }
+
+  async get(scope: Scope, id: string): Promise<InspectionRecord | null> {
+    const found = this.#state.inspections.get(id);
+    return found && found.accountId === scope.accountId && found.livemode === scope.livemode ? found : null;
+  }
+
+  async getById(id: string): Promise<InspectionRecord | null> {
+    return this.#state.inspections.get(id) ?? null;
+  }
+
+  async getByCaptureTokenHash(hash: string): Promise<InspectionRecord | null> {
+    const id = this.#state.captureTokens.get(hash);
+    return id === undefined ? null : this.#state.inspections.get(id)!;
+  }
+
+  async list(scope: Scope, f: ListFilter): Promise<InspectionRecord[]> {
+    return [...this.#state.inspections.values()]
+      .filter((r) => listed(r, scope, f))
+      .sort(newestFirst)
+      .slice(0, f.limit);
+  }
+
+  async recordOpened(id: string, at: number): Promise<void> {
+    this.#intent(id, (r) => ({ openedAt: r.openedAt ?? at }));
+  }
+
+  async recordSubmitRequested(id: string, at: number): Promise<void> {
+    this.#intent(id, (r) => ({ submitRequestedAt: r.submitRequestedAt ?? at }));
+  }
+
+  async recordCancelRequested(id: string, at: number): Promise<void> {
+    this.#intent(id, (r) => ({ cancelRequestedAt: r.cancelRequestedAt ?? at }));
+  }
+
+  /** Records an intent, the first one of its kind kept, and marks the inspection for reconcile. */
+  #intent(id: string, change: (r: InspectionRecord) => Partial<InspectionRecord>): void {
+    this.#update(id, (r) => ({ ...change(r), reconcileGeneration: r.reconcileGeneration + 1 }));
+  }
+
+  async recordVinObserved(id: string, vin: string): Promise<void> {
+    this.#update(id, () => ({ vinObserved: vin }));
+  }
+
+  #update(id: string, change: (r: InspectionRecord) => Partial<InspectionRecord>): void {
+    const r = this.#state.inspections.get(id);
+    if (r) this.#state.inspections.set(id, snapshot({ ...r, ...change(r) }));
+  }
+
+  async needingReconcile(now: number, limit: number): Promise<InspectionRecord[]> {
+    const due: InspectionRecord[] = [];
+    for (const r of this.#state.inspections.values()) {
+      if (due.length >= limit) break;
+      if (needsReconcile(r, now)) due.push(r);
+    }
+    return due;
+  }
+
+  async clearReconcile(id: string, generation: number): Promise<void> {
+    // Only clears when no intent arrived since the controller read it; else it stays due.
+    this.#update(id, (r) => (r.reconcileGeneration === generation ? { reconcileGeneration: 0 } : {}));
+  }
+
+  async transition(
+    id: string,
+    from: Status,
+    to: Status,
+    at: number,
+    patch: TransitionPatch,
+    event: EventFactory,
+  ): Promise<InspectionRecord | null> {
+    const r = this.#state.inspections.get(id);
+    if (!r || r.status !== from) return null;
+    const after = snapshot({ ...r, status: to, updatedAt: at, ...moved(patch) });
+    appendEvent(this.#state, after, at, event(after));
+    this.#state.inspections.set(id, after);
+    if (patch.report !== undefined) this.#state.reports.set(id, patch.report);
+    return after;
+  }
+
+  async scheduleProcessingRetry(id: string, attempts: number, dueAt: number): Promise<void> {
+    this.#update(id, () => ({ processingAttempts: attempts, processingDueAt: dueAt }));
+  }
+
+  async putPhoto(p: PhotoRecord, m: MediaRecord): Promise<PutPhotoResult> {
+    const r = this.#state.inspections.get(p.inspectionId);
+    const open = r && isCaptureOpen(r.status) && r.submitRequestedAt === null && r.cancelRequestedAt === null && p.capturedAt < r.expiresAt;
+    if (!open) return { accepted: false };
+    constraint(!this.#state.media.has(m.id), "media.id");
+    const angles = this.#state.photos.get(p.inspectionId) ?? new Map<string, StoredPhoto>();
+    const earlier = angles.get(p.angle);
+    const replaced = earlier ? (this.#state.media.get(earlier.mediaId) ?? null) : null;
+    // A retake counts one more try than the photo it replaces, whatever it says.
+    const tries = earlier ? earlier.tries + 1 : p.tries;
+    angles.set(
+      p.angle,
+      snapshot({ inspectionId: p.inspectionId, angle: p.angle, mediaId: p.mediaId, quality: p.quality, tries, capturedAt: p.capturedAt }),
+    );
+    this.#state.photos.set(p.inspectionId, angles);
+    this.#state.media.set(m.id, snapshot(m));
+    if (replaced) this.#state.media.delete(replaced.id);
+    return { accepted: true, replaced };
+  }
+
+  async photos(inspectionId: string): Promise<PhotoRecord[]> {
+    const photos: PhotoRecord[] = [];
+    for (const p of this.#state.photos.get(inspectionId)?.values() ?? []) {
+      // Its size is its media's; a photo whose media is gone is not listed.
+      const m = this.#state.media.get(p.mediaId);
+      if (m) photos.push({ ...p, width: m.width, height: m.height });
+    }
+    return photos.sort((a, b) => a.capturedAt - b.capturedAt);
+  }
+
+  async putMedia(m: MediaRecord): Promise<void> {
+    constraint(!this.#state.media.has(m.id), "media.id");
+    this.#state.media.set(m.id, snapshot(m));
+  }
+
+  async getMedia(scope: Scope, id: string): Promise<MediaRecord | null> {
+    const m = this.#state.media.get(id);
+    return m && m.accountId === scope.accountId && m.livemode === scope.livemode ? m : null;
+  }
+
+  async getReport(inspectionId: string): Promise<string | null> {
+    return this.#state.reports.get(inspectionId) ?? null;
+  }
+}
+
+/** The fields a move's patch sets: a summary or failure given replaces the one held; null leaves it. */
+function moved(patch: TransitionPatch): Partial<InspectionRecord> {
+  const set: Partial<InspectionRecord> = {};
+  if (patch.submittedAt !== undefined) set.submittedAt = patch.submittedAt;
+  if (patch.completedAt !== undefined) set.completedAt = patch.completedAt;
+  if (patch.canceledAt !== undefined) set.canceledAt = patch.canceledAt;
+  if (patch.summary) set.summary = patch.summary;
+  if (patch.failure) set.failure = patch.failure;
+  return set;
+}

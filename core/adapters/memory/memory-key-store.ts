@@ -1,0 +1,101 @@
+import type { Environment } from "../../ids.ts";
+import type { ApiKeyRecord, KeyStore, WebhookSecretRecord } from "../../ports/key-store.ts";
+import { constraint, pairKey, snapshot, type MemoryState, type StoredSecret } from "./memory-state.ts";
+
+/** The secrets as they sign at `now`: the rotated-out one only until its overlap ends. */
+function signing(s: StoredSecret, now: number): WebhookSecretRecord {
+  const overlapping = s.previousSecret !== null && s.previousExpiresAt !== null && s.previousExpiresAt > now;
+  return {
+    secret: s.secret,
+    createdAt: s.createdAt,
+    previousSecret: overlapping ? s.previousSecret : null,
+    previousExpiresAt: overlapping ? s.previousExpiresAt : null,
+  };
+}
+
+const byCreation = (a: ApiKeyRecord, b: ApiKeyRecord) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/** Accounts, API key hashes and webhook secrets in memory. */
+export class MemoryKeyStore implements KeyStore {
+  readonly #state: MemoryState;
+
+  constructor(state: MemoryState) {
+    this.#state = state;
+  }
+
+  async createKey(
+    accountName: string,
+    env: Environment,
+    keyHash: string,
+    last4: string,
+    keyId: string,
+    now: number,
+  ): Promise<ApiKeyRecord> {
+    constraint(!this.#state.apiKeys.has(keyId), "api_keys.id");
+    constraint(!this.#state.keyHashes.has(keyHash), "api_keys.hash");
+    const accountId = this.#state.account(accountName, now);
+    const key = snapshot({ id: keyId, accountId, accountName, livemode: env === "live", last4, createdAt: now, revokedAt: null });
+    this.#state.apiKeys.set(keyId, key);
+    this.#state.keyHashes.set(keyHash, keyId);
+    return key;
+  }
+
+  async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
+    const id = this.#state.keyHashes.get(keyHash);
+    return id === undefined ? null : this.#state.apiKeys.get(id)!;
+  }
+
+  async list(): Promise<ApiKeyRecord[]> {
+    return [...this.#state.apiKeys.values()].sort(byCreation);
+  }
+
+  async listIn(accountId: string, livemode: boolean): Promise<ApiKeyRecord[]> {
+    return [...this.#state.apiKeys.values()]
+      .filter((k) => k.accountId === accountId && k.livemode === livemode)
+      .sort((a, b) => b.createdAt - a.createdAt || byCreation(a, b));
+  }
+
+  async revoke(keyId: string, now: number): Promise<boolean> {
+    const key = this.#state.apiKeys.get(keyId);
+    if (!key) return false;
+    if (key.revokedAt === null) this.#state.apiKeys.set(keyId, snapshot({ ...key, revokedAt: now }));
+    return true;
+  }
+
+  async accountId(accountName: string, now: number): Promise<string> {
+    return this.#state.account(accountName, now);
+  }
+
+  async webhookSecret(accountName: string, env: Environment, make: () => string, now: number): Promise<string> {
+    return this.#secrets(this.#state.account(accountName, now), env === "live", make, now).secret;
+  }
+
+  async webhookSecretFor(accountId: string, livemode: boolean, make: () => string, now: number): Promise<WebhookSecretRecord> {
+    return this.#secrets(accountId, livemode, make, now);
+  }
+
+  async rotateWebhookSecret(
+    accountId: string,
+    livemode: boolean,
+    make: () => string,
+    now: number,
+    overlapMs: number,
+  ): Promise<WebhookSecretRecord> {
+    const secret = make();
+    const held = this.#state.webhookSecrets.get(pairKey(accountId, livemode));
+    // With no secret yet there is nothing to overlap with: it becomes the first, as on first use.
+    if (!held) return this.#secrets(accountId, livemode, () => secret, now);
+    const rotated = { secret, createdAt: now, previousSecret: held.secret, previousExpiresAt: now + overlapMs };
+    this.#state.webhookSecrets.set(pairKey(accountId, livemode), snapshot(rotated));
+    return signing(rotated, now);
+  }
+
+  #secrets(accountId: string, livemode: boolean, make: () => string, now: number): WebhookSecretRecord {
+    const held = this.#state.webhookSecrets.get(pairKey(accountId, livemode));
+    if (held) return signing(held, now);
+    constraint(this.#state.accountNames.has(accountId), "webhook_secrets.account_id references accounts");
+    const made = { secret: make(), createdAt: now, previousSecret: null, previousExpiresAt: null };
+    this.#state.webhookSecrets.set(pairKey(accountId, livemode), snapshot(made));
+    return made;
+  }
+}

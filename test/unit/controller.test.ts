@@ -1,0 +1,200 @@
+import pino from "pino";
+import { describe, expect, it } from "vitest";
+import { MemoryEventStore } from "../../core/adapters/memory/memory-event-store.ts";
+import { MemoryInspectionStore } from "../../core/adapters/memory/memory-inspection-store.ts";
+import { MemoryState } from "../../core/adapters/memory/memory-state.ts";
+import type { DetectionResult, DetectionRunner } from "../../core/ports/detection-runner.ts";
+import type { InspectionRecord } from "../../core/ports/records.ts";
+import { Signals } from "../../core/signals.ts";
+import { Controller } from "../../operator/controller.ts";
+import { sampleInspection } from "../contract/fixtures.ts";
+
+const HOUR = 3_600_000;
+const QUALITY = { brightness: 0.5, sharpness: 100, glare: 0, passed: true, problems: [] };
+
+/** A runner whose every call waits for the test to answer it. */
+class ScriptedRunner implements DetectionRunner {
+  readonly calls: { id: string; resolve(r: DetectionResult): void; reject(e: Error): void }[] = [];
+  detect(id: string): Promise<DetectionResult> {
+    return new Promise((resolve, reject) => this.calls.push({ id, resolve, reject }));
+  }
+  async close(): Promise<void> {}
+}
+
+/** As kubebuilder's controller tests call Reconcile: a store in memory, a clock the test moves, reconcile(id) called directly. */
+function setup() {
+  const clock = {
+    t: Date.UTC(2026, 10, 23, 12),
+    now() {
+      return this.t;
+    },
+  };
+  const state = new MemoryState();
+  const store = new MemoryInspectionStore(state);
+  const events = new MemoryEventStore(state);
+  const runner = new ScriptedRunner();
+  const controller = new Controller({
+    store,
+    runner,
+    signals: new Signals(clock),
+    clock,
+    log: pino({ level: "silent" }),
+    publicUrl: "http://localhost",
+    pollMs: 60_000,
+    maxProcessingAttempts: 2,
+    shutdownGraceMs: 0,
+  });
+  const make = async (overrides: Partial<InspectionRecord> = {}) => {
+    const r = sampleInspection({ createdAt: clock.t, updatedAt: clock.t, expiresAt: clock.t + HOUR, ...overrides });
+    await store.create(r, `token-${r.id}`, (a) => ({ id: `evt_${a.id.slice(5)}`, type: "inspection.created", data: "{}" }));
+    return r;
+  };
+  const statusOf = async (id: string) => (await store.getById(id))!.status;
+  const types = async (id: string) => (await events.forInspection({ accountId: "acct_a", livemode: false }, id)).map((e) => e.type);
+  return { clock, store, runner, controller, make, statusOf, types };
+}
+
+/** Lets the runner's answer and the controller's bookkeeping after it run. */
+const settle = () => new Promise((r) => setTimeout(r, 10));
+
+describe("Controller.reconcile(id)", () => {
+  it("moves an opened inspection to in_progress, with its event, and looks again when its link expires", async () => {
+    const { clock, store, controller, make, statusOf, types } = setup();
+    const r = await make();
+    expect(await controller.reconcile(r.id)).toEqual({ requeueAfterMs: HOUR });
+    expect(await statusOf(r.id)).toBe("created");
+    await store.recordOpened(r.id, clock.t + 1_000);
+    clock.t += 2_000;
+    expect(await controller.reconcile(r.id)).toEqual({ requeueAfterMs: HOUR - 2_000 });
+    expect(await statusOf(r.id)).toBe("in_progress");
+    expect(await types(r.id)).toEqual(["inspection.created", "inspection.in_progress"]);
+    // Reconciled: nothing is left for a poll to find.
+    expect(await store.needingReconcile(clock.t, 10)).toEqual([]);
+  });
+
+  it("expires an open link at expires_at, and not before", async () => {
+    const { clock, controller, make, statusOf } = setup();
+    const r = await make();
+    clock.t += HOUR - 1;
+    await controller.reconcile(r.id);
+    expect(await statusOf(r.id)).toBe("created");
+    clock.t += 1;
+    expect(await controller.reconcile(r.id)).toEqual({ requeueAfterMs: null });
+    expect(await statusOf(r.id)).toBe("expired");
+  });
+
+  it("takes a submission through processing to completed, running detection once", async () => {
+    const { clock, store, runner, controller, make, statusOf, types } = setup();
+    const r = await make();
+    await store.putPhoto(
+      {
+        inspectionId: r.id,
+        angle: "front",
+        mediaId: "med_front",
+        width: 640,
+        height: 480,
+        quality: QUALITY,
+        tries: 1,
+        capturedAt: clock.t,
+      },
+      {
+        id: "med_front",
+        accountId: r.accountId,
+        livemode: false,
+        inspectionId: r.id,
+        kind: "photo",
+        blobKey: "b",
+        bytes: 1,
+        etag: "e",
+        width: 640,
+        height: 480,
+        createdAt: clock.t,
+      },
+    );
+    await store.recordSubmitRequested(r.id, clock.t);
+    // created → in_progress → processing in one reconcile; detection started, so nothing to requeue.
+    expect(await controller.reconcile(r.id)).toEqual({ requeueAfterMs: null });
+    expect(await statusOf(r.id)).toBe("processing");
+    expect(runner.calls.map((c) => c.id)).toEqual([r.id]);
+    // Reconciling again while it runs starts nothing twice.
+    await controller.reconcile(r.id);
+    expect(runner.calls).toHaveLength(1);
+    runner.calls[0]!.resolve({ model: null, photos: [{ mediaId: "med_front", readable: true, quality: QUALITY }], detections: [] });
+    await settle();
+    expect(await statusOf(r.id)).toBe("completed");
+    expect(JSON.parse((await store.getReport(r.id))!)).toMatchObject({ grade: "none", summary: { findings: 0 } });
+    expect(await types(r.id)).toEqual(["inspection.created", "inspection.in_progress", "inspection.processing", "inspection.completed"]);
+  });
+
+  it("lets a cancel win over a submission recorded with it", async () => {
+    const { clock, store, runner, controller, make, statusOf } = setup();
+    const r = await make();
+    await store.recordSubmitRequested(r.id, clock.t);
+    await store.recordCancelRequested(r.id, clock.t);
+    await controller.reconcile(r.id);
+    expect(await statusOf(r.id)).toBe("canceled");
+    expect(runner.calls).toHaveLength(0);
+  });
+
+  it("retries failed detection after its wait, then fails the inspection when attempts run out", async () => {
+    const { clock, store, runner, controller, make, statusOf } = setup();
+    const r = await make();
+    await store.recordSubmitRequested(r.id, clock.t);
+    await controller.reconcile(r.id);
+    runner.calls[0]!.reject(new Error("model crashed"));
+    await settle();
+    const after = (await store.getById(r.id))!;
+    expect(after).toMatchObject({ status: "processing", processingAttempts: 1, processingDueAt: clock.t + 5_000 });
+    // Not due yet: nothing starts, and the answer says when it is.
+    expect(await controller.reconcile(r.id)).toEqual({ requeueAfterMs: 5_000 });
+    expect(runner.calls).toHaveLength(1);
+    clock.t += 5_000;
+    await controller.reconcile(r.id);
+    expect(runner.calls).toHaveLength(2);
+    runner.calls[1]!.reject(new Error("model crashed again"));
+    await settle();
+    expect(await statusOf(r.id)).toBe("failed");
+    expect((await store.getById(r.id))!.failure).toMatchObject({ code: "processing_error" });
+  });
+
+  it("answers 'again at once' when another writer moved the inspection between its read and its move", async () => {
+    const { clock, store, make } = setup();
+    const r = await make();
+    await store.recordOpened(r.id, clock.t);
+    // Another operator moves it first: this controller's compare-and-set then finds it moved.
+    const racing = new Proxy(store, {
+      get(target, prop) {
+        if (prop === "transition") {
+          return async (...args: Parameters<MemoryInspectionStore["transition"]>) => {
+            await target.transition(args[0], "created", "in_progress", clock.t, {}, () => ({
+              id: "evt_other",
+              type: "inspection.in_progress",
+              data: "{}",
+            }));
+            return target.transition(...args);
+          };
+        }
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const c = new Controller({
+      store: racing,
+      runner: new ScriptedRunner(),
+      signals: new Signals(clock),
+      clock,
+      log: pino({ level: "silent" }),
+      publicUrl: "http://localhost",
+      pollMs: 60_000,
+      maxProcessingAttempts: 2,
+      shutdownGraceMs: 0,
+    });
+    expect(await c.reconcile(r.id)).toEqual({ requeueAfterMs: 0 });
+    expect((await store.getById(r.id))!.status).toBe("in_progress");
+  });
+
+  it("answers nothing to do for an unknown id", async () => {
+    const { controller } = setup();
+    expect(await controller.reconcile("insp_unknown")).toEqual({ requeueAfterMs: null });
+  });
+});

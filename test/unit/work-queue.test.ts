@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+import { systemClock } from "../../core/time.ts";
+import { WorkQueue } from "../../operator/work-queue.ts";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("WorkQueue", () => {
+  it("retries a failing key with growing waits, without holding up the others", async () => {
+    const calls: { key: string; at: number }[] = [];
+    const errors: number[] = [];
+    const queue = new WorkQueue({
+      clock: systemClock,
+      handle: async (key) => {
+        calls.push({ key, at: Date.now() });
+        if (key === "bad" && calls.filter((c) => c.key === "bad").length < 3) throw new Error("store unreachable");
+        return null;
+      },
+      onError: (_key, _error, retryInMs) => errors.push(retryInMs),
+    });
+    queue.add("bad");
+    queue.add("good");
+    await sleep(500);
+    await queue.stop();
+    expect(errors).toEqual([100, 200]);
+    const bad = calls.filter((c) => c.key === "bad").map((c) => c.at);
+    expect(bad).toHaveLength(3);
+    expect(bad[1]! - bad[0]!).toBeGreaterThanOrEqual(99);
+    expect(bad[2]! - bad[1]!).toBeGreaterThanOrEqual(199);
+    // The good key ran once, right after the first failure, not after the retries.
+    expect(calls.findIndex((c) => c.key === "good")).toBe(1);
+  });
+
+  it("handles a key once at a time; added while handled, it runs once more after; requeueAfter brings it back", async () => {
+    let running = 0;
+    let most = 0;
+    const seen: string[] = [];
+    let queue: WorkQueue;
+    queue = new WorkQueue({
+      clock: systemClock,
+      handle: async (key) => {
+        running++;
+        most = Math.max(most, running);
+        seen.push(key);
+        if (seen.length === 1) {
+          queue.add("a");
+          queue.add("a");
+        }
+        await sleep(5);
+        running--;
+        return seen.length === 2 ? 30 : null;
+      },
+      onError: () => {},
+    });
+    queue.add("a");
+    await sleep(150);
+    await queue.stop();
+    expect(most).toBe(1);
+    // First run; once more for the adds made during it (two adds, one run); then 30 ms later as asked.
+    expect(seen).toEqual(["a", "a", "a"]);
+  });
+});
