@@ -6,12 +6,18 @@ import { DEFAULT_OVERLAP_HOURS, MAX_OVERLAP_HOURS, OverlapHours } from "../core/
 import { createKey, listKeys, revokeKey, rotateSecret, webhookSecret } from "./commands/keys.ts";
 import { evaluate } from "./commands/eval.ts";
 import { evaluateProduct } from "./commands/eval-product.ts";
+import { api } from "./commands/api.ts";
+import { inference } from "./commands/inference.ts";
+import { operator } from "./commands/operator.ts";
 import { start } from "./commands/start.ts";
 import { createUser, readPassword, UserCreationError } from "./commands/users.ts";
 
 const USAGE = `usage: vehicle-inspection <command>
 
   start                                    run the whole service (API, capture, controller, detection, webhooks)
+  api                                      cluster mode: the /v1 and capture routes and the dashboard, alone
+  operator                                 cluster mode: the controller and webhook delivery (detection on NATS workers with NATS_URL)
+  inference                                cluster mode: a detection worker, taking jobs from NATS (NATS_URL required)
   keys create --env test|live [--account NAME]   create an API key; prints only the key
   keys list                                list API keys (never their secrets)
   keys revoke KEY_ID                       revoke an API key
@@ -63,8 +69,11 @@ async function main(argv: string[]): Promise<number> {
   }
   const config = loadConfig();
   switch (`${command} ${sub ?? ""}`.trim()) {
-    case "start": {
-      const service = await start(config);
+    case "start":
+    case "api":
+    case "operator":
+    case "inference": {
+      const service = await { start, api, operator, inference }[command as "start" | "api" | "operator" | "inference"](config);
       const shutdown = async () => {
         await service.close();
         process.exit(0);

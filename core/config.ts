@@ -54,6 +54,10 @@ const EnvSchema = z.object({
   DETECTION_THREADS: z.coerce.number().int().positive().default(1),
   PROCESSING_MAX_ATTEMPTS: z.coerce.number().int().positive().default(3),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().nonnegative().default(10_000),
+  // How long a detection job may go without word from its inference worker before it goes to another.
+  // Cluster mode: how long an operator's lease lasts without renewal before a standby takes over.
+  OPERATOR_LEASE_MS: z.coerce.number().int().min(1_000).max(300_000).default(15_000),
+  INFERENCE_ACK_WAIT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(30_000),
   // Detection: a path to an Ultralytics-format ONNX detection model, or "none".
   DAMAGE_MODEL: z.string().default(DEFAULT_DAMAGE_MODEL),
   PARTS_MODEL: z.string().default(DEFAULT_PARTS_MODEL),
@@ -71,6 +75,11 @@ const EnvSchema = z.object({
           .map(([k, n]) => [k!.trim(), Number(n)]),
       ),
     )
+    .optional(),
+  // Cluster mode's bus and shared keys: one or more nats:// URLs, comma-separated.
+  NATS_URL: z
+    .string()
+    .regex(/^(nats|tls):\/\/[^\s,]+(,(nats|tls):\/\/[^\s,]+)*$/, "nats:// URLs, comma-separated")
     .optional(),
   // Blobs in S3 instead of DATA_DIR/blobs; credentials from the AWS SDK's standard chain.
   S3_BUCKET: z
@@ -95,6 +104,10 @@ export type Config = {
   dataDir: string;
   publicUrl: string;
   blobs: BlobStoreConfig;
+  /** NATS servers for the bus, idempotency keys and API keys (cluster mode); null: SQLite under DATA_DIR. */
+  /** Cluster mode: the operator lease's TTL (one active operator among replicas). */
+  operatorLeaseMs: number;
+  natsUrl: string | null;
   webhooks: { allowPrivateTargets: boolean; retryScheduleMs: number[]; timeoutMs: number };
   rateLimit: {
     livePerSecond: number;
@@ -110,6 +123,8 @@ export type Config = {
   processingMaxAttempts: number;
   /** How long a stop waits for running detection before leaving it to the next start. */
   shutdownGraceMs: number;
+  /** Cluster mode: a job whose inference worker sent no word for this long (it died) is delivered to another. */
+  inferenceAckWaitMs: number;
   models: {
     damageModel: string | null;
     partsModel: string | null;
@@ -144,6 +159,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: e.HOST,
     dataDir,
     publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
+    natsUrl: e.NATS_URL ?? null,
     blobs: e.S3_BUCKET
       ? { kind: "s3", bucket: e.S3_BUCKET, endpoint: e.S3_ENDPOINT ?? null, region: e.S3_REGION, forcePathStyle: e.S3_FORCE_PATH_STYLE }
       : { kind: "fs", dir: join(dataDir, "blobs") },
@@ -165,6 +181,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     detectionThreads: e.DETECTION_THREADS,
     processingMaxAttempts: e.PROCESSING_MAX_ATTEMPTS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    inferenceAckWaitMs: e.INFERENCE_ACK_WAIT_MS,
+    operatorLeaseMs: e.OPERATOR_LEASE_MS,
     models: {
       damageModel: modelPath(e.DAMAGE_MODEL),
       partsModel: modelPath(e.PARTS_MODEL),

@@ -180,7 +180,7 @@ export class Controller {
   async #process(r: InspectionRecord): Promise<void> {
     const photos = await this.#o.store.photos(r.id);
     const media = photos.map((p) => ({ mediaId: p.mediaId, angle: p.angle, blobKey: photoBlobKey(r.id, p.mediaId), quality: p.quality }));
-    const result = await this.#o.runner.detect(r.id, media);
+    const result = await this.#o.runner.detect(r.id, media, r.processingAttempts);
     const current = await this.#o.store.getById(r.id);
     if (!current || !awaitsDetection(current)) return; // canceled meanwhile: the result is not wanted
     const exterior = new Set(photos.filter((p) => isExterior(p.angle)).map((p) => p.mediaId));

@@ -39,10 +39,15 @@ export class DetectionInterrupted extends Error {
 
 /**
  * Runs detection and grading over an inspection's photos. Embedded: worker threads in the process.
- * Cluster: Kubernetes Jobs on GPU nodes consuming a work queue.
+ * Cluster: a NATS JetStream work queue, consumed by `vehicle-inspection inference` processes.
  */
 export interface DetectionRunner {
-  detect(inspectionId: string, photos: PhotoToInspect[]): Promise<DetectionResult>;
+  /**
+   * `attempt` numbers this try at the inspection (the controller passes its count of failed ones),
+   * the same after a restart: a runner that queues the work elsewhere (NATS) knows from it that a
+   * job it finds queued, or a result it finds stored, is this try's rather than an earlier one's.
+   */
+  detect(inspectionId: string, photos: PhotoToInspect[], attempt?: number): Promise<DetectionResult>;
   /** Rejects detection not started yet, and stops what runs at its next safe point (DetectionInterrupted). */
   close(): Promise<void>;
 }

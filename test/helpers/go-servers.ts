@@ -166,6 +166,8 @@ export type VersityGw = GoServerHandle & {
   bucket: string;
   /** The bucket's directory: its objects are the files under it, at their keys' paths. */
   bucketDir: string;
+  /** The environment that points the service (and the AWS SDK's credential chain) at this server's bucket. */
+  clientEnv: Record<string, string>;
 };
 
 /** versitygw (an S3 server, posix backend) on a free loopback port, with one empty bucket. */
@@ -178,7 +180,15 @@ export async function startVersityGw(bucket = "inspections"): Promise<VersityGw>
   const secretKey = "vi-test-secret-key";
   const args = ["--access", accessKey, "--secret", secretKey, "--port", `127.0.0.1:${port}`, "--quiet", "posix", root];
   const handle = await started(new ServerProcess("versitygw", args, port), root);
-  return { ...handle, endpoint: `http://127.0.0.1:${port}`, accessKey, secretKey, bucket, bucketDir };
+  const endpoint = `http://127.0.0.1:${port}`;
+  const clientEnv = {
+    S3_BUCKET: bucket,
+    S3_ENDPOINT: endpoint,
+    S3_FORCE_PATH_STYLE: "true",
+    AWS_ACCESS_KEY_ID: accessKey,
+    AWS_SECRET_ACCESS_KEY: secretKey,
+  };
+  return { ...handle, endpoint, accessKey, secretKey, bucket, bucketDir, clientEnv };
 }
 
 export type NatsServer = GoServerHandle & { url: string; port: number };

@@ -7,6 +7,21 @@ import sharp from "sharp";
 
 /** Real car photos from the shared datasets (never copied into the repository). */
 export const DATASETS = join(import.meta.dirname, "../../../shared/datasets");
+
+/** car-damage/valid: YOLO-format images and labels the shipped damage model never trained on. */
+export const DAMAGE_VALID = join(DATASETS, "car-damage/valid");
+/**
+ * Real damaged-car photos from car-damage/valid, each with one labelled damage that the shipped
+ * model finds, and the angle the tests upload it as.
+ */
+export const DAMAGED_CASES = [
+  { angle: "front", file: "000314_jpg.rf.6514763b42e3ef194ced547bc7176592.jpg", type: "glass_shatter" },
+  { angle: "rear_right", file: "001078_jpg.rf.e1f47a21d8b6ec3c11540eddd018192a.jpg", type: "tire_flat" },
+  { angle: "left", file: "001377_jpg.rf.dbb81e538b394cd479194e26e826956b.jpg", type: "glass_shatter" },
+  // A close-up of a shattered windscreen, on which the parts model finds no part at all: the
+  // damage model's sure glass shatter (0.88) vouches that it shows a vehicle.
+  { angle: "rear", file: "000215_jpg.rf.7574499536dce9bf8e883ac0998ea3f8.jpg", type: "glass_shatter" },
+] as const;
 const PARTS_DIR = join(DATASETS, "car-parts/testset/JPEGImages");
 
 export function carPhotos(count: number): Buffer[] {

@@ -14,8 +14,9 @@ export class ServiceProcess {
   readonly #child: ChildProcess;
   #waiters: (() => void)[] = [];
 
-  constructor(env: Record<string, string>) {
-    this.#child = spawn(process.execPath, [CLI, "start"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  /** `workload`: `start` (the embedded service), or one workload of the cluster mode (`api`, `operator`, `inference`). */
+  constructor(env: Record<string, string>, workload = "start") {
+    this.#child = spawn(process.execPath, [CLI, workload], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
     let partial = "";
     this.#child.stdout!.on("data", (d) => {
       const lines = (partial + String(d)).split("\n");

@@ -12,23 +12,13 @@ import { loadModels } from "../../inference/detection/load-models.ts";
 import { deleteModelInputs, modelInputSizes, storeModelInputs } from "../../inference/detection/model-input.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
-import { carPhotos, DATASETS } from "../helpers/photos.ts";
+import { carPhotos, DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
 import { startService, submitAndWait, VALID_VIN, withModels } from "../helpers/service.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
-/**
- * Real damaged-car photos from car-damage/valid (never trained on), each with one labelled damage
- * that the shipped model finds; they go through the capture API like a customer's photos.
- */
-const VALID = join(DATASETS, "car-damage/valid");
-const CASES = [
-  { angle: "front", file: "000314_jpg.rf.6514763b42e3ef194ced547bc7176592.jpg", type: "glass_shatter" },
-  { angle: "rear_right", file: "001078_jpg.rf.e1f47a21d8b6ec3c11540eddd018192a.jpg", type: "tire_flat" },
-  { angle: "left", file: "001377_jpg.rf.dbb81e538b394cd479194e26e826956b.jpg", type: "glass_shatter" },
-  // A close-up of a shattered windscreen, on which the parts model finds no part at all: the
-  // damage model's sure glass shatter (0.88) vouches that it shows a vehicle.
-  { angle: "rear", file: "000215_jpg.rf.7574499536dce9bf8e883ac0998ea3f8.jpg", type: "glass_shatter" },
-];
+/** Real damaged-car photos (never trained on); they go through the capture API like a customer's photos. */
+const VALID = DAMAGE_VALID;
+const CASES = DAMAGED_CASES;
 
 type Uploaded = { media_id: string; width: number; height: number };
 

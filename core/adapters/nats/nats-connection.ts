@@ -27,7 +27,9 @@ export type Nats = {
  * meanwhile), never a reason for the process to stop.
  */
 export async function connectNats(options: { url: string; name: string; onStatus?: (status: Status) => void }): Promise<Nats> {
-  const nc = await connect({ servers: options.url.split(","), name: options.name, maxReconnectAttempts: -1 });
+  // Half a second between tries rather than the client's 2 s: a restarted server is back in about
+  // that, and an operator's lease (OPERATOR_LEASE_MS) must be renewed within its TTL.
+  const nc = await connect({ servers: options.url.split(","), name: options.name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
   if (options.onStatus) {
     const report = options.onStatus;
     void (async () => {

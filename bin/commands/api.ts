@@ -1,0 +1,22 @@
+import type { Config } from "../../core/config.ts";
+import { createLogger } from "../../core/logger.ts";
+import { workloadServices } from "../cluster-services.ts";
+import { startHttp } from "./workloads.ts";
+
+/** `vehicle-inspection api`: the /v1 and capture routes and the dashboard, alone; run as many as needed. */
+export async function api(config: Config): Promise<{ close(): Promise<void>; port: number }> {
+  const log = createLogger(config.logLevel).child({ workload: "api" });
+  const s = await workloadServices(config, log, "api");
+  const http = await startHttp(s, config, log);
+  log.info({ port: http.port, nats: config.natsUrl !== null, blobs: config.blobs.kind }, "api workload started");
+  let closing: Promise<void> | undefined;
+  return {
+    port: http.port,
+    close: () =>
+      (closing ??= (async () => {
+        await http.close();
+        await s.close();
+        log.info("api workload stopped");
+      })()),
+  };
+}

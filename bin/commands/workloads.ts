@@ -1,0 +1,71 @@
+import type { Logger } from "pino";
+import { buildApp } from "../../api/app.ts";
+import { IDEMPOTENCY_RETENTION_MS } from "../../api/plugins/idempotency.ts";
+import type { Config } from "../../core/config.ts";
+import type { DetectionRunner } from "../../core/ports/detection-runner.ts";
+import type { Services } from "../../core/services.ts";
+import { deleteInspectionModelInputs } from "../../inference/detection/model-input.ts";
+import { Controller } from "../../operator/controller.ts";
+import { WebhookDispatcher } from "../../operator/webhook-dispatcher.ts";
+
+/**
+ * The parts a process runs, each started alone so that `start` (all of them, embedded), `api` and
+ * `operator` compose the same code. Each answers a close() that stops what it started, not the services.
+ */
+
+/** The HTTP edge: the /v1 API, the capture API and page, the dashboard. */
+export async function startHttp(s: Services, config: Config, log: Logger): Promise<{ port: number; close(): Promise<void> }> {
+  const app = await buildApp(s);
+  await app.listen({ port: config.port, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : config.port;
+  log.info({ port, public_url: config.publicUrl }, "HTTP listening");
+  return { port, close: () => app.close() };
+}
+
+/** The controller (the only writer of status), webhook delivery, and the purge of old idempotency keys. */
+export function startOperator(s: Services, config: Config, log: Logger, runner: DetectionRunner): { close(): Promise<void> } {
+  const controller = new Controller({
+    store: s.inspections,
+    runner,
+    signals: s.signals,
+    clock: s.clock,
+    log: log.child({ component: "controller" }),
+    publicUrl: config.publicUrl,
+    pollMs: config.controllerPollMs,
+    maxProcessingAttempts: config.processingMaxAttempts,
+    shutdownGraceMs: config.shutdownGraceMs,
+    settled: async (r) => deleteInspectionModelInputs(s.blobs, r.id, await s.inspections.photos(r.id), s.modelInputSizes),
+  });
+  const dispatcher = new WebhookDispatcher({
+    events: s.events,
+    keys: s.keys,
+    clock: s.clock,
+    log: log.child({ component: "webhooks" }),
+    retryScheduleMs: config.webhooks.retryScheduleMs,
+    timeoutMs: config.webhooks.timeoutMs,
+    allowPrivateTargets: config.webhooks.allowPrivateTargets,
+    pollMs: Math.min(config.controllerPollMs, 250),
+  });
+  // A KV bucket's TTL already drops old keys; SQLite needs the sweep.
+  const purge = config.natsUrl
+    ? undefined
+    : setInterval(() => {
+        s.idempotency
+          .purge(s.clock.now() - IDEMPOTENCY_RETENTION_MS)
+          .catch((err) => log.warn({ err }, "purging old idempotency keys failed"));
+      }, 60_000).unref();
+  controller.start();
+  dispatcher.start();
+  const stopNudges = s.signals.onDeliveryDue(() => dispatcher.nudge());
+  return {
+    async close() {
+      clearInterval(purge);
+      // Waits up to SHUTDOWN_GRACE_MS for detection; closing the runner then drops what has not started.
+      await controller.stop();
+      await runner.close();
+      stopNudges();
+      await dispatcher.stop();
+    },
+  };
+}

@@ -1,0 +1,68 @@
+import type { KV, Kvm } from "@nats-io/kv";
+import { firstWriter } from "./nats-connection.ts";
+
+const KEY = "leader";
+
+/**
+ * One active operator among its replicas, until Kubernetes' leader election takes over: a lease in
+ * a KV bucket whose TTL is the lease. The leader renews it by a revision-checked write every third
+ * of the TTL; a replica that is not leading tries to create it as often, which succeeds only once
+ * the key is gone: released, or expired because its leader stopped renewing (it died). A renewal
+ * that finds the key changed or gone means another replica leads now: the holder is told, and must
+ * stop acting at once, as controller-runtime exits when it loses its lease.
+ */
+export class NatsLeaderLease {
+  readonly #kv: KV;
+  readonly #identity: string;
+  readonly #ttlMs: number;
+  #revision = 0;
+  /** When the lease was last written by this replica: past the TTL without a write, it may be another's. */
+  #renewedAt = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  private constructor(kv: KV, identity: string, ttlMs: number) {
+    this.#kv = kv;
+    this.#identity = identity;
+    this.#ttlMs = ttlMs;
+  }
+
+  static async open(kvm: Kvm, options: { bucket?: string; identity: string; ttlMs: number }): Promise<NatsLeaderLease> {
+    const kv = await kvm.create(options.bucket ?? "operator-leader", { history: 1, ttl: options.ttlMs });
+    return new NatsLeaderLease(kv, options.identity, options.ttlMs);
+  }
+
+  /** Resolves once this replica leads; then renews until release(), and calls `lost` if it stops leading. */
+  async acquire(lost: (why: string) => void): Promise<void> {
+    const every = Math.max(100, Math.floor(this.#ttlMs / 3));
+    while (!this.#stopped) {
+      try {
+        if (await firstWriter(this.#kv.create(KEY, this.#identity).then((revision) => (this.#revision = revision)))) break;
+      } catch {
+        // NATS out of reach: no one can take the lease meanwhile without it either; try again.
+      }
+      await new Promise((r) => setTimeout(r, every));
+    }
+    if (this.#stopped) return;
+    const renew = async () => {
+      try {
+        const write = this.#kv.update(KEY, this.#identity, this.#revision).then((revision) => (this.#revision = revision));
+        if (!(await firstWriter(write))) return lost("another replica holds the lease");
+        this.#renewedAt = Date.now();
+      } catch (error) {
+        // Unreachable for as long as the lease: another replica may lead by now.
+        if (Date.now() - this.#renewedAt >= this.#ttlMs) return lost(`the lease could not be renewed: ${(error as Error).message}`);
+      }
+      if (!this.#stopped) this.#timer = setTimeout(renew, every).unref();
+    };
+    this.#renewedAt = Date.now();
+    this.#timer = setTimeout(renew, every).unref();
+  }
+
+  /** Stops renewing and deletes the lease if this replica still holds it, so another takes over at once. */
+  async release(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    if (this.#revision) await this.#kv.delete(KEY, { previousSeq: this.#revision }).catch(() => {});
+  }
+}
