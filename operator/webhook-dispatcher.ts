@@ -1,12 +1,10 @@
 import type { Logger } from "pino";
-import { nextAttemptAt } from "../core/domain/delivery-schedule.ts";
-import { webhookHeaders } from "../core/domain/webhook-signature.ts";
-import { newWebhookSecret } from "../core/ids.ts";
 import { WebhookClient } from "../core/net/webhook-client.ts";
 import type { EventStore } from "../core/ports/event-store.ts";
 import type { KeyStore } from "../core/ports/key-store.ts";
 import type { EventRecord } from "../core/ports/records.ts";
 import type { Clock } from "../core/time.ts";
+import { attemptDelivery } from "./webhook-delivery.ts";
 
 export type DispatcherOptions = {
   events: EventStore;
@@ -92,28 +90,6 @@ export class WebhookDispatcher {
 
   /** One attempt: sign, POST, record, and schedule the next attempt or settle the event. */
   async deliver(event: EventRecord): Promise<void> {
-    const o = this.#o;
-    const started = o.clock.now();
-    const secrets = await o.keys.webhookSecretFor(event.accountId, event.livemode, newWebhookSecret, started);
-    const headers = webhookHeaders(secrets, event.id, Math.floor(started / 1000), event.data);
-    const { statusCode, latencyMs, error } = await this.#client.post(event.notifyUrl!, headers, event.data);
-    const n = event.attemptCount + 1;
-    const attempt = { eventId: event.id, n, attemptedAt: started, statusCode, latencyMs, error };
-    if (error === null) {
-      await o.events.recordAttempt(attempt, { status: "succeeded" });
-      return;
-    }
-    // A resend starts the schedule again: its attempts are counted from the resend.
-    const next = nextAttemptAt(o.clock.now(), n - event.scheduleFrom, o.retryScheduleMs);
-    if (next === null) {
-      await o.events.recordAttempt(attempt, { status: "failed" });
-      o.log.warn({ event_id: event.id, attempts: n, error }, "webhook delivery failed for good: attempts used up");
-    } else {
-      await o.events.recordAttempt(attempt, { nextAttemptAt: next });
-      o.log.info(
-        { event_id: event.id, attempt: n, error, next_attempt_at: new Date(next).toISOString() },
-        "webhook delivery failed; will retry",
-      );
-    }
+    await attemptDelivery({ ...this.#o, client: this.#client }, event);
   }
 }

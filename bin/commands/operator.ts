@@ -2,6 +2,7 @@ import type { Config } from "../../core/config.ts";
 import { hostname } from "node:os";
 import { NatsLeaderLease } from "../../core/adapters/nats/nats-leader-lease.ts";
 import { createLogger } from "../../core/logger.ts";
+import { NatsBus } from "../../core/adapters/nats/nats-bus.ts";
 import { NatsDetectionRunner } from "../../core/adapters/nats/nats-detection-runner.ts";
 import type { DetectionRunner } from "../../core/ports/detection-runner.ts";
 import { WorkerPoolRunner } from "../../inference/detection/worker-pool-runner.ts";
@@ -10,8 +11,9 @@ import { startOperator } from "./workloads.ts";
 
 /**
  * `vehicle-inspection operator`: the controller and webhook delivery, alone. With NATS_URL,
- * detection is a JetStream work queue that `vehicle-inspection inference` processes consume;
- * without, it runs on this process's worker threads.
+ * detection is a JetStream work queue that `vehicle-inspection inference` processes consume, and
+ * webhooks go from the outbox over the bus's `webhooks` topic; without, detection runs on this
+ * process's worker threads and webhooks are delivered from the outbox as `start` delivers them.
  */
 export async function operator(config: Config): Promise<{ close(): Promise<void>; port: number }> {
   const log = createLogger(config.logLevel).child({ workload: "operator" });
@@ -33,7 +35,8 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
   const runner: DetectionRunner = s.nats
     ? await NatsDetectionRunner.open(s.nats, { log: log.child({ component: "detection" }) })
     : new WorkerPoolRunner({ blobs: config.blobs, threads: config.detectionThreads, models: config.models });
-  const loops = startOperator(s, config, log, runner);
+  const bus = s.nats ? await NatsBus.open(s.nats, { log: log.child({ component: "bus" }) }) : null;
+  const loops = await startOperator(s, config, log, runner, bus);
   log.info({ nats: config.natsUrl !== null, blobs: config.blobs.kind }, "operator workload started");
   let closing: Promise<void> | undefined;
   return {
@@ -41,6 +44,7 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
     close: () =>
       (closing ??= (async () => {
         await loops.close();
+        await bus?.close();
         await lease?.release();
         await s.close();
         log.info("operator workload stopped");

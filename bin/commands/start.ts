@@ -9,7 +9,7 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
   const log = createLogger(config.logLevel);
   const s = embeddedServices(config, log);
   const runner = new WorkerPoolRunner({ blobs: config.blobs, threads: config.detectionThreads, models: config.models });
-  const operator = startOperator(s, config, log, runner);
+  const operator = await startOperator(s, config, log, runner);
   const http = await startHttp(s, config, log);
   log.info({ port: http.port, data_dir: config.dataDir, public_url: config.publicUrl }, "vehicle inspection service started");
 

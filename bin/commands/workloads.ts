@@ -2,11 +2,13 @@ import type { Logger } from "pino";
 import { buildApp } from "../../api/app.ts";
 import { IDEMPOTENCY_RETENTION_MS } from "../../api/plugins/idempotency.ts";
 import type { Config } from "../../core/config.ts";
+import type { Bus } from "../../core/ports/bus.ts";
 import type { DetectionRunner } from "../../core/ports/detection-runner.ts";
 import type { Services } from "../../core/services.ts";
 import { deleteInspectionModelInputs } from "../../inference/detection/model-input.ts";
+import { BusWebhookDispatcher } from "../../operator/bus-webhook-dispatcher.ts";
 import { Controller } from "../../operator/controller.ts";
-import { WebhookDispatcher } from "../../operator/webhook-dispatcher.ts";
+import { type DispatcherOptions, WebhookDispatcher } from "../../operator/webhook-dispatcher.ts";
 
 /**
  * The parts a process runs, each started alone so that `start` (all of them, embedded), `api` and
@@ -23,8 +25,18 @@ export async function startHttp(s: Services, config: Config, log: Logger): Promi
   return { port, close: () => app.close() };
 }
 
-/** The controller (the only writer of status), webhook delivery, and the purge of old idempotency keys. */
-export function startOperator(s: Services, config: Config, log: Logger, runner: DetectionRunner): { close(): Promise<void> } {
+/**
+ * The controller (the only writer of status), webhook delivery, and the purge of old idempotency
+ * keys. Webhooks are delivered from the outbox by polling it, or, given a bus (cluster mode), relayed
+ * from the outbox to the bus and delivered by its consumer group.
+ */
+export async function startOperator(
+  s: Services,
+  config: Config,
+  log: Logger,
+  runner: DetectionRunner,
+  bus: Bus | null = null,
+): Promise<{ close(): Promise<void> }> {
   const controller = new Controller({
     store: s.inspections,
     runner,
@@ -37,7 +49,7 @@ export function startOperator(s: Services, config: Config, log: Logger, runner: 
     shutdownGraceMs: config.shutdownGraceMs,
     settled: async (r) => deleteInspectionModelInputs(s.blobs, r.id, await s.inspections.photos(r.id), s.modelInputSizes),
   });
-  const dispatcher = new WebhookDispatcher({
+  const webhooks: DispatcherOptions = {
     events: s.events,
     keys: s.keys,
     clock: s.clock,
@@ -46,7 +58,8 @@ export function startOperator(s: Services, config: Config, log: Logger, runner: 
     timeoutMs: config.webhooks.timeoutMs,
     allowPrivateTargets: config.webhooks.allowPrivateTargets,
     pollMs: Math.min(config.controllerPollMs, 250),
-  });
+  };
+  const dispatcher = bus ? await BusWebhookDispatcher.open(bus, webhooks) : new WebhookDispatcher(webhooks);
   // A KV bucket's TTL already drops old keys; SQLite needs the sweep.
   const purge = config.natsUrl
     ? undefined

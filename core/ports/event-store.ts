@@ -16,8 +16,18 @@ export interface EventStore {
   recordAttempt(attempt: DeliveryAttemptRecord, next: { nextAttemptAt: number } | { status: "succeeded" | "failed" }): Promise<void>;
   /**
    * Puts a delivered, failed or pending event back to pending, due at `now`, its retry schedule
-   * starting again from the attempts made so far. Null when the scope has no such event, or its
-   * delivery status is `none` (no notify_url: nowhere to send it).
+   * starting again from the attempts made so far, and not yet published. Null when the scope has no
+   * such event, or its delivery status is `none` (no notify_url: nowhere to send it).
    */
   resend(scope: Scope, id: string, now: number): Promise<EventRecord | null>;
+  /**
+   * For the cluster's relay to the bus (operator/webhook-relay.ts): pending deliveries not yet
+   * published, oldest first. An event is unpublished from its append, and again from each resend.
+   */
+  unpublished(limit: number): Promise<EventRecord[]>;
+  /**
+   * The event was published as of the schedule start `scheduleFrom`. A resend made since then
+   * started another schedule: the event stays unpublished, so the relay publishes the resend too.
+   */
+  markPublished(id: string, scheduleFrom: number): Promise<void>;
 }

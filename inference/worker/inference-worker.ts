@@ -11,6 +11,7 @@ import {
   ensureInferenceConsumer,
 } from "../../core/adapters/nats/detection-queue.ts";
 import { connectNats, type Nats } from "../../core/adapters/nats/nats-connection.ts";
+import { pullOne } from "../../core/adapters/nats/pull-one.ts";
 import type { Config } from "../../core/config.ts";
 import { DetectionInterrupted, type DetectionRunner } from "../../core/ports/detection-runner.ts";
 import { WorkerPoolRunner } from "../detection/worker-pool-runner.ts";
@@ -131,17 +132,8 @@ class Worker {
   }
 
   /** One job, or null when the pull expired (or was stopped) without one. */
-  async #next(): Promise<JsMsg | null> {
-    const pull = await this.#p.consumer.fetch({ max_messages: 1, expires: PULL_EXPIRES_MS });
-    this.#pulls.add(pull);
-    // A close that came while the pull was being made has not stopped it.
-    if (this.#stopping) pull.stop();
-    try {
-      for await (const msg of pull) return msg;
-      return null;
-    } finally {
-      this.#pulls.delete(pull);
-    }
+  #next(): Promise<JsMsg | null> {
+    return pullOne(this.#p.consumer, this.#pulls, () => this.#stopping, PULL_EXPIRES_MS);
   }
 
   async #run(msg: JsMsg): Promise<void> {

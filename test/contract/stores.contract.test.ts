@@ -538,6 +538,35 @@ for (const adapter of STORE_ADAPTERS) {
       expect(await events.resend(scope, silent!.id, 6_000)).toBeNull();
       expect(await events.get(scope, silent!.id)).toMatchObject({ deliveryStatus: "none", nextAttemptAt: null });
     });
+
+    it("keeps pending events unpublished until marked at their schedule start; a resend unpublishes again", async () => {
+      const { inspections, events } = adapter.make();
+      const withUrl = () => sampleInspection({ notifyUrl: "https://example.com/h" });
+      await inspections.create(withUrl(), "h1", event());
+      await inspections.create(sampleInspection(), "h2", event());
+      await inspections.create(withUrl(), "h3", event());
+      const [third, , first] = (await events.list(scope, 10))!;
+      // Oldest first, and never an event with delivery none.
+      expect((await events.unpublished(10)).map((e) => e.id)).toEqual([first!.id, third!.id]);
+      expect((await events.unpublished(1)).map((e) => e.id)).toEqual([first!.id]);
+      await events.markPublished(first!.id, 0);
+      expect((await events.unpublished(10)).map((e) => e.id)).toEqual([third!.id]);
+      // Published and delivered; resent: unpublished again, and marking the old schedule start changes nothing.
+      await events.recordAttempt(
+        { eventId: first!.id, n: 1, attemptedAt: 1, statusCode: 200, latencyMs: 1, error: null },
+        { status: "succeeded" },
+      );
+      await events.resend(scope, first!.id, 5_000);
+      await events.markPublished(first!.id, 0);
+      expect((await events.unpublished(10)).map((e) => e.id)).toEqual([first!.id, third!.id]);
+      await events.markPublished(first!.id, 1);
+      // Settled events are not pending, published or not.
+      await events.recordAttempt(
+        { eventId: third!.id, n: 1, attemptedAt: 1, statusCode: 500, latencyMs: 1, error: "HTTP 500" },
+        { status: "failed" },
+      );
+      expect(await events.unpublished(10)).toEqual([]);
+    });
   });
 }
 

@@ -1,7 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { api } from "../../bin/commands/api.ts";
+import { inference } from "../../bin/commands/inference.ts";
+import { operator } from "../../bin/commands/operator.ts";
 import { start } from "../../bin/commands/start.ts";
+import { startNatsServer, startVersityGw } from "./go-servers.ts";
 import { createKey, webhookSecret } from "../../bin/commands/keys.ts";
 import { DEFAULT_MODELS, loadConfig, type Config } from "../../core/config.ts";
 import { freePort } from "./free-port.ts";
@@ -13,6 +17,8 @@ export type TestService = {
   url: string;
   config: Config;
   dataDir: string;
+  /** Where the blob under `key` is a file: under DATA_DIR/blobs, or in the S3 server's bucket directory (cluster composition). */
+  blobPath(...key: string[]): string;
   key(env?: "test" | "live", account?: string): Promise<string>;
   secret(env?: "test" | "live", account?: string): Promise<string>;
   api(key: string, path: string, init?: RequestInit & { json?: unknown }): Promise<Response>;
@@ -41,13 +47,15 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
     ...env,
   };
   const port = await freePort();
-  const config = loadConfig({ ...baseEnv, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
-  const service = await start(config);
+  const cluster = process.env.VI_TEST_COMPOSITION === "cluster" ? await clusterServers() : null;
+  const config = loadConfig({ ...baseEnv, ...cluster?.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
+  const service = cluster ? await composition(config, cluster) : await start(config);
   const url = `http://127.0.0.1:${port}`;
   return {
     url,
     config,
     dataDir,
+    blobPath: (...key) => join(cluster?.bucketDir ?? join(dataDir, "blobs"), ...key),
     key: (e = "test", account = "acme") => createKey(config, e, account),
     secret: (e = "test", account = "acme") => webhookSecret(config, e, account),
     api: (key, path, init = {}) => {
@@ -96,3 +104,30 @@ export const withModels = { DAMAGE_MODEL: DEFAULT_MODELS.damage, PARTS_MODEL: DE
 
 export const VALID_VIN = "1HGCM82633A004352";
 export const OTHER_VALID_VIN = "5YJ3E1EA2KF317000";
+
+/**
+ * VI_TEST_COMPOSITION=cluster runs the same tests against the cluster mode's composition: a real
+ * nats-server and versitygw for each service, and the `api`, `operator` and `inference` workloads
+ * (in this process, each with its own services, as separate processes would have; only the SQLite
+ * store under DATA_DIR is shared, as on one machine). `npm test` runs the integration suite both ways.
+ */
+async function clusterServers() {
+  const [nats, s3] = await Promise.all([startNatsServer(), startVersityGw()]);
+  // The AWS SDK reads its credentials from this process's environment.
+  Object.assign(process.env, { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey });
+  return {
+    env: { NATS_URL: nats.url, ...s3.clientEnv },
+    bucketDir: s3.bucketDir,
+    close: () => Promise.all([nats.close(), s3.close()]),
+  };
+}
+
+async function composition(config: Config, servers: { close(): Promise<unknown> }): Promise<{ close(): Promise<void> }> {
+  const workloads = [await operator(config), await inference(config), await api(config)];
+  return {
+    close: async () => {
+      for (const w of workloads.reverse()) await w.close();
+      await servers.close();
+    },
+  };
+}

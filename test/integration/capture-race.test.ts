@@ -1,5 +1,5 @@
 import { readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { photoBlobKey } from "../../core/blob-keys.ts";
@@ -95,7 +95,7 @@ async function round(n: number): Promise<RoundResult> {
     if (res.status !== 200) problems.deleted.push(`${p.angle}: ${p.media_id} answers ${res.status}`);
   }
   // Nothing else is left on disk: neither the replaced photo nor a refused upload.
-  const onDisk = readdirSync(join(svc.dataDir, "blobs", dirname(photoBlobKey(created.id, "any")))).sort();
+  const onDisk = readdirSync(svc.blobPath(dirname(photoBlobKey(created.id, "any")))).sort();
   const named = [...inReport.values()].map((id) => `${id}.jpg`).sort();
   const stray = onDisk.filter((f) => !named.includes(f));
   const gone = named.filter((f) => !onDisk.includes(f));

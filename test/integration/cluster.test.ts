@@ -4,8 +4,11 @@ import { join } from "node:path";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, webhookSecret } from "../../bin/commands/keys.ts";
+import { BUS_STREAMS } from "../../core/adapters/nats/nats-bus.ts";
+import { connectNats } from "../../core/adapters/nats/nats-connection.ts";
 import { DEFAULT_MODELS, loadConfig } from "../../core/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { WEBHOOK_GROUP } from "../../operator/bus-webhook-dispatcher.ts";
 import { startNatsServer, startVersityGw, type NatsServer, type VersityGw } from "../helpers/go-servers.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
 import { freePort, VALID_VIN, withModels } from "../helpers/service.ts";
@@ -17,6 +20,7 @@ const DAMAGED_FRONT = join(DATASETS, "car-damage/valid/images/000314_jpg.rf.6514
 const ANGLES = [...EXTERIOR_ANGLES, "vin"];
 const fill = carPhotos(ANGLES.length);
 const photoFor = (angle: string) => (angle === "front" ? readFileSync(DAMAGED_FRONT) : fill[ANGLES.indexOf(angle)]!);
+const RETRY_SCHEDULE_MS = [2_000, 2_000, 2_000];
 
 /**
  * The cluster mode on one machine, as an operator would run it: a real nats-server and a real S3
@@ -57,7 +61,10 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("cluster mode: api, operator
       ...s3.clientEnv,
       WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true",
       CONTROLLER_POLL_MS: "100",
-      OPERATOR_LEASE_MS: "5000",
+      OPERATOR_LEASE_MS: "10000",
+      // Short enough to see a failing receiver retried within a test; the timeout sets the bus's ack wait.
+      WEBHOOK_RETRY_SCHEDULE_MS: RETRY_SCHEDULE_MS.join(","),
+      WEBHOOK_TIMEOUT_MS: "2000",
       LOG_LEVEL: "info",
       ...withModels,
     };
@@ -105,7 +112,14 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("cluster mode: api, operator
       });
       expect(put.status, angle).toBe(200);
     }
-    expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
+    // A 503 here says the submission is recorded but not yet confirmed: the capture page retries it.
+    const submit = await until(
+      "the submit confirmed",
+      () => fetch(`${base}/submit`, { method: "POST" }),
+      (r) => r.status !== 503,
+      60_000,
+    );
+    expect(submit.status).toBe(202);
     const deliveries = () =>
       receiver.received.filter((r) => JSON.parse(r.body).type === "inspection.completed" && JSON.parse(r.body).data.id === made.id);
     await until("the inspection.completed webhook", deliveries, (d) => d.length > 0, 120_000);
@@ -148,6 +162,108 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("cluster mode: api, operator
     // Delivered once, by the one operator now leading (receivers dedupe by webhook-id anyway).
     await new Promise((r) => setTimeout(r, 1_000));
     expect(new Set(deliveries().map((d) => d.headers["webhook-id"])).size).toBe(1);
+  }, 180_000);
+
+  /** Inspections created through the API (no capture: their `inspection.created` events are what is delivered). */
+  async function created(references: string[]) {
+    const key = await createKey(loadConfig(env), "test", "cluster-co");
+    const api = (path: string, init: RequestInit = {}) =>
+      fetch(url + path, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers } });
+    const ids: string[] = [];
+    for (const reference of references) {
+      const body = JSON.stringify({ reference, vehicle: { vin: VALID_VIN }, notify_url: receiver.url });
+      const made = await until(
+        "the create answered",
+        () => api("/v1/inspections", { method: "POST", body }),
+        (r) => r.status !== 503,
+      );
+      expect(made.status).toBe(201);
+      ids.push((await made.json()).id);
+    }
+    // Each inspection's created event as GET /v1/events/:id shows it, with its attempts; read at most
+    // every 250 ms, within the test keys' rate limit.
+    let eventIds: string[] = [];
+    const events = async () => {
+      await new Promise((r) => setTimeout(r, 250));
+      if (eventIds.length < ids.length) {
+        const page = await (await api("/v1/events?limit=100")).json();
+        eventIds = page.data.filter((e: { data: { id: string } }) => ids.includes(e.data.id)).map((e: { id: string }) => e.id);
+      }
+      return Promise.all(eventIds.map(async (id) => (await api(`/v1/events/${id}`)).json()));
+    };
+    return { ids, events };
+  }
+
+  type DeliveredEvent = { id: string; delivery: { status: string; attempts: { number: number; status_code: number | null }[] } };
+  const byWebhookId = (id: string) => receiver.received.filter((r) => r.headers["webhook-id"] === id);
+  /** The receiver fails the first `times` deliveries of each event whose inspection has one of these references. */
+  const failFirst = (times: number, references: string[]) => (_n: number, body: string) => {
+    const e = JSON.parse(body);
+    return references.includes(e.data.reference) && byWebhookId(e.id).length < times ? 503 : 200;
+  };
+
+  it("delivers webhooks over the bus: a failing receiver retried on WEBHOOK_RETRY_SCHEDULE_MS, each attempt recorded", async () => {
+    receiver.respond = failFirst(2, ["cluster-retry"]);
+    const { events } = await created(["cluster-retry"]);
+    const [event] = (await until("delivered", events, (es) => es.length === 1 && es[0].delivery.status === "succeeded", 120_000)) as [
+      DeliveredEvent,
+    ];
+    expect(event.delivery.attempts.map((a) => [a.number, a.status_code])).toEqual([
+      [1, 503],
+      [2, 503],
+      [3, 200],
+    ]);
+    const received = byWebhookId(event.id);
+    expect(received.map((r) => r.status)).toEqual([503, 503, 200]);
+    // Each retry waited the schedule's wait, less its 10% jitter.
+    for (let i = 1; i < received.length; i++) {
+      expect(received[i]!.at - received[i - 1]!.at).toBeGreaterThanOrEqual(RETRY_SCHEDULE_MS[i - 1]! * 0.9 - 50);
+    }
+    // It went over the bus: the dispatch group of the WEBHOOKS stream took it, and acks it (just after
+    // recording the attempt that succeeded), leaving nothing unacked.
+    const nc = await connectNats({ url: nats.url, name: "cluster-test" });
+    try {
+      const jsm = await nc.js.jetstreamManager();
+      const consumer = () => jsm.consumers.info(BUS_STREAMS.topic("webhooks").stream, WEBHOOK_GROUP);
+      const info = await until("the delivery acked", consumer, (c) => c.num_ack_pending === 0);
+      expect(info.delivered.stream_seq).toBeGreaterThan(0);
+    } finally {
+      await nc.close();
+    }
+    receiver.respond = () => 200;
+  }, 180_000);
+
+  it("hands the deliveries pending on a SIGKILLed operator to the standby, which delivers each attempt once", async () => {
+    const standby = await started("operator", "waiting to lead");
+    const references = ["cluster-kill-1", "cluster-kill-2", "cluster-kill-3"];
+    receiver.respond = failFirst(2, references);
+    const { events } = await created(references);
+    // Every event tried once by the leader and waiting for its retry (none retried yet): then the leader dies.
+    const waiting = (await until(
+      "the first attempts",
+      events,
+      (es) => es.length === 3 && es.every((e) => e.delivery.attempts.length >= 1),
+    )) as DeliveredEvent[];
+    expect(waiting.every((e) => e.delivery.attempts.length === 1 && e.delivery.status === "pending")).toBe(true);
+    leader!.kill();
+    const killedAt = Date.now();
+    await standby.line((l) => l.msg === "leading", 30_000);
+    leader = standby;
+    const done = (await until(
+      "delivered by the standby",
+      events,
+      (es) => es.every((e) => e.delivery.status === "succeeded"),
+      90_000,
+    )) as DeliveredEvent[];
+    for (const event of done) {
+      expect(event.delivery.attempts.map((a) => a.status_code)).toEqual([503, 503, 200]);
+      // Each attempt reached the receiver once, with the event's id as webhook-id; the retries came from the standby.
+      const received = byWebhookId(event.id);
+      expect(received.map((r) => r.status)).toEqual([503, 503, 200]);
+      expect(received.slice(1).every((r) => r.at > killedAt)).toBe(true);
+      expect(standby.logs.some((l) => l.msg === "webhook delivery failed; will retry" && l.event_id === event.id)).toBe(true);
+    }
+    receiver.respond = () => 200;
   }, 180_000);
 
   it("rides out a NATS restart: the workloads reconnect and the next inspection completes", async () => {

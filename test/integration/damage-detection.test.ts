@@ -16,6 +16,9 @@ import { carPhotos, DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
 import { startService, submitAndWait, VALID_VIN, withModels } from "../helpers/service.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
+/** The files in a directory; none where it is gone (an S3 server drops a prefix's directory with its last object). */
+const filesIn = (dir: string): string[] => (existsSync(dir) ? readdirSync(dir) : []);
+
 /** Real damaged-car photos (never trained on); they go through the capture API like a customer's photos. */
 const VALID = DAMAGE_VALID;
 const CASES = DAMAGED_CASES;
@@ -52,7 +55,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
       const media = Object.fromEntries(Object.entries(uploaded).map(([angle, u]) => [angle, u.media_id]));
       // Each exterior photo's pixels were stored on upload for both models' sizes; the first take's
       // went with it, and the VIN photo, never searched for damage, got none.
-      const inputOf = (mediaId: string, size: number) => join(svc.dataDir, "blobs", modelInputBlobKey(made.id, mediaId, size));
+      const inputOf = (mediaId: string, size: number) => svc.blobPath(modelInputBlobKey(made.id, mediaId, size));
       expect(modelInputSizes(loadConfig(withModels).models)).toEqual([384, 320]);
       for (const angle of EXTERIOR_ANGLES) {
         const { media_id, width, height } = uploaded[angle]!;
@@ -68,11 +71,11 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
       // Settled: nothing reads the model inputs again, so they are gone; the photos stay.
       await until(
         "model inputs deleted",
-        () => readdirSync(join(svc.dataDir, "blobs", "model-inputs", made.id)),
+        () => filesIn(svc.blobPath("model-inputs", made.id)),
         (left) => left.length === 0,
         5_000,
       );
-      for (const angle of EXTERIOR_ANGLES) expect(existsSync(join(svc.dataDir, "blobs", photoBlobKey(made.id, media[angle]!)))).toBe(true);
+      for (const angle of EXTERIOR_ANGLES) expect(existsSync(svc.blobPath(photoBlobKey(made.id, media[angle]!)))).toBe(true);
       const report = await (await svc.api(key, `/v1/inspections/${made.id}/report`)).json();
       expect(report.model.name).toMatch(/car damage/);
       const labels = new Map(readYoloFolder(VALID).map((l) => [l.image.split("/").pop(), l.boxes]));
@@ -132,16 +135,16 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
     try {
       const { key, made, upload } = await openCapture(svc);
       const { media_id: mediaId } = await upload("front", carPhotos(1)[0]!);
-      const inputs = join(svc.dataDir, "blobs", "model-inputs", made.id);
+      const inputs = svc.blobPath("model-inputs", made.id);
       expect(readdirSync(inputs).sort()).toEqual([`${mediaId}-320.rgb`, `${mediaId}-384.rgb`]);
       expect((await svc.api(key, `/v1/inspections/${made.id}/cancel`, { method: "POST" })).status).toBe(200);
       await until(
         "model inputs deleted",
-        () => readdirSync(inputs),
+        () => filesIn(inputs),
         (left) => left.length === 0,
         5_000,
       );
-      expect(existsSync(join(svc.dataDir, "blobs", photoBlobKey(made.id, mediaId)))).toBe(true);
+      expect(existsSync(svc.blobPath(photoBlobKey(made.id, mediaId)))).toBe(true);
     } finally {
       await svc.close();
     }

@@ -1,5 +1,4 @@
 import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
 import { photoBlobKey } from "../../core/blob-keys.ts";
@@ -30,10 +29,10 @@ async function inspect(
     media[angle] = (await res.json()).media_id;
   }
   // Storage damaged after upload: the stored photo is no longer a JPEG.
-  for (const angle of corrupt) writeFileSync(join(svc.dataDir, "blobs", photoBlobKey(made.id, media[angle]!)), "not a jpeg any more");
+  for (const angle of corrupt) writeFileSync(svc.blobPath(photoBlobKey(made.id, media[angle]!)), "not a jpeg any more");
   // Cut short: the header still parses, the image data ends half-way.
   for (const angle of truncate) {
-    const path = join(svc.dataDir, "blobs", photoBlobKey(made.id, media[angle]!));
+    const path = svc.blobPath(photoBlobKey(made.id, media[angle]!));
     const bytes = readFileSync(path);
     writeFileSync(path, bytes.subarray(0, Math.floor(bytes.length / 2)));
   }

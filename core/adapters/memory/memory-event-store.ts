@@ -104,6 +104,17 @@ export class MemoryEventStore implements EventStore {
     if (e.deliveryStatus === "none") return null;
     const resent = snapshot({ ...e, deliveryStatus: "pending" as const, nextAttemptAt: now, scheduleFrom: e.attemptCount });
     this.#state.events[seq] = resent;
+    this.#state.publishedEvents.delete(id);
     return resent;
+  }
+
+  async unpublished(limit: number): Promise<EventRecord[]> {
+    const published = this.#state.publishedEvents;
+    return this.#state.events.filter((e) => e.deliveryStatus === "pending" && !published.has(e.id)).slice(0, limit);
+  }
+
+  async markPublished(id: string, scheduleFrom: number): Promise<void> {
+    const seq = this.#state.eventSeq.get(id);
+    if (seq !== undefined && this.#state.events[seq]!.scheduleFrom === scheduleFrom) this.#state.publishedEvents.add(id);
   }
 }

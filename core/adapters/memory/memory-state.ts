@@ -39,6 +39,8 @@ export class MemoryState {
   readonly eventSeq = new Map<string, number>();
   /** Event id → its attempts, by n. */
   readonly attempts = new Map<string, DeliveryAttemptRecord[]>();
+  /** Ids of the pending events the relay has published since they became pending. */
+  readonly publishedEvents = new Set<string>();
 
   readonly apiKeys = new Map<string, ApiKeyRecord>();
   /** Key hash → key id. */

@@ -116,6 +116,12 @@ const MIGRATIONS: string[] = [
   `
   CREATE INDEX events_inspection ON events (inspection_id, seq);
   `,
+  // Cluster mode relays the outbox to the bus: whether a pending event has been handed to it since
+  // it became pending (appended, or resent). The relay reads the pending ones it has not.
+  `
+  ALTER TABLE events ADD COLUMN published INTEGER NOT NULL DEFAULT 0;
+  CREATE INDEX events_unpublished ON events (seq) WHERE delivery_status = 'pending' AND published = 0;
+  `,
 ];
 
 export type Database = DatabaseSync;

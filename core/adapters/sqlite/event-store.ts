@@ -136,9 +136,18 @@ export class SqliteEventStore implements EventStore {
   async resend(scope: Scope, id: string, now: number): Promise<EventRecord | null> {
     const row = sql(
       this.#db,
-      `UPDATE events SET delivery_status = 'pending', next_attempt_at = ?, schedule_from = attempt_count
+      `UPDATE events SET delivery_status = 'pending', next_attempt_at = ?, schedule_from = attempt_count, published = 0
        WHERE id = ? AND account_id = ? AND livemode = ? AND delivery_status <> 'none' RETURNING *`,
     ).get(now, id, scope.accountId, scope.livemode ? 1 : 0);
     return row ? toEvent(row as Row) : null;
+  }
+
+  async unpublished(limit: number): Promise<EventRecord[]> {
+    const rows = sql(this.#db, "SELECT * FROM events WHERE delivery_status = 'pending' AND published = 0 ORDER BY seq LIMIT ?").all(limit);
+    return rows.map((r) => toEvent(r as Row));
+  }
+
+  async markPublished(id: string, scheduleFrom: number): Promise<void> {
+    sql(this.#db, "UPDATE events SET published = 1 WHERE id = ? AND schedule_from = ?").run(id, scheduleFrom);
   }
 }

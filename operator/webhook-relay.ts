@@ -1,0 +1,93 @@
+import type { Logger } from "pino";
+import type { Bus } from "../core/ports/bus.ts";
+import type { EventStore } from "../core/ports/event-store.ts";
+import type { EventRecord } from "../core/ports/records.ts";
+
+/** A `webhooks` message: where to find the event. Its delivery state is read from the store, never from here. */
+export type WebhookMessage = { eventId: string; accountId: string; livemode: boolean; scheduleFrom: number };
+
+/**
+ * The message id: the event's id and its schedule start. Publishing an event again (after a crash
+ * between publishing and marking it) is stored once; a resend, which starts a new schedule, is a
+ * message of its own.
+ */
+export const webhookMessageId = (e: Pick<EventRecord, "id" | "scheduleFrom">): string => `${e.id}.${e.scheduleFrom}`;
+
+const BATCH = 100;
+
+export type WebhookRelayOptions = { events: EventStore; bus: Bus; log: Logger; pollMs: number };
+
+/**
+ * Cluster mode's outbox relay: the outbox (EventStore) stays the source of truth, appended with the
+ * move it describes; this loop publishes each pending event not yet published to the `webhooks`
+ * topic, then marks it published. A crash between the two publishes it again, deduplicated by its
+ * message id; an event resent through the API is unpublished again and published as a new message.
+ */
+export class WebhookRelay {
+  readonly #o: WebhookRelayOptions;
+  #loop: Promise<void> | undefined;
+  #stopped = false;
+  #nudged = false;
+  #wake: (() => void) | undefined;
+
+  constructor(options: WebhookRelayOptions) {
+    this.#o = options;
+  }
+
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Looks now rather than at the next poll (an event was resent in this process). */
+  nudge(): void {
+    this.#nudged = true;
+    this.#wake?.();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#wake?.();
+    await this.#loop;
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      let full = false;
+      try {
+        full = (await this.#pass()) === BATCH;
+      } catch (err) {
+        this.#o.log.warn({ err }, "relaying webhook events to the bus failed; trying again at the next poll");
+      }
+      if (!full) await this.#sleep();
+    }
+  }
+
+  /** Publishes one batch; returns how many it found. */
+  async #pass(): Promise<number> {
+    const { events, bus, log } = this.#o;
+    const pending = await events.unpublished(BATCH);
+    for (const e of pending) {
+      if (this.#stopped) break;
+      const message: WebhookMessage = { eventId: e.id, accountId: e.accountId, livemode: e.livemode, scheduleFrom: e.scheduleFrom };
+      await bus.publish("webhooks", webhookMessageId(e), JSON.stringify(message));
+      await events.markPublished(e.id, e.scheduleFrom);
+      log.debug({ event_id: e.id, schedule_from: e.scheduleFrom }, "webhook event published to the bus");
+    }
+    return pending.length;
+  }
+
+  /** Until the next poll, a nudge or stop. */
+  async #sleep(): Promise<void> {
+    if (!this.#nudged && !this.#stopped) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => this.#wake?.(), this.#o.pollMs);
+        this.#wake = () => {
+          clearTimeout(timer);
+          this.#wake = undefined;
+          resolve();
+        };
+      });
+    }
+    this.#nudged = false;
+  }
+}
