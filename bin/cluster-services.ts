@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
 import { IDEMPOTENCY_RETENTION_MS } from "../api/plugins/idempotency.ts";
-import { connectNats, type Nats } from "../core/adapters/nats/nats-connection.ts";
+import { connectNats, firstWriter, natsCall, type Nats } from "../core/adapters/nats/nats-connection.ts";
 import { NatsIdempotencyStore } from "../core/adapters/nats/nats-idempotency-store.ts";
 import type { Config } from "../core/config.ts";
-import { embeddedServices, type EmbeddedServices } from "./embedded-services.ts";
+import { embeddedServices, localSecret, signingFrom, type EmbeddedServices } from "./embedded-services.ts";
 
 export type WorkloadServices = EmbeddedServices & { nats: Nats | null };
 
@@ -25,8 +25,11 @@ export async function workloadServices(config: Config, log: Logger, workload: st
   });
   try {
     const idempotency = await NatsIdempotencyStore.open(nats.kvm, { retentionMs: IDEMPOTENCY_RETENTION_MS });
+    // Every replica must make and accept the same capture links, cookies and share links.
+    const secret = await sharedSecret(nats, localSecret(config));
     return {
       ...base,
+      ...signingFrom(secret, config.publicUrl),
       idempotency,
       nats,
       async close() {
@@ -39,4 +42,18 @@ export async function workloadServices(config: Config, log: Logger, workload: st
     await base.close();
     throw error;
   }
+}
+
+/**
+ * The secret every replica signs with, kept in the KV bucket `secrets`. The first workload to start
+ * offers its DATA_DIR's secret (so capture links made before the switch to cluster mode keep working)
+ * and the first writer wins; every other replica takes the stored one.
+ */
+async function sharedSecret(nats: Nats, offered: Buffer): Promise<Buffer> {
+  const kv = await natsCall("the shared secret", () => nats.kvm.create("secrets", { history: 1 }));
+  await firstWriter(kv.create("capture-link", offered.toString("base64")));
+  const entry = await kv.get("capture-link");
+  const stored = entry?.operation === "PUT" ? entry.string() : null;
+  if (!stored) throw new Error("the shared secret could not be read back from NATS KV");
+  return Buffer.from(stored, "base64");
 }

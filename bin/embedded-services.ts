@@ -31,6 +31,18 @@ function captureSecret(dataDir: string): Buffer {
   }
 }
 
+/** What the service signs with, from its one secret: a key derived for each use, so no key signs two kinds of thing. */
+export function signingFrom(secret: Buffer, publicUrl: string): Pick<Services, "captureLinks" | "signingKeys"> {
+  const derive = (purpose: string) => createHmac("sha256", secret).update(purpose).digest();
+  return {
+    captureLinks: new CaptureLinks(secret, publicUrl),
+    signingKeys: { cookies: derive("dashboard-cookies"), shareLinks: derive("shared-report-links") },
+  };
+}
+
+/** The secret capture tokens and the other signing keys are derived from, as kept under DATA_DIR. */
+export const localSecret = (config: Config): Buffer => captureSecret(config.dataDir);
+
 export type EmbeddedServices = Services & { db: Database; close(): Promise<void> };
 
 /** The embedded adapters: SQLite under DATA_DIR for every store, a directory (or S3_BUCKET) for blobs, in-process signals. */
@@ -47,8 +59,6 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
       })
     : null;
   const secret = captureSecret(config.dataDir);
-  // One secret per data directory, a key derived from it for each use, so no key signs two kinds of thing.
-  const derive = (purpose: string) => createHmac("sha256", secret).update(purpose).digest();
   return {
     config,
     clock,
@@ -61,8 +71,7 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
     idempotency: new SqliteIdempotencyStore(db),
     blobs: blobStoreFrom(config.blobs),
     vin,
-    captureLinks: new CaptureLinks(secret, config.publicUrl),
-    signingKeys: { cookies: derive("dashboard-cookies"), shareLinks: derive("shared-report-links") },
+    ...signingFrom(secret, config.publicUrl),
     signals: new Signals(clock),
     modelInputSizes: modelInputSizes(config.models),
     angles,

@@ -1,4 +1,6 @@
 import type { Config } from "../../core/config.ts";
+import { NatsBus } from "../../core/adapters/nats/nats-bus.ts";
+import { publishIntents } from "../../core/intents-over-bus.ts";
 import { createLogger } from "../../core/logger.ts";
 import { workloadServices } from "../cluster-services.ts";
 import { startHttp } from "./workloads.ts";
@@ -7,6 +9,9 @@ import { startHttp } from "./workloads.ts";
 export async function api(config: Config): Promise<{ close(): Promise<void>; port: number }> {
   const log = createLogger(config.logLevel).child({ workload: "api" });
   const s = await workloadServices(config, log, "api");
+  // Intents recorded here wake the operator's controller over the bus (cluster mode).
+  const bus = s.nats ? await NatsBus.open(s.nats, { log: log.child({ component: "bus" }) }) : null;
+  const stopIntents = bus ? publishIntents(s.signals, bus, log) : () => {};
   const http = await startHttp(s, config, log);
   log.info({ port: http.port, nats: config.natsUrl !== null, blobs: config.blobs.kind }, "api workload started");
   let closing: Promise<void> | undefined;
@@ -15,6 +20,8 @@ export async function api(config: Config): Promise<{ close(): Promise<void>; por
     close: () =>
       (closing ??= (async () => {
         await http.close();
+        stopIntents();
+        await bus?.close();
         await s.close();
         log.info("api workload stopped");
       })()),

@@ -7,6 +7,7 @@ import type { DetectionRunner } from "../../core/ports/detection-runner.ts";
 import type { Services } from "../../core/services.ts";
 import { deleteInspectionModelInputs } from "../../inference/detection/model-input.ts";
 import { BusWebhookDispatcher } from "../../operator/bus-webhook-dispatcher.ts";
+import { consumeIntents } from "../../core/intents-over-bus.ts";
 import { Controller } from "../../operator/controller.ts";
 import { type DispatcherOptions, WebhookDispatcher } from "../../operator/webhook-dispatcher.ts";
 
@@ -70,10 +71,12 @@ export async function startOperator(
       }, 60_000).unref();
   controller.start();
   dispatcher.start();
+  const intents = bus ? await consumeIntents(bus, s.signals) : null;
   const stopNudges = s.signals.onDeliveryDue(() => dispatcher.nudge());
   return {
     async close() {
       clearInterval(purge);
+      await intents?.close();
       // Waits up to SHUTDOWN_GRACE_MS for detection; closing the runner then drops what has not started.
       await controller.stop();
       await runner.close();

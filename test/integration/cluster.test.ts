@@ -147,6 +147,20 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("cluster mode: api, operator
     // Detection ran in an inference process, not in the operator.
     const ranDetection = processes.filter((p) => workloadOf.get(p) === "inference" && p.logs.some((l) => l.inspection_id === id));
     expect(ranDetection.length).toBeGreaterThan(0);
+    // The capture intents the api recorded reached the operator over the bus's `intents` topic.
+    const nc = await connectNats({ url: nats.url, name: "cluster-test" });
+    try {
+      const info = await (await nc.js.jetstreamManager()).consumers.info(BUS_STREAMS.topic("intents").stream, "controller");
+      expect(info.delivered.stream_seq).toBeGreaterThanOrEqual(2); // opened, submitted
+      await until(
+        "intents acked",
+        async () =>
+          (await (await nc.js.jetstreamManager()).consumers.info(BUS_STREAMS.topic("intents").stream, "controller")).num_ack_pending,
+        (n) => n === 0,
+      );
+    } finally {
+      await nc.close();
+    }
   }, 180_000);
 
   it("keeps one operator leading; when it is killed, the standby takes over and inspections still complete", async () => {
