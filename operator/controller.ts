@@ -59,7 +59,12 @@ export class Controller {
     this.#o = options;
     this.#queue = new WorkQueue({
       clock: options.clock,
-      handle: async (id) => (await this.reconcile(id)).requeueAfterMs,
+      handle: async (id) => {
+        const { requeueAfterMs } = await this.reconcile(id);
+        // What is due only after the next poll is not held here: the poll finds it (expired links,
+        // detection due), so a store of open inspections does not pile up in this process's memory.
+        return requeueAfterMs !== null && requeueAfterMs <= options.pollMs ? requeueAfterMs : null;
+      },
       onError: (id, error, retryInMs) =>
         options.log.error({ err: error, inspection_id: id, retry_in_ms: retryInMs }, "reconcile failed; this inspection is retried"),
     });

@@ -41,10 +41,6 @@ export class WorkQueue {
     this.#wake();
   }
 
-  get size(): number {
-    return this.#due.size;
-  }
-
   /** Takes no more keys and resolves once the key being handled, if any, is done. */
   async stop(): Promise<void> {
     this.#stopped = true;
@@ -57,7 +53,8 @@ export class WorkQueue {
     clearTimeout(this.#timer);
     const next = this.#next();
     if (!next) {
-      const earliest = Math.min(...[...this.#due.values()]);
+      let earliest = Number.POSITIVE_INFINITY;
+      for (const at of this.#due.values()) earliest = Math.min(earliest, at);
       if (Number.isFinite(earliest)) this.#timer = setTimeout(() => this.#wake(), Math.max(1, earliest - this.#clock.now())).unref();
       return;
     }

@@ -4,6 +4,7 @@ import { MemoryEventStore } from "../../core/adapters/memory/memory-event-store.
 import { MemoryInspectionStore } from "../../core/adapters/memory/memory-inspection-store.ts";
 import { MemoryState } from "../../core/adapters/memory/memory-state.ts";
 import type { DetectionResult, DetectionRunner } from "../../core/ports/detection-runner.ts";
+import type { InspectionStore } from "../../core/ports/inspection-store.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
 import { Signals } from "../../core/signals.ts";
 import { Controller } from "../../operator/controller.ts";
@@ -33,17 +34,19 @@ function setup() {
   const store = new MemoryInspectionStore(state);
   const events = new MemoryEventStore(state);
   const runner = new ScriptedRunner();
-  const controller = new Controller({
-    store,
-    runner,
-    signals: new Signals(clock),
-    clock,
-    log: pino({ level: "silent" }),
-    publicUrl: "http://localhost",
-    pollMs: 60_000,
-    maxProcessingAttempts: 2,
-    shutdownGraceMs: 0,
-  });
+  const controllerOver = (over: InspectionStore, with_ = runner) =>
+    new Controller({
+      store: over,
+      runner: with_,
+      signals: new Signals(clock),
+      clock,
+      log: pino({ level: "silent" }),
+      publicUrl: "http://localhost",
+      pollMs: 60_000,
+      maxProcessingAttempts: 2,
+      shutdownGraceMs: 0,
+    });
+  const controller = controllerOver(store);
   const make = async (overrides: Partial<InspectionRecord> = {}) => {
     const r = sampleInspection({ createdAt: clock.t, updatedAt: clock.t, expiresAt: clock.t + HOUR, ...overrides });
     await store.create(r, `token-${r.id}`, (a) => ({ id: `evt_${a.id.slice(5)}`, type: "inspection.created", data: "{}" }));
@@ -51,7 +54,7 @@ function setup() {
   };
   const statusOf = async (id: string) => (await store.getById(id))!.status;
   const types = async (id: string) => (await events.forInspection({ accountId: "acct_a", livemode: false }, id)).map((e) => e.type);
-  return { clock, store, runner, controller, make, statusOf, types };
+  return { clock, store, runner, controller, controllerOver, make, statusOf, types };
 }
 
 /** Lets the runner's answer and the controller's bookkeeping after it run. */
@@ -158,7 +161,7 @@ describe("Controller.reconcile(id)", () => {
   });
 
   it("answers 'again at once' when another writer moved the inspection between its read and its move", async () => {
-    const { clock, store, make } = setup();
+    const { clock, store, controllerOver, make } = setup();
     const r = await make();
     await store.recordOpened(r.id, clock.t);
     // Another operator moves it first: this controller's compare-and-set then finds it moved.
@@ -178,17 +181,7 @@ describe("Controller.reconcile(id)", () => {
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
-    const c = new Controller({
-      store: racing,
-      runner: new ScriptedRunner(),
-      signals: new Signals(clock),
-      clock,
-      log: pino({ level: "silent" }),
-      publicUrl: "http://localhost",
-      pollMs: 60_000,
-      maxProcessingAttempts: 2,
-      shutdownGraceMs: 0,
-    });
+    const c = controllerOver(racing, new ScriptedRunner());
     expect(await c.reconcile(r.id)).toEqual({ requeueAfterMs: 0 });
     expect((await store.getById(r.id))!.status).toBe("in_progress");
   });

@@ -1,19 +1,6 @@
 import type { Environment } from "../../ids.ts";
-import type { ApiKeyRecord, KeyStore, WebhookSecretRecord } from "../../ports/key-store.ts";
-import { constraint, pairKey, snapshot, type MemoryState, type StoredSecret } from "./memory-state.ts";
-
-/** The secrets as they sign at `now`: the rotated-out one only until its overlap ends. */
-function signing(s: StoredSecret, now: number): WebhookSecretRecord {
-  const overlapping = s.previousSecret !== null && s.previousExpiresAt !== null && s.previousExpiresAt > now;
-  return {
-    secret: s.secret,
-    createdAt: s.createdAt,
-    previousSecret: overlapping ? s.previousSecret : null,
-    previousExpiresAt: overlapping ? s.previousExpiresAt : null,
-  };
-}
-
-const byCreation = (a: ApiKeyRecord, b: ApiKeyRecord) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+import { type ApiKeyRecord, byCreation, type KeyStore, newestFirst, signingAt, type WebhookSecretRecord } from "../../ports/key-store.ts";
+import { constraint, pairKey, snapshot, type MemoryState } from "./memory-state.ts";
 
 /** Accounts, API key hashes and webhook secrets in memory. */
 export class MemoryKeyStore implements KeyStore {
@@ -50,9 +37,7 @@ export class MemoryKeyStore implements KeyStore {
   }
 
   async listIn(accountId: string, livemode: boolean): Promise<ApiKeyRecord[]> {
-    return [...this.#state.apiKeys.values()]
-      .filter((k) => k.accountId === accountId && k.livemode === livemode)
-      .sort((a, b) => b.createdAt - a.createdAt || byCreation(a, b));
+    return [...this.#state.apiKeys.values()].filter((k) => k.accountId === accountId && k.livemode === livemode).sort(newestFirst);
   }
 
   async revoke(keyId: string, now: number): Promise<boolean> {
@@ -87,12 +72,12 @@ export class MemoryKeyStore implements KeyStore {
     if (!held) return this.#secrets(accountId, livemode, () => secret, now);
     const rotated = { secret, createdAt: now, previousSecret: held.secret, previousExpiresAt: now + overlapMs };
     this.#state.webhookSecrets.set(pairKey(accountId, livemode), snapshot(rotated));
-    return signing(rotated, now);
+    return signingAt(rotated, now);
   }
 
   #secrets(accountId: string, livemode: boolean, make: () => string, now: number): WebhookSecretRecord {
     const held = this.#state.webhookSecrets.get(pairKey(accountId, livemode));
-    if (held) return signing(held, now);
+    if (held) return signingAt(held, now);
     constraint(this.#state.accountNames.has(accountId), "webhook_secrets.account_id references accounts");
     const made = { secret: make(), createdAt: now, previousSecret: null, previousExpiresAt: null };
     this.#state.webhookSecrets.set(pairKey(accountId, livemode), snapshot(made));
