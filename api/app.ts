@@ -23,6 +23,7 @@ import { FailedAuthLimiter } from "./plugins/failed-auth-limit.ts";
 import { idempotency } from "./plugins/idempotency.ts";
 import { jsonBodyText, refuseBadStrings } from "./plugins/strict-input.ts";
 import { registerRateLimit } from "./plugins/rate-limit.ts";
+import { sharedRateLimitStore } from "../core/net/shared-rate-limit-store.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { inspectionRoutes } from "./routes/inspections.ts";
 import { mediaRoutes } from "./routes/media.ts";
@@ -99,10 +100,15 @@ export async function buildApp(s: Services) {
       completeDocument(jsonSchemaTransformObject(input) as Parameters<typeof completeDocument>[0], s.config.publicUrl),
   });
 
-  const failedAuth = new FailedAuthLimiter({ limit: s.config.rateLimit.failedAuthPerMinute, windowMs: 60_000, clock: s.clock });
+  const failedAuth = new FailedAuthLimiter({
+    limit: s.config.rateLimit.failedAuthPerMinute,
+    windowMs: 60_000,
+    clock: s.clock,
+    store: s.rateLimits.failedAuth,
+  });
   await app.register(async (v1) => {
     v1.addHook("onRequest", failedAuth.guard(authenticate(s.keys, keyUseNoter(s.users, s.clock)), FAILED_AUTH_CODES));
-    await registerRateLimit(v1, s.config.rateLimit);
+    await registerRateLimit(v1, s.config.rateLimit, sharedRateLimitStore(s.rateLimits.requests, s.clock, "api"));
     // Idempotency keys mean something on POST only: its hooks go on those routes, so the reads,
     // the bulk of the traffic, do not pass through three hooks that would do nothing.
     const idem = idempotency(s.idempotency, s.clock);
@@ -127,6 +133,8 @@ export async function buildApp(s: Services) {
     capture.addHook("onError", guard.onError);
     await capture.register(rateLimit, {
       global: true,
+      store: sharedRateLimitStore(s.rateLimits.requests, s.clock, "capture"),
+      skipOnError: true,
       timeWindow: 1000,
       enableDraftSpec: true,
       // Per capture link and client address: a phone uploading ten photos never comes near the default.

@@ -2,18 +2,20 @@ import type { Logger } from "pino";
 import { IDEMPOTENCY_RETENTION_MS } from "../api/plugins/idempotency.ts";
 import { connectNats, firstWriter, natsCall, type Nats } from "../core/adapters/nats/nats-connection.ts";
 import { NatsIdempotencyStore } from "../core/adapters/nats/nats-idempotency-store.ts";
+import { NatsRateLimitStore } from "../core/adapters/nats/nats-rate-limit-store.ts";
 import type { Config } from "../core/config.ts";
+import { natsAccountStores } from "./account-stores.ts";
 import { embeddedServices, localSecret, signingFrom, type EmbeddedServices } from "./embedded-services.ts";
 
 export type WorkloadServices = EmbeddedServices & { nats: Nats | null };
 
 /**
  * The services of one workload of the cluster mode (`api`, `operator`): with NATS_URL, idempotency
- * keys live in a NATS KV bucket every replica shares; inspections, events, API keys and dashboard
- * users stay in the SQLite store under DATA_DIR, shared by the processes of one machine (the
- * `Inspection` custom resources replace it in Kubernetes); blobs are where config.blobs says (S3).
- * API keys stay beside the users because both name the same accounts: the NATS KeyStore waits for a
- * NATS UserStore to move with it. Without NATS_URL this is the embedded set.
+ * keys, rate-limit counters, accounts, API keys, webhook secrets and dashboard users live in NATS KV
+ * buckets every replica shares (bin/account-stores.ts), and so does the signing secret;
+ * inspections and events stay in the SQLite store under DATA_DIR, shared by the processes of one
+ * machine (the `Inspection` custom resources replace it in Kubernetes); blobs are where
+ * config.blobs says (S3). Without NATS_URL this is the embedded set.
  */
 export async function workloadServices(config: Config, log: Logger, workload: string): Promise<WorkloadServices> {
   const base = embeddedServices(config, log);
@@ -27,12 +29,24 @@ export async function workloadServices(config: Config, log: Logger, workload: st
     const idempotency = await NatsIdempotencyStore.open(nats.kvm, { retentionMs: IDEMPOTENCY_RETENTION_MS });
     // Every replica must make and accept the same capture links, cookies and share links.
     const secret = await sharedSecret(nats, localSecret(config));
+    const onWatchError = (err: unknown) => log.warn({ err }, "the failed-authentication counters' KV watch failed; watching again");
+    // Every replica counts into the same buckets, so a client spreading its requests meets one limit.
+    // An hour outlives every window counted (a minute at most).
+    const [requests, failedAuth] = await Promise.all([
+      NatsRateLimitStore.open(nats.kvm, { bucket: "rate-limits", ttlMs: 3_600_000, watch: false }),
+      NatsRateLimitStore.open(nats.kvm, { bucket: "failed-auth", ttlMs: 3_600_000, watch: true, onWatchError }),
+    ]);
+    const { keys, users } = await natsAccountStores(nats, (err) => log.warn({ err }, "the API keys' KV watch failed; watching again"));
     return {
       ...base,
       ...signingFrom(secret, config.publicUrl),
       idempotency,
+      rateLimits: { requests, failedAuth },
+      keys,
+      users,
       nats,
       async close() {
+        await Promise.all([requests.close(), failedAuth.close(), keys.close()]);
         await nats.close();
         await base.close();
       },

@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { blobStoreFrom } from "../core/adapters/blob-store-from.ts";
+import { MemoryRateLimitStore } from "../core/adapters/memory/memory-rate-limit-store.ts";
 import { Checkpointer } from "../core/adapters/sqlite/checkpointer.ts";
 import { commitGroup, databaseFile, openDatabase, type Database } from "../core/adapters/sqlite/database.ts";
 import { SqliteEventStore } from "../core/adapters/sqlite/event-store.ts";
@@ -69,6 +70,8 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
     keys: new SqliteKeyStore(db),
     users: new SqliteUserStore(db),
     idempotency: new SqliteIdempotencyStore(db),
+    // Counters need not outlive the process: memory, as @fastify/rate-limit's own store.
+    rateLimits: { requests: new MemoryRateLimitStore(), failedAuth: new MemoryRateLimitStore() },
     blobs: blobStoreFrom(config.blobs),
     vin,
     ...signingFrom(secret, config.publicUrl),
@@ -83,10 +86,4 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
       db.close();
     },
   };
-}
-
-/** Just the stores, for CLI commands that must not start worker threads. */
-export function keyStoreOnly(config: Config): { keys: SqliteKeyStore; users: SqliteUserStore; close(): void } {
-  const db = openDatabase(config.dataDir);
-  return { keys: new SqliteKeyStore(db), users: new SqliteUserStore(db), close: () => db.close() };
 }

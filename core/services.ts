@@ -7,6 +7,7 @@ import type { EventStore } from "./ports/event-store.ts";
 import type { IdempotencyStore } from "./ports/idempotency-store.ts";
 import type { InspectionStore } from "./ports/inspection-store.ts";
 import type { KeyStore } from "./ports/key-store.ts";
+import type { RateLimitStore } from "./ports/rate-limit-store.ts";
 import type { UserStore } from "./ports/user-store.ts";
 import type { Signals } from "./signals.ts";
 import type { Clock } from "./time.ts";
@@ -22,6 +23,11 @@ export type Services = {
   keys: KeyStore;
   users: UserStore;
   idempotency: IdempotencyStore;
+  /**
+   * Rate-limit counters: `requests` for the per-key, capture and sign-in limits (counted on every
+   * request), `failedAuth` for failed authentications (read on every request, counted on failures).
+   */
+  rateLimits: { requests: RateLimitStore; failedAuth: RateLimitStore };
   blobs: BlobStore;
   vin: { decode(vin: string): Promise<DecodedVehicle> };
   captureLinks: CaptureLinks;

@@ -4,6 +4,7 @@ import cookie from "@fastify/cookie";
 import csrf from "@fastify/csrf-protection";
 import formbody from "@fastify/formbody";
 import rateLimit from "@fastify/rate-limit";
+import { sharedRateLimitStore } from "../core/net/shared-rate-limit-store.ts";
 import fastifyStatic from "@fastify/static";
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { isApiError } from "../core/errors.ts";
@@ -57,7 +58,11 @@ export const dashboardRoutes =
       // Forms post the token as a field; the script's fetches send it as a header.
       getToken: (request) => (request.body as { _csrf?: string } | undefined)?._csrf ?? (request.headers["x-csrf-token"] as string),
     });
-    await app.register(rateLimit, { global: false });
+    await app.register(rateLimit, {
+      global: false,
+      store: sharedRateLimitStore(s.rateLimits.requests, s.clock, "dashboard"),
+      skipOnError: true,
+    });
     app.addHook("onRequest", async (_request, reply) => {
       reply.headers(DASHBOARD_HEADERS);
     });

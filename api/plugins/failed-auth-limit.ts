@@ -1,63 +1,57 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Allowance } from "../../core/domain/allowance.ts";
 import { ApiError } from "../../core/errors.ts";
+import type { RateLimitStore } from "../../core/ports/rate-limit-store.ts";
 import type { Clock } from "../../core/time.ts";
 
 /**
- * Failed authentications per client address, in fixed windows: an address that has failed `limit`
- * times in the current window is refused (429) before its credentials are even looked at, so API
- * keys and capture tokens cannot be guessed at full speed. Only failures count: a busy integration
- * behind one address is limited per key, not here.
- *
- * Counters live in this process and are dropped when their window ends, so memory is bounded by the
- * addresses that failed within one window.
+ * Failed authentications per client address: an address that has used its `limit` failures in the
+ * window is refused (429) before its credentials are even looked at, so API keys and capture tokens
+ * cannot be guessed at full speed; then it gets one more try each `window / limit`. Only failures
+ * count: a busy integration behind one address is limited per key, not here. The counters are the
+ * store's (in a cluster, every API replica's), and the check reads them without counting.
  */
 export class FailedAuthLimiter {
   readonly #limit: number;
   readonly #windowMs: number;
   readonly #clock: Clock;
-  #windowStart = 0;
-  #failures = new Map<string, number>();
+  readonly #store: RateLimitStore;
 
-  constructor(options: { limit: number; windowMs: number; clock: Clock }) {
+  constructor(options: { limit: number; windowMs: number; clock: Clock; store: RateLimitStore }) {
     this.#limit = options.limit;
     this.#windowMs = options.windowMs;
     this.#clock = options.clock;
+    this.#store = options.store;
   }
 
-  #roll(): number {
-    const now = this.#clock.now();
-    if (now - this.#windowStart >= this.#windowMs) {
-      this.#windowStart = now - ((now - this.#windowStart) % this.#windowMs);
-      this.#failures = new Map();
-    }
-    return now;
-  }
-
-  /** The RateLimit-* headers (IETF draft, as the per-key limiter sends them) for this address now. */
-  headers(address: string): Record<string, string> {
-    const now = this.#roll();
-    const used = this.#failures.get(address) ?? 0;
-    const reset = Math.max(1, Math.ceil((this.#windowStart + this.#windowMs - now) / 1000));
+  /** The RateLimit-* headers (IETF draft, as the per-key limiter sends them) of an address's allowance. */
+  #headers(a: Allowance): Record<string, string> {
     return {
       "ratelimit-limit": String(this.#limit),
-      "ratelimit-remaining": String(Math.max(0, this.#limit - used)),
-      "ratelimit-reset": String(reset),
+      "ratelimit-remaining": String(Math.max(0, this.#limit - a.used)),
+      "ratelimit-reset": String(Math.max(1, Math.ceil(a.resetMs / 1000))),
     };
   }
 
-  /** Throws 429 when the address has no failures left in this window. */
-  check(address: string): void {
-    this.#roll();
-    if ((this.#failures.get(address) ?? 0) < this.#limit) return;
-    const headers = this.headers(address);
+  /** Throws 429 when the address has no failures left. */
+  async check(address: string): Promise<void> {
+    const a = await this.#store.peek(`failed-auth:${address}`, this.#limit, this.#windowMs, this.#clock.now());
+    if (a.allowed) return;
+    const headers = this.#headers(a);
     throw new ApiError("rate_limited", `Too many failed authentications from this address; retry after ${headers["ratelimit-reset"]} s.`, {
       headers: { ...headers, "retry-after": headers["ratelimit-reset"]! },
     });
   }
 
-  record(address: string): void {
-    this.#roll();
-    this.#failures.set(address, (this.#failures.get(address) ?? 0) + 1);
+  /** Counts a failure; the headers to answer it with. */
+  async record(address: string): Promise<Record<string, string>> {
+    try {
+      return this.#headers(await this.#store.take(`failed-auth:${address}`, this.#limit, this.#windowMs, this.#clock.now()));
+    } catch {
+      // The shared counters out of reach (NATS down): the failure still answers 401, uncounted,
+      // as the per-key limits let requests through then (skipOnError).
+      return {};
+    }
   }
 
   /**
@@ -67,13 +61,13 @@ export class FailedAuthLimiter {
    */
   guard(authenticate: (request: FastifyRequest) => Promise<void>, codes: ReadonlySet<string>) {
     return async (request: FastifyRequest) => {
-      this.check(request.ip);
+      await this.check(request.ip);
       try {
         await authenticate(request);
       } catch (error) {
         if (!(error instanceof ApiError) || !codes.has(error.code)) throw error;
-        this.record(request.ip);
-        throw new ApiError(error.code, error.message, { param: error.param, headers: { ...error.headers, ...this.headers(request.ip) } });
+        const headers = await this.record(request.ip);
+        throw new ApiError(error.code, error.message, { param: error.param, headers: { ...error.headers, ...headers } });
       }
     };
   }
@@ -88,8 +82,7 @@ export class FailedAuthLimiter {
       onRequest: async (request: FastifyRequest) => this.check(request.ip),
       onError: async (request: FastifyRequest, reply: FastifyReply, error: Error) => {
         if (!(error instanceof ApiError) || !codes.has(error.code)) return;
-        this.record(request.ip);
-        reply.headers(this.headers(request.ip));
+        reply.headers(await this.record(request.ip));
       },
     };
   }

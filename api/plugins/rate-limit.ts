@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import rateLimit from "@fastify/rate-limit";
+import rateLimit, { type FastifyRateLimitStoreCtor } from "@fastify/rate-limit";
 import { ApiError } from "../../core/errors.ts";
 
 /**
@@ -8,9 +8,16 @@ import { ApiError } from "../../core/errors.ts";
  * authentications are limited per client address before that (failed-auth-limit.ts).
  * Headers per the IETF draft: RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After.
  */
-export async function registerRateLimit(app: FastifyInstance, limits: { livePerSecond: number; testPerSecond: number }) {
+export async function registerRateLimit(
+  app: FastifyInstance,
+  limits: { livePerSecond: number; testPerSecond: number },
+  store: FastifyRateLimitStoreCtor,
+) {
   await app.register(rateLimit, {
     global: true,
+    store,
+    // The shared counters out of reach (NATS down) let requests through rather than refuse them all.
+    skipOnError: true,
     hook: "onRequest",
     timeWindow: 1000,
     enableDraftSpec: true,

@@ -2,21 +2,21 @@ import type { Config } from "../../core/config.ts";
 import { newApiKey, newId, newWebhookSecret, sha256, type Environment } from "../../core/ids.ts";
 import { rotateWebhookSecret } from "../../core/operations/webhooks.ts";
 import { systemClock } from "../../core/time.ts";
-import { keyStoreOnly } from "../embedded-services.ts";
+import { accountStoresOnly } from "../account-stores.ts";
 
 export async function createKey(config: Config, env: Environment, account: string): Promise<string> {
-  const { keys, close } = keyStoreOnly(config);
+  const { keys, close } = await accountStoresOnly(config);
   try {
     const key = newApiKey(env);
     await keys.createKey(account, env, sha256(key), key.slice(-4), newId("key"), Date.now());
     return key;
   } finally {
-    close();
+    await close();
   }
 }
 
 export async function listKeys(config: Config): Promise<string[]> {
-  const { keys, close } = keyStoreOnly(config);
+  const { keys, close } = await accountStoresOnly(config);
   try {
     return (await keys.list()).map((k) =>
       [
@@ -29,35 +29,35 @@ export async function listKeys(config: Config): Promise<string[]> {
       ].join("\t"),
     );
   } finally {
-    close();
+    await close();
   }
 }
 
 export async function revokeKey(config: Config, keyId: string): Promise<boolean> {
-  const { keys, close } = keyStoreOnly(config);
+  const { keys, close } = await accountStoresOnly(config);
   try {
     return await keys.revoke(keyId, Date.now());
   } finally {
-    close();
+    await close();
   }
 }
 
 export async function webhookSecret(config: Config, env: Environment, account: string): Promise<string> {
-  const { keys, close } = keyStoreOnly(config);
+  const { keys, close } = await accountStoresOnly(config);
   try {
     return await keys.webhookSecret(account, env, newWebhookSecret, Date.now());
   } finally {
-    close();
+    await close();
   }
 }
 
 /** The new secret only; the one it replaces keeps signing for `overlapHours` (the operation's default when undefined). */
 export async function rotateSecret(config: Config, env: Environment, account: string, overlapHours: number | undefined): Promise<string> {
-  const { keys, close } = keyStoreOnly(config);
+  const { keys, close } = await accountStoresOnly(config);
   try {
     const scope = { accountId: await keys.accountId(account, Date.now()), livemode: env === "live" };
     return (await rotateWebhookSecret({ keys, clock: systemClock }, scope, overlapHours)).secret;
   } finally {
-    close();
+    await close();
   }
 }

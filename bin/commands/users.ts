@@ -3,7 +3,7 @@ import type { Config } from "../../core/config.ts";
 import { newId } from "../../core/ids.ts";
 import { hashPassword, passwordProblem } from "../../dashboard/auth/passwords.ts";
 import { normalizeEmail } from "../../dashboard/auth/email.ts";
-import { keyStoreOnly } from "../embedded-services.ts";
+import { accountStoresOnly } from "../account-stores.ts";
 
 export class UserCreationError extends Error {}
 
@@ -17,13 +17,13 @@ export async function createUser(config: Config, email: string, account: string,
   const problem = passwordProblem(password);
   if (problem) throw new UserCreationError(problem);
   const passwordHash = await hashPassword(password);
-  const { users, close } = keyStoreOnly(config);
+  const { users, close } = await accountStoresOnly(config);
   try {
     const user = await users.createUser(account, { id: newId("user"), email: address, passwordHash }, Date.now());
     if (!user) throw new UserCreationError(`${address} already has a user`);
     return user.id;
   } finally {
-    close();
+    await close();
   }
 }
 

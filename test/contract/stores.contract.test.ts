@@ -14,6 +14,7 @@ import { MemoryUserStore } from "../../core/adapters/memory/memory-user-store.ts
 import { connectNats, type Nats } from "../../core/adapters/nats/nats-connection.ts";
 import { NatsIdempotencyStore } from "../../core/adapters/nats/nats-idempotency-store.ts";
 import { NatsKeyStore } from "../../core/adapters/nats/nats-key-store.ts";
+import { NatsUserStore } from "../../core/adapters/nats/nats-user-store.ts";
 import { S3BlobStore } from "../../core/adapters/s3/s3-blob-store.ts";
 import { openDatabase } from "../../core/adapters/sqlite/database.ts";
 import { SqliteEventStore } from "../../core/adapters/sqlite/event-store.ts";
@@ -151,6 +152,21 @@ const KEY_ADAPTERS: {
       const { primary, other } = await nats!;
       const prefix = `t${++natsBuckets}-`;
       return { keys: await NatsKeyStore.open(primary.kvm, { prefix }), reopenKeys: () => NatsKeyStore.open(other.kvm, { prefix }) };
+    },
+  },
+];
+
+/** Dashboard users live beside API keys: each adapter gives both, over the same accounts. */
+const USER_ADAPTERS: { name: string; make: () => Maybe<{ users: UserStore; keys: KeyStore }>; before?: () => Promise<void> }[] = [
+  ...STORE_ADAPTERS.map((a) => ({ name: a.name, make: () => a.make() })),
+  {
+    name: "nats",
+    before: startNats,
+    make: async () => {
+      const { primary } = await nats!;
+      const prefix = `u${++natsBuckets}-`;
+      const [users, keys] = await Promise.all([NatsUserStore.open(primary.kvm, { prefix }), NatsKeyStore.open(primary.kvm, { prefix })]);
+      return { users, keys };
     },
   },
 ];
@@ -691,12 +707,13 @@ for (const adapter of KEY_ADAPTERS) {
   });
 }
 
-for (const adapter of STORE_ADAPTERS) {
+for (const adapter of USER_ADAPTERS) {
   describe(`UserStore contract: ${adapter.name}`, () => {
+    if (adapter.before) beforeAll(adapter.before);
     const user = (email: string) => ({ id: newId("user"), email, passwordHash: "$argon2id$x" });
 
     it("creates users in an account made on first use; an email has one user", async () => {
-      const { users, keys } = adapter.make();
+      const { users, keys } = await adapter.make();
       const ann = (await users.createUser("acme", user("ann@example.com"), 1))!;
       expect(ann).toMatchObject({ email: "ann@example.com", accountName: "acme", passwordHash: "$argon2id$x", createdAt: 1 });
       expect(await users.createUser("other", user("ann@example.com"), 2)).toBeNull();
@@ -709,7 +726,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("finds a session's user until it expires or is deleted", async () => {
-      const { users } = adapter.make();
+      const { users } = await adapter.make();
       const ann = (await users.createUser("acme", user("ann@example.com"), 1))!;
       await users.createSession("s1", ann.id, 10, 100);
       await users.createSession("s2", ann.id, 10, 100);
@@ -721,7 +738,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("accepts an invite once, before it expires, into the inviter's account", async () => {
-      const { users } = adapter.make();
+      const { users } = await adapter.make();
       const lead = (await users.createUser("team", user("lead@example.com"), 1))!;
       const invite = { accountId: lead.accountId, email: "new@example.com", invitedBy: lead.id, createdAt: 2, expiresAt: 100 };
       await users.createInvite("t1", invite);
@@ -735,8 +752,31 @@ for (const adapter of STORE_ADAPTERS) {
       expect(await users.findByEmail("late@example.com")).toBeNull();
     });
 
+    it("of concurrent accepts of one invite, or creates of one email, one makes a user", async () => {
+      const { users } = await adapter.make();
+      const lead = (await users.createUser("race", user("lead@example.com"), 1))!;
+      await users.createInvite("t", {
+        accountId: lead.accountId,
+        email: "one@example.com",
+        invitedBy: lead.id,
+        createdAt: 2,
+        expiresAt: 100,
+      });
+      const accepted = await Promise.all(
+        Array.from({ length: 4 }, () => users.acceptInvite("t", { id: newId("user"), passwordHash: "h" }, 50)),
+      );
+      expect(accepted.filter((u) => u !== null)).toHaveLength(1);
+      const made = await Promise.all(Array.from({ length: 4 }, () => users.createUser("race", user("two@example.com"), 3)));
+      expect(made.filter((u) => u !== null)).toHaveLength(1);
+      expect((await users.listUsers(lead.accountId)).map((u) => u.email).sort()).toEqual([
+        "lead@example.com",
+        "one@example.com",
+        "two@example.com",
+      ]);
+    });
+
     it("keeps when each key was last used", async () => {
-      const { users } = adapter.make();
+      const { users } = await adapter.make();
       await users.touchKey("key_a", 5);
       await users.touchKey("key_a", 9);
       await users.touchKey("key_b", 7);

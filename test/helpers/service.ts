@@ -17,6 +17,8 @@ export type TestService = {
   url: string;
   config: Config;
   dataDir: string;
+  /** What a CLI command needs to reach this service's stores: DATA_DIR, and NATS_URL in the cluster composition. */
+  cliEnv: Record<string, string>;
   /** Where the blob under `key` is a file: under DATA_DIR/blobs, or in the S3 server's bucket directory (cluster composition). */
   blobPath(...key: string[]): string;
   key(env?: "test" | "live", account?: string): Promise<string>;
@@ -55,6 +57,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
     url,
     config,
     dataDir,
+    cliEnv: { DATA_DIR: dataDir, ...(cluster ? { NATS_URL: cluster.env.NATS_URL } : {}) },
     blobPath: (...key) => join(cluster?.bucketDir ?? join(dataDir, "blobs"), ...key),
     key: (e = "test", account = "acme") => createKey(config, e, account),
     secret: (e = "test", account = "acme") => webhookSecret(config, e, account),

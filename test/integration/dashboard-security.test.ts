@@ -17,7 +17,7 @@ describe("dashboard security", () => {
     const run = (email: string, password: string) =>
       new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
         const child = execFile(process.execPath, [CLI, "users", "create", "--email", email, "--account", "cli-co"], {
-          env: { ...process.env, DATA_DIR: svc.dataDir },
+          env: { ...process.env, ...svc.cliEnv },
         });
         let stdout = "";
         let stderr = "";

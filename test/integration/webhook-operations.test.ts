@@ -314,7 +314,7 @@ describe("webhook operations", () => {
     const run = promisify(execFile);
     const cli = (...args: string[]) =>
       run(process.execPath, [join(import.meta.dirname, "../../bin/vehicle-inspection.ts"), ...args], {
-        env: { ...process.env, DATA_DIR: svc.dataDir },
+        env: { ...process.env, ...svc.cliEnv },
       });
     const key = await svc.key("live", "cli");
     const old = await svc.secret("live", "cli");

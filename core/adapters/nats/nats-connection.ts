@@ -48,7 +48,7 @@ export async function connectNats(options: { url: string; name: string; onStatus
 }
 
 /** The expected-revision check failed: another writer changed the key first (or it exists, for `create`). */
-function isRevisionConflict(error: unknown): boolean {
+export function isRevisionConflict(error: unknown): boolean {
   // 10071: wrong last sequence; 10164: the same, where the server cannot tell the last sequence.
   return error instanceof JetStreamApiError && (error.code === 10071 || error.code === 10164);
 }

@@ -2,11 +2,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { KV, Kvm, KvWatchEntry } from "@nats-io/kv";
 import { ClosedConnectionError, type QueuedIterator } from "@nats-io/transport-node";
 import { storeUnavailable } from "../../errors.ts";
-import { type Environment, newId } from "../../ids.ts";
+import type { Environment } from "../../ids.ts";
+import { kvToken, NatsAccounts } from "./nats-accounts.ts";
 import { type ApiKeyRecord, byCreation, type KeyStore, newestFirst, signingAt, type WebhookSecretRecord } from "../../ports/key-store.ts";
 import { firstWriter, natsCall, storedValue } from "./nats-connection.ts";
 
-type Account = { id: string; name: string; createdAt: number };
 type Held = { record: ApiKeyRecord | null; revision: number };
 
 const WHAT = "The API key store";
@@ -16,8 +16,7 @@ const LOAD_TIMEOUT_MS = 10_000;
 /** Pause before watching again once a watch has ended (the ordered consumer gave up; NATS gone for long). */
 const REWATCH_MS = 1_000;
 
-/** KV keys allow only `[-/_=.a-zA-Z0-9]`: names, hashes and ids are base64url-encoded into one token. */
-const token = (s: string) => Buffer.from(s).toString("base64url");
+const token = kvToken;
 const pairKey = (accountId: string, livemode: boolean) => `${token(accountId)}.${livemode ? "live" : "test"}`;
 
 export type NatsKeyStoreOptions = {
@@ -35,31 +34,30 @@ export type NatsKeyStoreOptions = {
  * caught up). Writes are revision-checked, so two replicas racing make one account, not two.
  */
 export class NatsKeyStore implements KeyStore {
-  readonly #accounts: KV;
+  readonly #accounts: NatsAccounts;
   readonly #keys: KV;
   readonly #keyIds: KV;
   readonly #secrets: KV;
   readonly #onWatchError: (error: unknown) => void;
   /** By the key's KV key (its hash, encoded); a null record is a deleted key. */
   readonly #held = new Map<string, Held>();
-  /** Accounts are never renamed or removed: a name, once read, is its id for good. */
-  readonly #accountIds = new Map<string, string>();
   readonly #loaded = Promise.withResolvers<void>();
   #isLoaded = false;
   #watching = false;
   #closed = false;
   #watch: QueuedIterator<KvWatchEntry> | null = null;
 
-  private constructor(buckets: KV[], onWatchError: (error: unknown) => void) {
-    [this.#accounts, this.#keys, this.#keyIds, this.#secrets] = buckets as [KV, KV, KV, KV];
+  private constructor(accounts: NatsAccounts, buckets: KV[], onWatchError: (error: unknown) => void) {
+    this.#accounts = accounts;
+    [this.#keys, this.#keyIds, this.#secrets] = buckets as [KV, KV, KV];
     this.#onWatchError = onWatchError;
   }
 
   /** Opens the buckets, made on first use (file storage, one value per key). The watch starts with the first read. */
   static async open(kvm: Kvm, options: NatsKeyStoreOptions = {}): Promise<NatsKeyStore> {
-    const names = ["accounts", "api-keys", "api-key-ids", "webhook-secrets"].map((n) => `${options.prefix ?? ""}${n}`);
+    const names = ["api-keys", "api-key-ids", "webhook-secrets"].map((n) => `${options.prefix ?? ""}${n}`);
     const buckets = await natsCall(WHAT, () => Promise.all(names.map((n) => kvm.create(n, { history: 1 }))));
-    return new NatsKeyStore(buckets, options.onWatchError ?? (() => {}));
+    return new NatsKeyStore(await NatsAccounts.open(kvm, options.prefix), buckets, options.onWatchError ?? (() => {}));
   }
 
   /** Stops the watch; the connection is the caller's to close. */
@@ -77,7 +75,7 @@ export class NatsKeyStore implements KeyStore {
     now: number,
   ): Promise<ApiKeyRecord> {
     return natsCall(WHAT, async () => {
-      const accountId = await this.#account(accountName, now);
+      const accountId = await this.#accounts.id(accountName, now);
       const record: ApiKeyRecord = { id: keyId, accountId, accountName, livemode: env === "live", last4, createdAt: now, revokedAt: null };
       // The id first: an id left without its key (a crash between the two) revokes nothing and lists nothing.
       if (!(await firstWriter(this.#keyIds.create(token(keyId), keyHash)))) throw new Error(`API key id ${keyId} exists`);
@@ -95,7 +93,15 @@ export class NatsKeyStore implements KeyStore {
 
   async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
     if (!this.#isLoaded) await this.#load();
-    return this.#held.get(token(keyHash))?.record ?? null;
+    const k = token(keyHash);
+    const held = this.#held.get(k);
+    if (held) return held.record;
+    // Not held: a wrong key (failed authentications are rate limited), or one made elsewhere an
+    // instant ago that the watch has not delivered yet, which a client may use at once.
+    const entry = await natsCall(WHAT, () => this.#keys.get(k));
+    if (entry?.operation !== "PUT") return null;
+    this.#see(k, entry.json<ApiKeyRecord>(), entry.revision);
+    return this.#held.get(k)!.record;
   }
 
   async list(): Promise<ApiKeyRecord[]> {
@@ -133,11 +139,11 @@ export class NatsKeyStore implements KeyStore {
   }
 
   async accountId(accountName: string, now: number): Promise<string> {
-    return natsCall(WHAT, () => this.#account(accountName, now));
+    return natsCall(WHAT, () => this.#accounts.id(accountName, now));
   }
 
   async webhookSecret(accountName: string, env: Environment, make: () => string, now: number): Promise<string> {
-    return natsCall(WHAT, async () => (await this.#signing(await this.#account(accountName, now), env === "live", make, now)).secret);
+    return natsCall(WHAT, async () => (await this.#signing(await this.#accounts.id(accountName, now), env === "live", make, now)).secret);
   }
 
   async webhookSecretFor(accountId: string, livemode: boolean, make: () => string, now: number): Promise<WebhookSecretRecord> {
@@ -168,23 +174,6 @@ export class NatsKeyStore implements KeyStore {
       }
       throw new Error(`the webhook secret of ${accountId} kept changing under ${MAX_ROUNDS} attempts to rotate it`);
     });
-  }
-
-  /** The account's id, made on first use; of replicas racing to make it, the first one's id is everyone's. */
-  async #account(name: string, now: number): Promise<string> {
-    const known = this.#accountIds.get(name);
-    if (known) return known;
-    const k = token(name);
-    let account = storedValue<Account>(await this.#accounts.get(k));
-    if (!account) {
-      const made: Account = { id: newId("acct"), name, createdAt: now };
-      account = (await firstWriter(this.#accounts.create(k, JSON.stringify(made))))
-        ? made
-        : storedValue<Account>(await this.#accounts.get(k));
-      if (!account) throw new Error(`account ${name} was removed while it was being made`);
-    }
-    this.#accountIds.set(name, account.id);
-    return account.id;
   }
 
   /** The account and environment's secrets as they sign at `now`, the first made on first use. */
