@@ -23,6 +23,7 @@ import { FailedAuthLimiter } from "./plugins/failed-auth-limit.ts";
 import { idempotency } from "./plugins/idempotency.ts";
 import { jsonBodyText, refuseBadStrings } from "./plugins/strict-input.ts";
 import { registerRateLimit } from "./plugins/rate-limit.ts";
+import { probeRoutes } from "../core/net/probe-routes.ts";
 import { sharedRateLimitStore } from "../core/net/shared-rate-limit-store.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { inspectionRoutes } from "./routes/inspections.ts";
@@ -81,6 +82,11 @@ export async function buildApp(s: Services) {
   app.addHook("onRequest", async (request, reply) => {
     reply.header("request-id", request.id);
     requireHost(request);
+  });
+  // Every request's duration by its route's pattern, not its path: ids would make a series each.
+  app.addHook("onResponse", async (request, reply) => {
+    const labels = { method: request.method, route: request.routeOptions.url ?? "unmatched", status_code: String(reply.statusCode) };
+    s.metrics.httpRequestSeconds.observe(labels, reply.elapsedTime / 1000);
   });
 
   await app.register(errorHandler);
@@ -150,16 +156,12 @@ export async function buildApp(s: Services) {
   await app.register(sharedReportRoutes(s));
 
   app.get("/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
-  // Probes: alive while the process answers; ready while the store answers too.
-  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
-  app.get("/readyz", { schema: { hide: true } }, async (_request, reply) => {
-    try {
+  // Ready while the store answers too.
+  await app.register(
+    probeRoutes(s.metrics, async () => {
       await s.inspections.getById("insp_readiness_probe");
-      return { status: "ready" };
-    } catch {
-      return reply.code(503).send({ status: "unavailable" });
-    }
-  });
+    }),
+  );
   return app;
 }
 

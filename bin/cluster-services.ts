@@ -5,7 +5,7 @@ import { NatsIdempotencyStore } from "../core/adapters/nats/nats-idempotency-sto
 import { NatsRateLimitStore } from "../core/adapters/nats/nats-rate-limit-store.ts";
 import type { Config } from "../core/config.ts";
 import { natsAccountStores } from "./account-stores.ts";
-import { embeddedServices, localSecret, signingFrom, type EmbeddedServices } from "./embedded-services.ts";
+import { embeddedServices, moveReports, localSecret, signingFrom, type EmbeddedServices } from "./embedded-services.ts";
 
 export type WorkloadServices = EmbeddedServices & { nats: Nats | null };
 
@@ -18,7 +18,8 @@ export type WorkloadServices = EmbeddedServices & { nats: Nats | null };
  * config.blobs says (S3). Without NATS_URL this is the embedded set.
  */
 export async function workloadServices(config: Config, log: Logger, workload: string): Promise<WorkloadServices> {
-  const base = embeddedServices(config, log);
+  const base = embeddedServices(config, log, workload);
+  await moveReports(base, log);
   if (!config.natsUrl) return { ...base, nats: null };
   const nats = await connectNats({
     url: config.natsUrl,

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { blobStoreFrom } from "../core/adapters/blob-store-from.ts";
 import { MemoryRateLimitStore } from "../core/adapters/memory/memory-rate-limit-store.ts";
+import { moveLegacyReports } from "../core/adapters/sqlite/legacy-reports.ts";
 import { Checkpointer } from "../core/adapters/sqlite/checkpointer.ts";
 import { commitGroup, databaseFile, openDatabase, type Database } from "../core/adapters/sqlite/database.ts";
 import { SqliteEventStore } from "../core/adapters/sqlite/event-store.ts";
@@ -14,6 +15,7 @@ import { SqliteUserStore } from "../core/adapters/sqlite/user-store.ts";
 import { CaptureLinks } from "../core/capture-links.ts";
 import type { Config } from "../core/config.ts";
 import type { Services } from "../core/services.ts";
+import { Metrics } from "../core/metrics.ts";
 import { Signals } from "../core/signals.ts";
 import { systemClock, type Clock } from "../core/time.ts";
 import { VinDecoder } from "../core/vin/vin-decoder.ts";
@@ -47,7 +49,7 @@ export const localSecret = (config: Config): Buffer => captureSecret(config.data
 export type EmbeddedServices = Services & { db: Database; close(): Promise<void> };
 
 /** The embedded adapters: SQLite under DATA_DIR for every store, a directory (or S3_BUCKET) for blobs, in-process signals. */
-export function embeddedServices(config: Config, log: Logger, clock: Clock = systemClock): EmbeddedServices {
+export function embeddedServices(config: Config, log: Logger, workload = "start", clock: Clock = systemClock): EmbeddedServices {
   const db = openDatabase(config.dataDir);
   const checkpointer = new Checkpointer(db, databaseFile(config.dataDir), {
     onStop: (err) => log.warn({ err }, "the WAL checkpoint thread stopped; SQLite checkpoints on commit again"),
@@ -76,6 +78,7 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
     vin,
     ...signingFrom(secret, config.publicUrl),
     signals: new Signals(clock),
+    metrics: new Metrics(workload),
     modelInputSizes: modelInputSizes(config.models),
     angles,
     async close() {
@@ -86,4 +89,10 @@ export function embeddedServices(config: Config, log: Logger, clock: Clock = sys
       db.close();
     },
   };
+}
+
+/** Reports stored as rows by earlier versions, moved to the blob store before anything reads them. */
+export async function moveReports(s: EmbeddedServices, log: Logger): Promise<void> {
+  const moved = await moveLegacyReports(s.db, s.blobs);
+  if (moved > 0) log.info({ reports: moved }, "reports moved from the database to the blob store");
 }

@@ -1,6 +1,8 @@
 /** Where each kind of blob lives in the blob store; one place, so writers and readers agree. */
 export const photoBlobKey = (inspectionId: string, mediaId: string) => `photos/${inspectionId}/${mediaId}.jpg`;
 export const evidenceBlobKey = (inspectionId: string, mediaId: string) => `evidence/${inspectionId}/${mediaId}.jpg`;
+/** An inspection's report, the JSON `GET /v1/inspections/:id/report` answers: written once (BlobStore.create). */
+export const reportBlobKey = (inspectionId: string) => `reports/${inspectionId}.json`;
 /** A photo's pixels scaled for a model's input size, made on upload (inference/detection/model-input.ts). */
 export const modelInputBlobKey = (inspectionId: string, mediaId: string, size: number) =>
   `model-inputs/${inspectionId}/${mediaId}-${size}.rgb`;

@@ -58,6 +58,8 @@ const EnvSchema = z.object({
   // Cluster mode: how long an operator's lease lasts without renewal before a standby takes over.
   OPERATOR_LEASE_MS: z.coerce.number().int().min(1_000).max(300_000).default(15_000),
   INFERENCE_ACK_WAIT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(30_000),
+  // Where the operator and inference workloads serve /metrics, /healthz and /readyz (0: any free port).
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   // Detection: a path to an Ultralytics-format ONNX detection model, or "none".
   DAMAGE_MODEL: z.string().default(DEFAULT_DAMAGE_MODEL),
   PARTS_MODEL: z.string().default(DEFAULT_PARTS_MODEL),
@@ -125,6 +127,8 @@ export type Config = {
   shutdownGraceMs: number;
   /** Cluster mode: a job whose inference worker sent no word for this long (it died) is delivered to another. */
   inferenceAckWaitMs: number;
+  /** Where the `operator` and `inference` workloads serve their probes and metrics; `api` and `start` serve them on PORT. */
+  metricsPort: number;
   models: {
     damageModel: string | null;
     partsModel: string | null;
@@ -182,6 +186,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     processingMaxAttempts: e.PROCESSING_MAX_ATTEMPTS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     inferenceAckWaitMs: e.INFERENCE_ACK_WAIT_MS,
+    metricsPort: e.METRICS_PORT,
     operatorLeaseMs: e.OPERATOR_LEASE_MS,
     models: {
       damageModel: modelPath(e.DAMAGE_MODEL),

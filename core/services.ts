@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { Metrics } from "./metrics.ts";
 import type { Config } from "./config.ts";
 import type { ExteriorAngle } from "./schemas/capture.ts";
 import type { CaptureLinks } from "./capture-links.ts";
@@ -34,6 +35,8 @@ export type Services = {
   /** Keys for what the service signs besides capture links: dashboard cookies, shared report links. */
   signingKeys: { cookies: Buffer; shareLinks: Buffer };
   signals: Signals;
+  /** This process's Prometheus metrics (core/metrics.ts), served at /metrics. */
+  metrics: Metrics;
   /** The configured models' input sizes: capture stores each photo scaled for them (inference/detection/model-input.ts). */
   modelInputSizes: number[];
   /**

@@ -17,6 +17,8 @@ const SPARE_DELIVERIES = 5;
  * secret and the attempt's record are store calls besides. A member silent for longer has died.
  */
 const ackWaitFor = (timeoutMs: number) => 3 * timeoutMs + 30_000;
+/** Beyond the ack wait, how late an overdue event's message may be before the relay publishes it again: past the bus's duplicate window (10 minutes). */
+const STALLED_BEYOND_ACK_WAIT_MS = 15 * 60_000;
 
 /**
  * Webhook delivery in cluster mode (with NATS_URL): the relay (webhook-relay.ts) publishes the
@@ -40,7 +42,7 @@ export class BusWebhookDispatcher {
   }
 
   /** Joins the group (deliveries start); start() then starts the relay. */
-  static async open(bus: Bus, options: DispatcherOptions): Promise<BusWebhookDispatcher> {
+  static async open(bus: Bus, options: DispatcherOptions & { stalledAfterMs?: number }): Promise<BusWebhookDispatcher> {
     const client = new WebhookClient(options);
     const parts: DeliveryParts = { ...options, client };
     const maxDeliver = maxAttempts(options.retryScheduleMs) + SPARE_DELIVERIES;
@@ -54,7 +56,14 @@ export class BusWebhookDispatcher {
       ackWaitMs: ackWaitFor(options.timeoutMs),
       concurrency: options.concurrency ?? 16,
     });
-    const relay = new WebhookRelay({ events: options.events, bus, log: options.log, pollMs: options.pollMs });
+    const relay = new WebhookRelay({
+      events: options.events,
+      bus,
+      log: options.log,
+      clock: options.clock,
+      pollMs: options.pollMs,
+      stalledAfterMs: options.stalledAfterMs ?? ackWaitFor(options.timeoutMs) + STALLED_BEYOND_ACK_WAIT_MS,
+    });
     return new BusWebhookDispatcher(relay, client, subscription);
   }
 

@@ -1,10 +1,13 @@
 import type { Logger } from "pino";
 import { photoBlobKey } from "../core/blob-keys.ts";
 import { buildReport } from "../core/domain/build-report.ts";
+import { storeReport } from "../core/operations/reports.ts";
+import type { Metrics } from "../core/metrics.ts";
+import type { BlobStore } from "../core/ports/blob-store.ts";
 import { awaitsDetection, dueMove, lookAgainAt } from "../core/domain/reconcile-rules.ts";
 import { eventTypeFor, isTerminal, nextStatus, type Trigger } from "../core/domain/state-machine.ts";
 import { newId } from "../core/ids.ts";
-import type { DetectionRunner } from "../core/ports/detection-runner.ts";
+import type { DetectionResult, DetectionRunner } from "../core/ports/detection-runner.ts";
 import type { InspectionStore, TransitionPatch } from "../core/ports/inspection-store.ts";
 import type { InspectionRecord } from "../core/ports/records.ts";
 import type { Signals } from "../core/signals.ts";
@@ -15,6 +18,8 @@ import { WorkQueue } from "./work-queue.ts";
 
 export type ControllerOptions = {
   store: InspectionStore;
+  /** Where reports are written (core/operations/reports.ts). */
+  blobs: BlobStore;
   runner: DetectionRunner;
   signals: Signals;
   clock: Clock;
@@ -30,6 +35,8 @@ export type ControllerOptions = {
    * it drops is a cache that nothing reads again.
    */
   settled?: (r: InspectionRecord) => Promise<void>;
+  /** Where detection's duration and the work queue's depth are recorded. */
+  metrics?: Metrics;
 };
 
 /** Waits between processing attempts: 5 s, then 30 s. */
@@ -68,6 +75,7 @@ export class Controller {
       onError: (id, error, retryInMs) =>
         options.log.error({ err: error, inspection_id: id, retry_in_ms: retryInMs }, "reconcile failed; this inspection is retried"),
     });
+    options.metrics?.queueDepth("controller", () => this.#queue.dueNow());
   }
 
   start(): void {
@@ -185,11 +193,20 @@ export class Controller {
   async #process(r: InspectionRecord): Promise<void> {
     const photos = await this.#o.store.photos(r.id);
     const media = photos.map((p) => ({ mediaId: p.mediaId, angle: p.angle, blobKey: photoBlobKey(r.id, p.mediaId), quality: p.quality }));
-    const result = await this.#o.runner.detect(r.id, media, r.processingAttempts);
+    const started = performance.now();
+    const observe = (outcome: string) => this.#o.metrics?.detectionSeconds.observe({ outcome }, (performance.now() - started) / 1000);
+    let result: DetectionResult;
+    try {
+      result = await this.#o.runner.detect(r.id, media, r.processingAttempts);
+    } catch (error) {
+      observe("failed");
+      throw error;
+    }
     const current = await this.#o.store.getById(r.id);
     if (!current || !awaitsDetection(current)) return; // canceled meanwhile: the result is not wanted
     const exterior = new Set(photos.filter((p) => isExterior(p.angle)).map((p) => p.mediaId));
     if (!result.photos.some((p) => p.readable && exterior.has(p.mediaId))) {
+      observe("unusable");
       await this.#move(current, "processing_failed", {
         failure: { code: "photos_unusable", message: "None of the vehicle photos could be read." },
       });
@@ -223,7 +240,10 @@ export class Controller {
       newFindingId: () => newId("fnd"),
       evidenceMediaIds: result.detections.map((d) => d.evidence?.mediaId ?? null),
     });
-    await this.#move(current, "report_stored", { completedAt: now, summary: report.summary, report: JSON.stringify(report) });
+    observe("completed");
+    // The report first, then the move: a crash between them leaves a report the retry keeps (storeReport).
+    const stored = await storeReport(this.#o.blobs, current.id, report);
+    await this.#move(current, "report_stored", { completedAt: now, summary: stored.summary });
   }
 
   /** A run a stop abandoned was ended by closing the runner: not an attempt, so nothing is recorded. */

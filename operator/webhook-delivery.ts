@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { nextAttemptAt } from "../core/domain/delivery-schedule.ts";
 import { webhookHeaders } from "../core/domain/webhook-signature.ts";
 import { newWebhookSecret } from "../core/ids.ts";
+import type { Metrics } from "../core/metrics.ts";
 import type { WebhookClient } from "../core/net/webhook-client.ts";
 import type { EventStore } from "../core/ports/event-store.ts";
 import type { KeyStore } from "../core/ports/key-store.ts";
@@ -15,6 +16,8 @@ export type DeliveryParts = {
   log: Logger;
   retryScheduleMs: number[];
   client: WebhookClient;
+  /** Where each attempt's outcome is counted. */
+  metrics?: Metrics;
 };
 
 /**
@@ -32,10 +35,12 @@ export async function attemptDelivery(p: DeliveryParts, event: EventRecord, last
   const attempt = { eventId: event.id, n, attemptedAt: started, statusCode, latencyMs, error };
   if (error === null) {
     await p.events.recordAttempt(attempt, { status: "succeeded" });
+    p.metrics?.webhookAttempts.inc({ outcome: "succeeded" });
     return null;
   }
   // A resend starts the schedule again: its attempts are counted from the resend.
   const next = last ? null : nextAttemptAt(p.clock.now(), n - event.scheduleFrom, p.retryScheduleMs);
+  p.metrics?.webhookAttempts.inc({ outcome: next === null ? "failed" : "retry" });
   if (next === null) {
     await p.events.recordAttempt(attempt, { status: "failed" });
     p.log.warn({ event_id: event.id, attempts: n, error }, "webhook delivery failed for good: attempts used up");

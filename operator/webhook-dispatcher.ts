@@ -4,6 +4,7 @@ import type { EventStore } from "../core/ports/event-store.ts";
 import type { KeyStore } from "../core/ports/key-store.ts";
 import type { EventRecord } from "../core/ports/records.ts";
 import type { Clock } from "../core/time.ts";
+import type { Metrics } from "../core/metrics.ts";
 import { attemptDelivery } from "./webhook-delivery.ts";
 
 export type DispatcherOptions = {
@@ -16,6 +17,7 @@ export type DispatcherOptions = {
   allowPrivateTargets: boolean;
   pollMs: number;
   concurrency?: number;
+  metrics?: Metrics;
 };
 
 /**

@@ -41,6 +41,14 @@ export class WorkQueue {
     this.#wake();
   }
 
+  /** Keys due by now and not yet handled: the queue's depth, as a metric reports it. */
+  dueNow(): number {
+    const now = this.#clock.now();
+    let due = 0;
+    for (const at of this.#due.values()) if (at <= now) due++;
+    return due;
+  }
+
   /** Takes no more keys and resolves once the key being handled, if any, is done. */
   async stop(): Promise<void> {
     this.#stopped = true;

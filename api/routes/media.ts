@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { notFound } from "../../core/errors.ts";
+import { sendPhoto } from "../../core/net/send-photo.ts";
 import { commonErrorResponses } from "../../core/schemas/common.ts";
 import { IdParams } from "../../core/schemas/inspection.ts";
 import type { Services } from "../../core/services.ts";
@@ -23,13 +23,7 @@ export const mediaRoutes =
           },
         },
       },
-      async (request, reply) => {
-        const media = await s.inspections.getMedia(request.scope, request.params.id);
-        const bytes = media ? await s.blobs.get(media.blobKey) : null;
-        if (!media || !bytes) throw notFound("media", request.params.id);
-        reply.header("etag", media.etag).header("cache-control", "private, max-age=3600");
-        if (request.headers["if-none-match"]?.split(/\s*,\s*/).includes(media.etag)) return reply.code(304).send(null);
-        return reply.type("image/jpeg").header("content-length", bytes.length).send(bytes);
-      },
+      async (request, reply) =>
+        sendPhoto(s, request, reply, request.params.id, await s.inspections.getMedia(request.scope, request.params.id), "media"),
     );
   };

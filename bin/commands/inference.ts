@@ -1,5 +1,7 @@
 import { type Config, ConfigError } from "../../core/config.ts";
 import { createLogger } from "../../core/logger.ts";
+import { Metrics } from "../../core/metrics.ts";
+import { startProbeServer } from "./probe-server.ts";
 import { startInferenceWorker } from "../../inference/worker/inference-worker.ts";
 
 /**
@@ -13,13 +15,18 @@ export async function inference(config: Config): Promise<{ close(): Promise<void
     throw new ConfigError("inference takes its jobs from NATS: set NATS_URL (and S3_BUCKET where workers run on other machines)");
   }
   const log = createLogger(config.logLevel).child({ workload: "inference" });
-  const worker = await startInferenceWorker({ config, log });
-  log.info({ worker: worker.name, threads: config.detectionThreads, blobs: config.blobs.kind }, "inference workload started");
+  const metrics = new Metrics("inference");
+  const worker = await startInferenceWorker({ config, log, metrics });
+  // Ready once it takes jobs: it is started by then.
+  const probes = await startProbeServer(config, metrics, async () => {}, log);
+  const started = { worker: worker.name, threads: config.detectionThreads, blobs: config.blobs.kind, metrics_port: probes.port };
+  log.info(started, "inference workload started");
   let closing: Promise<void> | undefined;
   return {
-    port: 0,
+    port: probes.port,
     close: () =>
       (closing ??= (async () => {
+        await probes.close();
         await worker.close();
         log.info("inference workload stopped");
       })()),

@@ -7,6 +7,7 @@ import { NatsDetectionRunner } from "../../core/adapters/nats/nats-detection-run
 import type { DetectionRunner } from "../../core/ports/detection-runner.ts";
 import { WorkerPoolRunner } from "../../inference/detection/worker-pool-runner.ts";
 import { workloadServices } from "../cluster-services.ts";
+import { startProbeServer } from "./probe-server.ts";
 import { startOperator } from "./workloads.ts";
 
 /**
@@ -18,6 +19,8 @@ import { startOperator } from "./workloads.ts";
 export async function operator(config: Config): Promise<{ close(): Promise<void>; port: number }> {
   const log = createLogger(config.logLevel).child({ workload: "operator" });
   const s = await workloadServices(config, log, "operator");
+  // Before the lease: a standby answers its probes too. Ready while the store answers.
+  const probes = await startProbeServer(config, s.metrics, async () => void (await s.inspections.getById("insp_readiness_probe")), log);
   // Replicas wait here while another leads: one controller writes status at a time.
   const lease = s.nats
     ? await NatsLeaderLease.open(s.nats.kvm, { identity: `${hostname()}:${process.pid}`, ttlMs: config.operatorLeaseMs })
@@ -37,12 +40,13 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
     : new WorkerPoolRunner({ blobs: config.blobs, threads: config.detectionThreads, models: config.models });
   const bus = s.nats ? await NatsBus.open(s.nats, { log: log.child({ component: "bus" }) }) : null;
   const loops = await startOperator(s, config, log, runner, bus);
-  log.info({ nats: config.natsUrl !== null, blobs: config.blobs.kind }, "operator workload started");
+  log.info({ nats: config.natsUrl !== null, blobs: config.blobs.kind, metrics_port: probes.port }, "operator workload started");
   let closing: Promise<void> | undefined;
   return {
-    port: 0,
+    port: probes.port,
     close: () =>
       (closing ??= (async () => {
+        await probes.close();
         await loops.close();
         await bus?.close();
         await lease?.release();

@@ -1,13 +1,14 @@
 import type { Config } from "../../core/config.ts";
 import { createLogger } from "../../core/logger.ts";
 import { WorkerPoolRunner } from "../../inference/detection/worker-pool-runner.ts";
-import { embeddedServices } from "../embedded-services.ts";
+import { embeddedServices, moveReports } from "../embedded-services.ts";
 import { startHttp, startOperator } from "./workloads.ts";
 
 /** `vehicle-inspection start`: the whole service in one process (embedded mode). */
 export async function start(config: Config): Promise<{ close(): Promise<void>; port: number }> {
   const log = createLogger(config.logLevel);
   const s = embeddedServices(config, log);
+  await moveReports(s, log);
   const runner = new WorkerPoolRunner({ blobs: config.blobs, threads: config.detectionThreads, models: config.models });
   const operator = await startOperator(s, config, log, runner);
   const http = await startHttp(s, config, log);

@@ -40,6 +40,7 @@ export async function startOperator(
 ): Promise<{ close(): Promise<void> }> {
   const controller = new Controller({
     store: s.inspections,
+    blobs: s.blobs,
     runner,
     signals: s.signals,
     clock: s.clock,
@@ -49,7 +50,10 @@ export async function startOperator(
     maxProcessingAttempts: config.processingMaxAttempts,
     shutdownGraceMs: config.shutdownGraceMs,
     settled: async (r) => deleteInspectionModelInputs(s.blobs, r.id, await s.inspections.photos(r.id), s.modelInputSizes),
+    metrics: s.metrics,
   });
+  // The controller's process reports the phases: it is the one writer of them.
+  s.metrics.countInspections(() => s.inspections.countByStatus());
   const webhooks: DispatcherOptions = {
     events: s.events,
     keys: s.keys,
@@ -59,6 +63,7 @@ export async function startOperator(
     timeoutMs: config.webhooks.timeoutMs,
     allowPrivateTargets: config.webhooks.allowPrivateTargets,
     pollMs: Math.min(config.controllerPollMs, 250),
+    metrics: s.metrics,
   };
   const dispatcher = bus ? await BusWebhookDispatcher.open(bus, webhooks) : new WebhookDispatcher(webhooks);
   // A KV bucket's TTL already drops old keys; SQLite needs the sweep.

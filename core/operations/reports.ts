@@ -1,23 +1,41 @@
+import { reportBlobKey } from "../blob-keys.ts";
 import { isTerminal } from "../domain/state-machine.ts";
 import { ApiError } from "../errors.ts";
+import type { BlobStore } from "../ports/blob-store.ts";
 import type { InspectionRecord } from "../ports/records.ts";
 import type { Services } from "../services.ts";
+
+/**
+ * Stores an inspection's report as a blob, once. The controller writes it before the move to
+ * `completed`, as a separate write: a crash between the two leaves the report and the inspection
+ * still processing, and the retry, whose report is a new one (new finding ids, a new time), finds
+ * the first stored and keeps it, so no client ever sees two reports of one inspection. Answers the
+ * report that is stored.
+ */
+export async function storeReport<R>(blobs: BlobStore, inspectionId: string, report: R): Promise<R> {
+  const key = reportBlobKey(inspectionId);
+  if (await blobs.create(key, Buffer.from(JSON.stringify(report)), "application/json")) return report;
+  const first = await blobs.get(key);
+  // A create under way elsewhere holds the key (S3's 409): the retry finds it written.
+  if (!first) throw new Error(`the report of ${inspectionId} is being written by another writer`);
+  return JSON.parse(first.toString("utf8")) as R;
+}
 
 /**
  * The stored report of an inspection, as the JSON text it was stored as, or the 409 that says why
  * there is none. Every form of the report (JSON, PDF, the dashboard's) asks here, so they all refuse
  * alike.
  */
-export async function completedReport(s: Pick<Services, "inspections">, inspection: InspectionRecord): Promise<string> {
+export async function completedReport(s: Pick<Services, "blobs">, inspection: InspectionRecord): Promise<string> {
   // Canceled, expired and failed are terminal without a report: waiting would never help.
   if (isTerminal(inspection.status) && inspection.status !== "completed") {
     throw new ApiError("report_unavailable", `The inspection is ${inspection.status}, so it will never have a report.`);
   }
-  const report = inspection.status === "completed" ? await s.inspections.getReport(inspection.id) : null;
+  const report = inspection.status === "completed" ? await s.blobs.get(reportBlobKey(inspection.id)) : null;
   if (!report)
     throw new ApiError(
       "report_not_ready",
       `The report is not ready: the inspection is ${inspection.status}; it is ready once the inspection is completed.`,
     );
-  return report;
+  return report.toString("utf8");
 }

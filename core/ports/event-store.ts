@@ -30,4 +30,10 @@ export interface EventStore {
    * started another schedule: the event stays unpublished, so the relay publishes the resend too.
    */
   markPublished(id: string, scheduleFrom: number): Promise<void>;
+  /**
+   * Pending deliveries published to the bus whose next attempt was due before `dueBefore`, most
+   * overdue first: a message the bus has lost (dead-lettered when the store failed on its last
+   * delivery, purged), which the relay publishes again.
+   */
+  stalled(dueBefore: number, limit: number): Promise<EventRecord[]>;
 }

@@ -15,9 +15,7 @@ export type ListFilter = {
 };
 
 /** What the controller writes with a move, besides the status. */
-export type TransitionPatch = Partial<Pick<InspectionRecord, "submittedAt" | "completedAt" | "canceledAt" | "summary" | "failure">> & {
-  report?: string;
-};
+export type TransitionPatch = Partial<Pick<InspectionRecord, "submittedAt" | "completedAt" | "canceledAt" | "summary" | "failure">>;
 
 /**
  * What putPhoto did: stored the photo, with the media it replaced (whose blobs the caller deletes
@@ -49,7 +47,7 @@ export const UNSTARTED = {
 export type EventFactory = (after: InspectionRecord) => { id: string; type: string; data: string };
 
 /**
- * Inspections, their photos, media and reports. Every write of status goes through `transition`,
+ * Inspections, their photos and media (reports are blobs: core/operations/reports.ts). Every write of status goes through `transition`,
  * which only the controller calls; it is a compare-and-set that also appends the state-change event
  * to the outbox atomically, so no move is ever without its event.
  */
@@ -60,6 +58,8 @@ export interface InspectionStore {
   getById(id: string): Promise<InspectionRecord | null>;
   getByCaptureTokenHash(hash: string): Promise<InspectionRecord | null>;
   list(scope: Scope, filter: ListFilter): Promise<InspectionRecord[]>;
+  /** How many inspections are in each status, every account's (for the `inspections` metric); a status with none is absent. */
+  countByStatus(): Promise<Map<Status, number>>;
 
   // Intents (API and capture routes).
   recordOpened(id: string, at: number): Promise<void>;
@@ -94,5 +94,4 @@ export interface InspectionStore {
   photos(inspectionId: string): Promise<PhotoRecord[]>;
   putMedia(media: MediaRecord): Promise<void>;
   getMedia(scope: Scope, id: string): Promise<MediaRecord | null>;
-  getReport(inspectionId: string): Promise<string | null>;
 }

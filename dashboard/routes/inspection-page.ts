@@ -12,7 +12,7 @@ import { reportPdf, reportPdfHeaders } from "../../core/views/report-pdf.ts";
 import { createShareToken, DEFAULT_SHARE_LINK_DAYS, SHARE_LINK_DAYS } from "../auth/share-links.ts";
 import { renderPage, signedIn } from "../views/render.ts";
 import { reportView } from "../views/report-view.ts";
-import { sendPhoto } from "./file-replies.ts";
+import { sendPhoto } from "../../core/net/send-photo.ts";
 import { EnvParams, scopeOf } from "./scope.ts";
 
 const InspectionParams = EnvParams.extend({ id: z.string().max(64) });

@@ -10,7 +10,7 @@ import { verifyShareToken } from "../auth/share-links.ts";
 import { DASHBOARD_HEADERS } from "../dashboard-routes.ts";
 import { type PageContext, renderPage } from "../views/render.ts";
 import { reportView } from "../views/report-view.ts";
-import { sendPhoto } from "./file-replies.ts";
+import { sendPhoto } from "../../core/net/send-photo.ts";
 
 const TokenParams = z.object({ token: z.string().max(512) });
 const MediaParams = TokenParams.extend({ mediaId: z.string().max(64) });

@@ -12,6 +12,7 @@ import {
 } from "../../core/adapters/nats/detection-queue.ts";
 import { connectNats, type Nats } from "../../core/adapters/nats/nats-connection.ts";
 import { pullOne } from "../../core/adapters/nats/pull-one.ts";
+import type { Metrics } from "../../core/metrics.ts";
 import type { Config } from "../../core/config.ts";
 import { DetectionInterrupted, type DetectionRunner } from "../../core/ports/detection-runner.ts";
 import { WorkerPoolRunner } from "../detection/worker-pool-runner.ts";
@@ -30,6 +31,8 @@ export type InferenceWorkerOptions = {
   log: Logger;
   /** The detection to run; by default worker threads over the configured models and blob store. */
   runner?: DetectionRunner;
+  /** Where each job's duration and the queue's depth are recorded. */
+  metrics?: Metrics;
 };
 
 /**
@@ -56,14 +59,24 @@ export async function startInferenceWorker(options: InferenceWorkerOptions): Pro
     await ensureInferenceConsumer(jsm, config.inferenceAckWaitMs);
     const consumer = await nats.js.consumers.get(DETECTION_QUEUE.jobs.stream, DETECTION_QUEUE.consumer);
     const runner = options.runner ?? new WorkerPoolRunner({ blobs: config.blobs, threads: config.detectionThreads, models: config.models });
-    return new Worker({ name, nats, consumer, runner, log, config }).start();
+    // Jobs no worker has taken yet: what an autoscaler of workers (part 2's Jobs) follows.
+    options.metrics?.queueDepth("detection", async () => (await consumer.info(true)).num_pending);
+    return new Worker({ name, nats, consumer, runner, log, config, metrics: options.metrics }).start();
   } catch (error) {
     await nats.close();
     throw error;
   }
 }
 
-type WorkerParts = { name: string; nats: Nats; consumer: Consumer; runner: DetectionRunner; log: Logger; config: Config };
+type WorkerParts = {
+  name: string;
+  nats: Nats;
+  consumer: Consumer;
+  runner: DetectionRunner;
+  log: Logger;
+  config: Config;
+  metrics?: Metrics;
+};
 
 class Worker {
   readonly #p: WorkerParts;
@@ -169,6 +182,7 @@ class Worker {
     }
     if (!(await this.#publish(DETECTION_QUEUE.results.subject(job.inspectionId), outcome, job.jobId, msg, log))) return;
     await this.#ack(msg, log);
+    this.#p.metrics?.detectionSeconds.observe({ outcome: outcome.ok ? "completed" : "failed" }, (Date.now() - since) / 1000);
     const findings = outcome.ok ? outcome.result.detections.length : null;
     log.info({ ok: outcome.ok, findings, ms: Date.now() - since }, "detection finished");
   }

@@ -71,6 +71,7 @@ async function cluster(workers: number): Promise<Setup> {
   const env = {
     ...base,
     NATS_URL: nats.url,
+    METRICS_PORT: "0",
     ...s3.clientEnv,
   };
   const processes = await Promise.all([

@@ -37,6 +37,8 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
   const baseEnv = {
     DATA_DIR: dataDir,
     PORT: "0",
+    // The operator and inference workloads' probes and metrics (cluster composition): any free port.
+    METRICS_PORT: "0",
     HOST: "127.0.0.1",
     LOG_LEVEL: "silent",
     WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true",

@@ -37,7 +37,7 @@ describe("webhook dispatch over the bus", () => {
     const bus = new MemoryBus();
     closing.push(() => receiver.close());
     /** One operator: the relay and a member of the `dispatch` group, over its own connection to the bus. */
-    const operator = async (over: Bus = bus) => {
+    const operator = async (over: Bus = bus, overrides: Partial<Parameters<typeof BusWebhookDispatcher.open>[1]> = {}) => {
       const dispatcher = await BusWebhookDispatcher.open(over, {
         events,
         keys,
@@ -47,6 +47,7 @@ describe("webhook dispatch over the bus", () => {
         timeoutMs: 2_000,
         allowPrivateTargets: true,
         pollMs: 20,
+        ...overrides,
       });
       dispatcher.start();
       closing.push(() => dispatcher.stop());
@@ -120,7 +121,7 @@ describe("webhook dispatch over the bus", () => {
 
   it("stores an event published again once (the relay died before marking it published), and delivers it once", async () => {
     const { scope, state, events, receiver, bus, operator, append } = await setup();
-    const relay = new WebhookRelay({ events, bus, log: pino({ level: "silent" }), pollMs: 20 });
+    const relay = new WebhookRelay({ events, bus, log: pino({ level: "silent" }), clock: systemClock, pollMs: 20, stalledAfterMs: 60_000 });
     relay.start();
     closing.push(() => relay.stop());
     const eventId = await append();
@@ -145,6 +146,42 @@ describe("webhook dispatch over the bus", () => {
     );
     await new Promise((r) => setTimeout(r, 300));
     expect(receiver.received).toHaveLength(1);
+  });
+
+  it("publishes again an event whose message was dead-lettered while the store failed, and delivers it", async () => {
+    const { scope, events, receiver, operator, append } = await setup();
+    // A bus whose duplicate window is shorter than the wait before an overdue event is published again, as NATS's is.
+    const bus = new MemoryBus({ duplicateWindowMs: 100 });
+    let storeDown = true;
+    const failing = new Proxy(events, {
+      get(target, prop) {
+        if (prop === "get" && storeDown) {
+          return async () => {
+            throw new Error("the event store is unavailable");
+          };
+        }
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const eventId = await append();
+    await operator(bus, { events: failing, stalledAfterMs: 300 });
+    // Every delivery fails on the store, the last one too: the bus dead-letters the message.
+    await until(
+      "dead-lettered",
+      () => bus.deadLetters("webhooks"),
+      (dead) => dead.length === 1,
+      20_000,
+    );
+    expect((await events.get(scope, eventId))!.deliveryStatus).toBe("pending");
+    expect(receiver.received).toHaveLength(0);
+    storeDown = false;
+    await until(
+      "delivered after all",
+      () => events.get(scope, eventId),
+      (e) => e?.deliveryStatus === "succeeded",
+    );
+    expect(receiver.received.map((r) => r.headers["webhook-id"])).toEqual([eventId]);
   });
 
   it("hands the deliveries of an operator that stopped between attempts to the next one", async () => {

@@ -11,6 +11,7 @@ import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { WEBHOOK_GROUP } from "../../operator/bus-webhook-dispatcher.ts";
 import { startNatsServer, startVersityGw, type NatsServer, type VersityGw } from "../helpers/go-servers.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
+import { sample } from "../helpers/prometheus.ts";
 import { freePort, VALID_VIN, withModels } from "../helpers/service.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
@@ -58,6 +59,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("cluster mode: api, operator
       HOST: "127.0.0.1",
       PUBLIC_URL: url,
       NATS_URL: nats.url,
+      METRICS_PORT: "0",
       ...s3.clientEnv,
       WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true",
       CONTROLLER_POLL_MS: "100",
@@ -147,6 +149,22 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("cluster mode: api, operator
     // Detection ran in an inference process, not in the operator.
     const ranDetection = processes.filter((p) => workloadOf.get(p) === "inference" && p.logs.some((l) => l.inspection_id === id));
     expect(ranDetection.length).toBeGreaterThan(0);
+    // Every workload serves /metrics: the api on its port, the operator and the workers on METRICS_PORT.
+    const scrape = async (p: ServiceProcess) => {
+      const port = (await p.line((l) => typeof l.metrics_port === "number")).metrics_port;
+      return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    };
+    const apiMetrics = await (await fetch(`${url}/metrics`)).text();
+    expect(sample(apiMetrics, "http_request_duration_seconds_count", { workload: "api", route: "/v1/inspections/:id/report" })).toBe(1);
+    const leading = processes.find((p) => workloadOf.get(p) === "operator" && p.logs.some((l) => l.msg === "leading"))!;
+    const operatorMetrics = await scrape(leading);
+    expect(sample(operatorMetrics, "inspections", { workload: "operator", phase: "completed" })).toBeGreaterThanOrEqual(1);
+    expect(sample(operatorMetrics, "detection_duration_seconds_count", { outcome: "completed" })).toBeGreaterThanOrEqual(1);
+    expect(sample(operatorMetrics, "webhook_delivery_attempts_total", { outcome: "succeeded" })).toBeGreaterThanOrEqual(1);
+    const workers = await Promise.all(processes.filter((p) => workloadOf.get(p) === "inference").map(scrape));
+    const ran = workers.map((t) => sample(t, "detection_duration_seconds_count", { workload: "inference", outcome: "completed" }) ?? 0);
+    expect(ran.reduce((a, b) => a + b)).toBeGreaterThanOrEqual(1);
+    for (const t of workers) expect(sample(t, "queue_depth", { queue: "detection" })).toBe(0);
     // The capture intents the api recorded reached the operator over the bus's `intents` topic.
     const nc = await connectNats({ url: nats.url, name: "cluster-test" });
     try {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -6,6 +6,7 @@ import sharp from "sharp";
 import { afterEach, describe, expect, it } from "vitest";
 import { createKey } from "../../bin/commands/keys.ts";
 import { databaseFile } from "../../core/adapters/sqlite/database.ts";
+import { reportBlobKey } from "../../core/blob-keys.ts";
 import { loadConfig } from "../../core/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos } from "../helpers/photos.ts";
@@ -20,7 +21,7 @@ function stored(dataDir: string, id: string): { status: string; attempts: number
       status: string;
       processing_attempts: number;
     };
-    const report = db.prepare("SELECT 1 FROM reports WHERE inspection_id = ?").get(id) !== undefined;
+    const report = existsSync(join(dataDir, "blobs", reportBlobKey(id)));
     return { status: row.status, attempts: row.processing_attempts, report };
   } finally {
     db.close();

@@ -67,6 +67,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("detection on a JetStream wo
     env = {
       DATA_DIR: dataDir,
       NATS_URL: nats.url,
+      METRICS_PORT: "0",
       ...s3.clientEnv,
       INFERENCE_ACK_WAIT_MS: String(ACK_WAIT_MS),
       SHUTDOWN_GRACE_MS: String(GRACE_MS),

@@ -1,8 +1,10 @@
 import pino from "pino";
 import { describe, expect, it } from "vitest";
+import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
 import { MemoryEventStore } from "../../core/adapters/memory/memory-event-store.ts";
 import { MemoryInspectionStore } from "../../core/adapters/memory/memory-inspection-store.ts";
 import { MemoryState } from "../../core/adapters/memory/memory-state.ts";
+import { reportBlobKey } from "../../core/blob-keys.ts";
 import type { DetectionResult, DetectionRunner } from "../../core/ports/detection-runner.ts";
 import type { InspectionStore } from "../../core/ports/inspection-store.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
@@ -34,9 +36,12 @@ function setup() {
   const store = new MemoryInspectionStore(state);
   const events = new MemoryEventStore(state);
   const runner = new ScriptedRunner();
+  const blobs = new MemoryBlobStore();
+  const report = async (id: string) => JSON.parse((await blobs.get(reportBlobKey(id)))!.toString());
   const controllerOver = (over: InspectionStore, with_ = runner) =>
     new Controller({
       store: over,
+      blobs,
       runner: with_,
       signals: new Signals(clock),
       clock,
@@ -54,7 +59,36 @@ function setup() {
   };
   const statusOf = async (id: string) => (await store.getById(id))!.status;
   const types = async (id: string) => (await events.forInspection({ accountId: "acct_a", livemode: false }, id)).map((e) => e.type);
-  return { clock, store, runner, controller, controllerOver, make, statusOf, types };
+  /** Stores a readable front photo, so a submission has something to detect on. */
+  const withPhoto = async (r: InspectionRecord) => {
+    await store.putPhoto(
+      {
+        inspectionId: r.id,
+        angle: "front",
+        mediaId: `med_${r.id}`,
+        width: 640,
+        height: 480,
+        quality: QUALITY,
+        tries: 1,
+        capturedAt: clock.t,
+      },
+      {
+        id: `med_${r.id}`,
+        accountId: r.accountId,
+        livemode: false,
+        inspectionId: r.id,
+        kind: "photo",
+        blobKey: "b",
+        bytes: 1,
+        etag: "e",
+        width: 640,
+        height: 480,
+        createdAt: clock.t,
+      },
+    );
+    return { model: null, photos: [{ mediaId: `med_${r.id}`, readable: true, quality: QUALITY }], detections: [] };
+  };
+  return { clock, store, runner, controller, controllerOver, make, statusOf, types, report, withPhoto };
 }
 
 /** Lets the runner's answer and the controller's bookkeeping after it run. */
@@ -87,33 +121,9 @@ describe("Controller.reconcile(id)", () => {
   });
 
   it("takes a submission through processing to completed, running detection once", async () => {
-    const { clock, store, runner, controller, make, statusOf, types } = setup();
+    const { clock, store, runner, controller, make, statusOf, types, report, withPhoto } = setup();
     const r = await make();
-    await store.putPhoto(
-      {
-        inspectionId: r.id,
-        angle: "front",
-        mediaId: "med_front",
-        width: 640,
-        height: 480,
-        quality: QUALITY,
-        tries: 1,
-        capturedAt: clock.t,
-      },
-      {
-        id: "med_front",
-        accountId: r.accountId,
-        livemode: false,
-        inspectionId: r.id,
-        kind: "photo",
-        blobKey: "b",
-        bytes: 1,
-        etag: "e",
-        width: 640,
-        height: 480,
-        createdAt: clock.t,
-      },
-    );
+    const result = await withPhoto(r);
     await store.recordSubmitRequested(r.id, clock.t);
     // created → in_progress → processing in one reconcile; detection started, so nothing to requeue.
     expect(await controller.reconcile(r.id)).toEqual({ requeueAfterMs: null });
@@ -122,11 +132,46 @@ describe("Controller.reconcile(id)", () => {
     // Reconciling again while it runs starts nothing twice.
     await controller.reconcile(r.id);
     expect(runner.calls).toHaveLength(1);
-    runner.calls[0]!.resolve({ model: null, photos: [{ mediaId: "med_front", readable: true, quality: QUALITY }], detections: [] });
+    runner.calls[0]!.resolve(result);
     await settle();
     expect(await statusOf(r.id)).toBe("completed");
-    expect(JSON.parse((await store.getReport(r.id))!)).toMatchObject({ grade: "none", summary: { findings: 0 } });
+    expect(await report(r.id)).toMatchObject({ grade: "none", summary: { findings: 0 } });
     expect(await types(r.id)).toEqual(["inspection.created", "inspection.in_progress", "inspection.processing", "inspection.completed"]);
+  });
+
+  it("writes the report before the move: after a crash between the two, the retry completes with the first report", async () => {
+    const { clock, store, runner, controllerOver, make, statusOf, report, withPhoto } = setup();
+    const r = await make();
+    const result = await withPhoto(r);
+    await store.recordSubmitRequested(r.id, clock.t);
+    // The move to completed fails once, after the report is written: as a process killed between them.
+    let crashes = 1;
+    const crashing = new Proxy(store, {
+      get(target, prop) {
+        if (prop === "transition") {
+          return async (...args: Parameters<MemoryInspectionStore["transition"]>) => {
+            if (args[2] === "completed" && crashes-- > 0) throw new Error("killed between the report and the move");
+            return target.transition(...args);
+          };
+        }
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const controller = controllerOver(crashing);
+    await controller.reconcile(r.id);
+    runner.calls[0]!.resolve(result);
+    await settle();
+    expect(await statusOf(r.id)).toBe("processing");
+    const first = await report(r.id);
+    // The retry runs detection again, later, and builds a report of its own; the first one stays.
+    clock.t += 60_000;
+    await controller.reconcile(r.id);
+    runner.calls.at(-1)!.resolve(result);
+    await settle();
+    expect(await statusOf(r.id)).toBe("completed");
+    expect(await report(r.id)).toEqual(first);
+    expect((await store.getById(r.id))!.summary).toEqual(first.summary);
   });
 
   it("lets a cancel win over a submission recorded with it", async () => {

@@ -1,7 +1,10 @@
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { dirname, join, resolve, sep } from "node:path";
 import { randomBytes } from "node:crypto";
+import { link, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { dirname, join, resolve, sep } from "node:path";
+import { Readable } from "node:stream";
 import type { BlobStore } from "../../ports/blob-store.ts";
+
+const missing = (error: unknown) => (error as NodeJS.ErrnoException).code === "ENOENT";
 
 export class FsBlobStore implements BlobStore {
   readonly #root: string;
@@ -17,22 +20,52 @@ export class FsBlobStore implements BlobStore {
     return path;
   }
 
-  async put(key: string, bytes: Buffer): Promise<void> {
-    const path = this.#path(key);
+  /** The bytes written whole under a temporary name beside the blob's, so a crash never leaves a half-written blob under its own. */
+  async #written(path: string, bytes: Buffer): Promise<string> {
     await mkdir(dirname(path), { recursive: true });
-    // Write then rename, so a crash never leaves a half-written photo under its final name.
     const tmp = `${path}.${randomBytes(6).toString("hex")}.tmp`;
     await writeFile(tmp, bytes);
-    await rename(tmp, path);
+    return tmp;
+  }
+
+  async put(key: string, bytes: Buffer): Promise<void> {
+    const path = this.#path(key);
+    await rename(await this.#written(path, bytes), path);
+  }
+
+  async create(key: string, bytes: Buffer): Promise<boolean> {
+    const path = this.#path(key);
+    const tmp = await this.#written(path, bytes);
+    try {
+      // link(2) fails where the name exists: of racing writers, exactly one makes it.
+      await link(tmp, path);
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+      throw error;
+    } finally {
+      await rm(tmp, { force: true });
+    }
   }
 
   async get(key: string): Promise<Buffer | null> {
     try {
       return await readFile(this.#path(key));
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+      if (missing(error)) return null;
       throw error;
     }
+  }
+
+  /**
+   * Read whole, then handed out as a stream: a local photo is at most the upload limit, and answering
+   * with an fs.ReadStream left keep-alive connections that Fastify's close waited on for good under
+   * load (test/integration/capture-race.test.ts beside the detection tests, every run), which a
+   * buffer's stream does not. S3's objects are the ones streamed through.
+   */
+  async open(key: string): Promise<{ stream: Readable; bytes: number } | null> {
+    const bytes = await this.get(key);
+    return bytes ? { stream: Readable.from([bytes]), bytes: bytes.length } : null;
   }
 
   async delete(key: string): Promise<void> {

@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import { checkedBlobKey } from "../../blob-keys.ts";
 import type { BlobStore } from "../../ports/blob-store.ts";
 
@@ -10,8 +11,19 @@ export class MemoryBlobStore implements BlobStore {
     this.#blobs.set(checkedBlobKey(key), Buffer.from(bytes));
   }
 
+  async create(key: string, bytes: Buffer): Promise<boolean> {
+    if (this.#blobs.has(checkedBlobKey(key))) return false;
+    this.#blobs.set(key, Buffer.from(bytes));
+    return true;
+  }
+
   async get(key: string): Promise<Buffer | null> {
     return this.#blobs.get(checkedBlobKey(key)) ?? null;
+  }
+
+  async open(key: string): Promise<{ stream: Readable; bytes: number } | null> {
+    const bytes = this.#blobs.get(checkedBlobKey(key));
+    return bytes ? { stream: Readable.from([bytes]), bytes: bytes.length } : null;
   }
 
   async delete(key: string): Promise<void> {

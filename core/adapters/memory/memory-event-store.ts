@@ -113,6 +113,14 @@ export class MemoryEventStore implements EventStore {
     return this.#state.events.filter((e) => e.deliveryStatus === "pending" && !published.has(e.id)).slice(0, limit);
   }
 
+  async stalled(dueBefore: number, limit: number): Promise<EventRecord[]> {
+    const published = this.#state.publishedEvents;
+    return this.#state.events
+      .filter((e) => e.deliveryStatus === "pending" && published.has(e.id) && (e.nextAttemptAt ?? 0) < dueBefore)
+      .sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0))
+      .slice(0, limit);
+  }
+
   async markPublished(id: string, scheduleFrom: number): Promise<void> {
     const seq = this.#state.eventSeq.get(id);
     if (seq !== undefined && this.#state.events[seq]!.scheduleFrom === scheduleFrom) this.#state.publishedEvents.add(id);

@@ -39,7 +39,7 @@ function needsReconcile(r: InspectionRecord, now: number): boolean {
   return r.status === "processing" && (r.processingDueAt === null || r.processingDueAt <= now);
 }
 
-/** Inspections, photos, media and reports in memory; moves append their events to the same state. */
+/** Inspections, photos and media in memory; moves append their events to the same state. */
 export class MemoryInspectionStore implements InspectionStore {
   readonly #state: MemoryState;
 
@@ -76,6 +76,12 @@ export class MemoryInspectionStore implements InspectionStore {
       .filter((r) => listed(r, scope, f))
       .sort(newestFirst)
       .slice(0, f.limit);
+  }
+
+  async countByStatus(): Promise<Map<Status, number>> {
+    const counts = new Map<Status, number>();
+    for (const r of this.#state.inspections.values()) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+    return counts;
   }
 
   async recordOpened(id: string, at: number): Promise<void> {
@@ -131,7 +137,6 @@ export class MemoryInspectionStore implements InspectionStore {
     const after = snapshot({ ...r, status: to, updatedAt: at, ...moved(patch) });
     appendEvent(this.#state, after, at, event(after));
     this.#state.inspections.set(id, after);
-    if (patch.report !== undefined) this.#state.reports.set(id, patch.report);
     return after;
   }
 
@@ -177,10 +182,6 @@ export class MemoryInspectionStore implements InspectionStore {
   async getMedia(scope: Scope, id: string): Promise<MediaRecord | null> {
     const m = this.#state.media.get(id);
     return m && m.accountId === scope.accountId && m.livemode === scope.livemode ? m : null;
-  }
-
-  async getReport(inspectionId: string): Promise<string | null> {
-    return this.#state.reports.get(inspectionId) ?? null;
   }
 }
 

@@ -31,7 +31,6 @@ export class MemoryState {
   /** Inspection id → angle → photo, each inspection's in the order its angles were first stored. */
   readonly photos = new Map<string, Map<string, StoredPhoto>>();
   readonly media = new Map<string, MediaRecord>();
-  readonly reports = new Map<string, string>();
 
   /** Every event in the order appended: its index is its sequence number. */
   readonly events: EventRecord[] = [];

@@ -1,4 +1,5 @@
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import type { Readable } from "node:stream";
 import { checkedBlobKey } from "../../blob-keys.ts";
 import type { S3Config } from "../../config.ts";
 import { storeUnavailable } from "../../errors.ts";
@@ -69,6 +70,45 @@ export class S3BlobStore implements BlobStore {
         new PutObjectCommand({ Bucket: this.#bucket, Key, Body: bytes, ContentType: contentType, ContentLength: bytes.length }),
       ),
     );
+  }
+
+  async create(key: string, bytes: Buffer, contentType: string): Promise<boolean> {
+    const Key = checkedBlobKey(key);
+    return this.#call(async () => {
+      try {
+        // If-None-Match: * makes S3 store it only where the key has no object (AWS since 2024, MinIO, versitygw).
+        await this.#client.send(
+          new PutObjectCommand({
+            Bucket: this.#bucket,
+            Key,
+            Body: bytes,
+            ContentType: contentType,
+            ContentLength: bytes.length,
+            IfNoneMatch: "*",
+          }),
+        );
+        return true;
+      } catch (error) {
+        // 412: an object is there; 409: another conditional write of the key is under way and wins.
+        const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+        if (status === 412 || status === 409) return false;
+        throw error;
+      }
+    });
+  }
+
+  async open(key: string): Promise<{ stream: Readable; bytes: number } | null> {
+    const Key = checkedBlobKey(key);
+    return this.#call(async () => {
+      try {
+        const object = await this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key }));
+        // In Node the SDK's body is the HTTP response itself: read as it arrives, never held whole.
+        return { stream: object.Body as Readable, bytes: object.ContentLength ?? 0 };
+      } catch (error) {
+        if ((error as Error).name === "NoSuchKey") return null;
+        throw error;
+      }
+    });
   }
 
   async get(key: string): Promise<Buffer | null> {

@@ -51,7 +51,7 @@ const MIGRATIONS: string[] = [
     inspection_id TEXT NOT NULL, angle TEXT NOT NULL, media_id TEXT NOT NULL, quality TEXT NOT NULL,
     tries INTEGER NOT NULL, captured_at INTEGER NOT NULL, PRIMARY KEY (inspection_id, angle)
   );
-  CREATE TABLE reports (inspection_id TEXT PRIMARY KEY, body TEXT NOT NULL);
+  CREATE TABLE reports (inspection_id TEXT PRIMARY KEY, body TEXT NOT NULL); -- emptied into blobs at boot (legacy-reports.ts)
   CREATE TABLE events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, account_id TEXT NOT NULL,
     livemode INTEGER NOT NULL, inspection_id TEXT NOT NULL, type TEXT NOT NULL, created_at INTEGER NOT NULL,

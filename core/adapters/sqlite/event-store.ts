@@ -147,6 +147,15 @@ export class SqliteEventStore implements EventStore {
     return rows.map((r) => toEvent(r as Row));
   }
 
+  async stalled(dueBefore: number, limit: number): Promise<EventRecord[]> {
+    // The events_due index: pending events by next_attempt_at.
+    const rows = sql(
+      this.#db,
+      "SELECT * FROM events WHERE delivery_status = 'pending' AND next_attempt_at < ? AND published = 1 ORDER BY next_attempt_at LIMIT ?",
+    ).all(dueBefore, limit);
+    return rows.map((r) => toEvent(r as Row));
+  }
+
   async markPublished(id: string, scheduleFrom: number): Promise<void> {
     sql(this.#db, "UPDATE events SET published = 1 WHERE id = ? AND schedule_from = ?").run(id, scheduleFrom);
   }

@@ -165,6 +165,11 @@ export class SqliteInspectionStore implements InspectionStore {
     return rows.map((r) => toRecord(r as Row));
   }
 
+  async countByStatus(): Promise<Map<Status, number>> {
+    const rows = this.#sql("SELECT status, COUNT(*) AS n FROM inspections GROUP BY status").all() as { status: Status; n: number }[];
+    return new Map(rows.map((r) => [r.status, r.n]));
+  }
+
   async recordOpened(id: string, at: number): Promise<void> {
     this.#sql("UPDATE inspections SET opened_at = COALESCE(opened_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?").run(at, id);
   }
@@ -227,7 +232,6 @@ export class SqliteInspectionStore implements InspectionStore {
       }
       const result = this.#sql(`UPDATE inspections SET ${sets.join(", ")} WHERE id = ? AND status = ?`).run(...params, id, from);
       if (result.changes !== 1) return null;
-      if (patch.report !== undefined) this.#sql("INSERT OR REPLACE INTO reports (inspection_id, body) VALUES (?, ?)").run(id, patch.report);
       const after = this.#read(id)!;
       insertEvent(this.#db, after, at, event(after));
       return after;
@@ -294,10 +298,5 @@ export class SqliteInspectionStore implements InspectionStore {
       scope.livemode ? 1 : 0,
     );
     return row ? toMedia(row as Row) : null;
-  }
-
-  async getReport(inspectionId: string): Promise<string | null> {
-    const row = this.#sql("SELECT body FROM reports WHERE inspection_id = ?").get(inspectionId) as Row | undefined;
-    return row ? (row.body as string) : null;
   }
 }

@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { carPhotos } from "../helpers/photos.ts";
+import { sample } from "../helpers/prometheus.ts";
+import { startService, type TestService, VALID_VIN } from "../helpers/service.ts";
+import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
+
+/** /metrics of the embedded service, as Prometheus scrapes it: after an inspection taken from creation to its webhooks. */
+describe("/metrics", () => {
+  let svc: TestService;
+  let receiver: WebhookReceiver;
+  beforeAll(async () => {
+    svc = await startService();
+    receiver = await new WebhookReceiver().start();
+  });
+  afterAll(async () => {
+    await svc.close();
+    await receiver.close();
+  });
+
+  it("counts requests by route, inspections by phase, detection and webhook attempts, without an API key", async () => {
+    const key = await svc.key("test", "metered");
+    const made = await (
+      await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, notify_url: receiver.url } })
+    ).json();
+    const base = `${svc.url}/capture/v1/${made.capture_url.split("/").pop()}`;
+    const photos = carPhotos(9);
+    for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
+      const put = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[i]!, headers: { "content-type": "image/jpeg" } });
+      expect(put.status).toBe(200);
+    }
+    expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
+    await until(
+      "created, in_progress, processing and completed delivered",
+      () => receiver.received.length,
+      (n) => n >= 4,
+      60_000,
+    );
+    await svc.api(key, `/v1/inspections/${made.id}`);
+    await svc.api(key, "/v1/inspections/insp_000000000000000000000000");
+
+    const res = await fetch(`${svc.url}/metrics`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    const start = { workload: "start" };
+    // By the route's pattern: one series for every inspection's GET, whatever its id.
+    expect(
+      sample(text, "http_request_duration_seconds_count", { ...start, method: "GET", route: "/v1/inspections/:id", status_code: "200" }),
+    ).toBe(1);
+    expect(sample(text, "http_request_duration_seconds_count", { method: "GET", route: "/v1/inspections/:id", status_code: "404" })).toBe(
+      1,
+    );
+    expect(sample(text, "http_request_duration_seconds_count", { method: "PUT", route: "/capture/v1/:token/photos/:angle" })).toBe(9);
+    expect(text).not.toContain(made.id);
+    expect(sample(text, "inspections", { ...start, phase: "completed" })).toBe(1);
+    expect(sample(text, "inspections", { phase: "processing" })).toBe(0);
+    expect(sample(text, "detection_duration_seconds_count", { outcome: "completed" })).toBe(1);
+    expect(sample(text, "webhook_delivery_attempts_total", { outcome: "succeeded" })).toBeGreaterThanOrEqual(4);
+    expect(sample(text, "queue_depth", { queue: "controller" })).toBe(0);
+    expect(sample(text, "process_cpu_seconds_total", start)).toBeGreaterThan(0);
+  });
+});
