@@ -22,19 +22,33 @@ function structural(schema: z.ZodType): JsonSchema {
   return clean(json) as JsonSchema;
 }
 
+/** The one field of the spec that changes after creation: the cancel intent, which cannot be taken back. */
+const MUTABLE = "cancelRequested";
+const CANCEL_STAYS = {
+  rule: "!has(oldSelf.cancelRequested) || !oldSelf.cancelRequested || (has(self.cancelRequested) && self.cancelRequested)",
+  message: "a cancel request cannot be withdrawn",
+};
+
+/**
+ * A transition rule per field of the spec but the cancel intent, from the schema's own keys (a field
+ * added to the creation request is immutable with no change here): a required field equals its old
+ * value; an optional one is present exactly when it was, and then equal.
+ */
+function immutableFields(spec: z.ZodObject): { rule: string; message: string }[] {
+  return Object.entries(spec.shape)
+    .filter(([field]) => field !== MUTABLE)
+    .map(([field, type]) => ({
+      rule: (type as z.ZodType).safeParse(undefined).success
+        ? `has(self.${field}) == has(oldSelf.${field}) && (!has(self.${field}) || self.${field} == oldSelf.${field})`
+        : `self.${field} == oldSelf.${field}`,
+      message: `spec.${field} is immutable: the spec is the creation request`,
+    }));
+}
+
 /** The Inspection CustomResourceDefinition, from the zod schemas. */
 export function buildCrd(): JsonSchema {
   const spec = structural(InspectionSpec);
-  spec["x-kubernetes-validations"] = [
-    {
-      rule: "self.vehicle == oldSelf.vehicle && self.accountId == oldSelf.accountId && self.livemode == oldSelf.livemode",
-      message: "the creation request is immutable",
-    },
-    {
-      rule: "!has(oldSelf.cancelRequested) || !oldSelf.cancelRequested || self.cancelRequested",
-      message: "a cancel request cannot be withdrawn",
-    },
-  ];
+  spec["x-kubernetes-validations"] = [...immutableFields(InspectionSpec), CANCEL_STAYS];
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",

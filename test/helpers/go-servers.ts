@@ -15,8 +15,17 @@ export const GO_SERVERS = {
   "nats-server": { module: "github.com/nats-io/nats-server/v2", version: "v2.14.0" },
   // An S3 server over a directory: a bucket is a folder, an object a file under it.
   versitygw: { module: "github.com/versity/versitygw/cmd/versitygw", version: "v1.8.0" },
-} as const;
+  // The Kubernetes control plane (test/helpers/kube-control-plane.ts). Their modules have replace
+  // directives, so `go install module@version` refuses them: each is built inside a wrapper module
+  // of ours (test/kube/), whose go.mod pins the version named here.
+  etcd: { wrapper: "test/kube/etcd", package: ".", version: "v3.6.13" },
+  "kube-apiserver": { wrapper: "test/kube/binaries", package: "k8s.io/kubernetes/cmd/kube-apiserver", version: "v1.34.2" },
+} as const satisfies Record<string, GoBuild>;
 export type GoServer = keyof typeof GO_SERVERS;
+/** Built by `go install module@version`, or by `go build` of a package inside a wrapper module of the repository. */
+type GoBuild = { module: string; version: string } | { wrapper: string; package: string; version: string };
+
+const REPOSITORY = join(import.meta.dirname, "../..");
 
 /** Outside the repository, by version, so a new pin builds beside the old one and nothing is rebuilt twice. */
 const CACHE_DIR = join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "vehicle-inspection", "go");
@@ -46,14 +55,26 @@ export async function buildGoServers(log: (line: string) => void = () => {}): Pr
   for (const name of missingGoServers()) {
     const go = goCommand();
     if (!go) throw new Error(`Go (https://go.dev/dl/) is needed to build ${name} for the tests, and is not installed`);
-    const { module, version } = GO_SERVERS[name];
+    const build: GoBuild = GO_SERVERS[name];
+    const { version } = build;
     const binary = goBinary(name);
     log(`building ${name} ${version} from the Go module proxy (once; cached in ${CACHE_DIR})`);
     const since = Date.now();
     mkdirSync(CACHE_DIR, { recursive: true });
     const staging = mkdtempSync(join(CACHE_DIR, `.${name}-`));
     try {
-      await promisify(execFile)(go, ["install", `${module}@${version}`], { env: { ...process.env, GOBIN: staging }, maxBuffer: 16 << 20 });
+      const run = promisify(execFile);
+      if ("module" in build) {
+        await run(go, ["install", `${build.module}@${version}`], { env: { ...process.env, GOBIN: staging }, maxBuffer: 16 << 20 });
+      } else {
+        // Static, as the control plane's own release builds are; a link takes about 2 GiB of memory.
+        const env = { ...process.env, CGO_ENABLED: "0" };
+        await run(go, ["build", "-o", join(staging, name), build.package], {
+          cwd: join(REPOSITORY, build.wrapper),
+          env,
+          maxBuffer: 16 << 20,
+        });
+      }
       chmodSync(staging, 0o755);
       if (!existsSync(binary)) renameSync(staging, dirname(binary));
     } catch (error) {

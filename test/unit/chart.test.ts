@@ -31,6 +31,22 @@ describe("the Helm chart", () => {
     expect(r.status).toBe(0);
   });
 
+  it("refuses values its schema does not know or allow, saying which (values.schema.json)", () => {
+    const refused = (...set: string[]) =>
+      spawnSync(helm, ["template", "r", CHART, "--set", "publicUrl=https://inspect.example.com", ...set.flatMap((s) => ["--set", s])], {
+        encoding: "utf8",
+      });
+    // A typo that would otherwise render, and leave the pod without the volume size asked for.
+    const typo = refused("persistance.size=1Gi");
+    expect(typo.status).not.toBe(0);
+    expect(typo.stderr).toContain("additional properties 'persistance' not allowed");
+    expect(refused("persistence.sise=1Gi").stderr).toContain("additional properties 'sise' not allowed");
+    expect(refused("publicUrl=not-a-url").stderr).toContain("/publicUrl");
+    expect(refused("detection.provider=tpu").stderr).toContain("/detection/provider");
+    expect(refused("resources.requests.cpu=lots").stderr).toContain("/resources/requests/cpu");
+    expect(refused("image.pullPolicy=Sometimes").status).not.toBe(0);
+  });
+
   it("refuses to render without publicUrl, saying why", () => {
     const r = spawnSync(helm, ["template", "r", CHART], { encoding: "utf8" });
     expect(r.status).not.toBe(0);

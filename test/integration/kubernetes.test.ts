@@ -1,0 +1,111 @@
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ControlPlane, kubeTools, startControlPlane } from "../helpers/kube-control-plane.ts";
+
+const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
+const CHART = join(import.meta.dirname, "../../charts/vehicle-inspection");
+
+/** An Inspection as the API would make it; `overrides` replace parts of its spec. */
+const inspection = (name: string, spec: Record<string, unknown> = {}) =>
+  JSON.stringify({
+    apiVersion: "inspection.dev/v1",
+    kind: "Inspection",
+    metadata: { name, labels: { "inspection.dev/account": "acct_test", "inspection.dev/livemode": "false" } },
+    spec: { reference: `ref-${name}`, vehicle: { vin: "1HGCM82633A004352" }, accountId: "acct_test", livemode: false, ...spec },
+  });
+
+/**
+ * crds/inspections.yaml against a real kube-apiserver (with etcd, built from the Go module proxy):
+ * the server accepts it as structural, stores Inspections, enforces its schema, its CEL rules and
+ * its status subresource, and `kubectl get inspections` prints its columns.
+ */
+describe("the Inspection CRD on a real API server", () => {
+  let k: ControlPlane;
+  beforeAll(async () => {
+    k = await startControlPlane();
+    await k.kubectl("apply", "--server-side", "-f", CRD);
+    await k.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+  }, 240_000);
+  afterAll(() => k?.close());
+
+  const apply = (manifest: string) => k.kubectlResult(["create", "-f", "-"], manifest);
+  const patch = (name: string, body: unknown, ...extra: string[]) =>
+    k.kubectlResult(["patch", "inspection", name, "--type=merge", "-p", JSON.stringify(body), ...extra]);
+
+  it("stores an Inspection and lists it with its printer columns, by its short name too", async () => {
+    expect((await apply(inspection("insp-columns"))).code).toBe(0);
+    const set = await patch("insp-columns", { status: { phase: "completed", grade: "minor", findings: 2 } }, "--subresource=status");
+    expect(set.stderr).toBe("");
+    const table = await k.kubectl("get", "insp");
+    const [header, row] = table.trim().split("\n");
+    expect(header!.split(/\s{2,}/)).toEqual(["NAME", "PHASE", "GRADE", "FINDINGS", "VIN", "REFERENCE", "AGE"]);
+    expect(row!.split(/\s{2,}/).slice(0, 6)).toEqual(["insp-columns", "completed", "minor", "2", "1HGCM82633A004352", "ref-insp-columns"]);
+    console.log(`kubectl get inspections:\n${await k.kubectl("get", "inspections")}`);
+  });
+
+  it("refuses a spec the schema refuses", async () => {
+    const noAccount = JSON.parse(inspection("insp-bad"));
+    delete noAccount.spec.accountId;
+    const refused = await apply(JSON.stringify(noAccount));
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("spec.accountId: Required value");
+    const longReference = await apply(inspection("insp-long", { reference: "r".repeat(256) }));
+    expect(longReference.stderr).toMatch(/spec.reference: Too long/);
+  });
+
+  it("keeps the spec immutable but for cancelRequested, which cannot be withdrawn", async () => {
+    expect((await apply(inspection("insp-cel"))).code).toBe(0);
+    for (const change of [
+      { vehicle: { vin: "5YJ3E1EA2KF317000" } },
+      { reference: "changed" },
+      { accountId: "acct_other" },
+      { livemode: true },
+    ]) {
+      const refused = await patch("insp-cel", { spec: change });
+      expect(refused.code, JSON.stringify(change)).not.toBe(0);
+      expect(refused.stderr).toContain("immutable");
+    }
+    const added = await patch("insp-cel", { spec: { notify_url: "https://example.com/hooks" } });
+    expect(added.stderr).toContain("immutable");
+    expect((await patch("insp-cel", { spec: { cancelRequested: true } })).code).toBe(0);
+    const withdrawn = await patch("insp-cel", { spec: { cancelRequested: false } });
+    expect(withdrawn.stderr).toContain("a cancel request cannot be withdrawn");
+  });
+
+  it("writes status only through the status subresource", async () => {
+    expect((await apply(inspection("insp-status"))).code).toBe(0);
+    await patch("insp-status", { status: { phase: "failed" } });
+    expect(await k.kubectl("get", "insp", "insp-status", "-o", "jsonpath={.status.phase}")).toBe("");
+    await patch("insp-status", { status: { phase: "processing" } }, "--subresource=status");
+    expect(await k.kubectl("get", "insp", "insp-status", "-o", "jsonpath={.status.phase}")).toBe("processing");
+    const wrongPhase = await patch("insp-status", { status: { phase: "lost" } }, "--subresource=status");
+    expect(wrongPhase.stderr).toContain('Unsupported value: "lost"');
+  });
+
+  it("takes the chart's rendered objects in a server-side dry run, in a namespace that enforces Pod Security restricted", async () => {
+    await k.kubectl("create", "namespace", "vi-chart");
+    await k.kubectl(
+      "label",
+      "namespace",
+      "vi-chart",
+      "pod-security.kubernetes.io/enforce=restricted",
+      "pod-security.kubernetes.io/warn=restricted",
+    );
+    const { helm } = kubeTools();
+    for (const values of [[], ["detection.provider=cuda", "ingress.enabled=true", "ingress.host=inspect.example.com"]]) {
+      const set = ["publicUrl=https://inspect.example.com", ...values].flatMap((v) => ["--set", v]);
+      const manifest = execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-chart", ...set], { encoding: "utf8" });
+      const dryRun = await k.kubectlResult(["apply", "--dry-run=server", "-n", "vi-chart", "-f", "-"], manifest);
+      expect(dryRun.code, dryRun.stderr).toBe(0);
+      // A pod spec short of `restricted` is a warning for its StatefulSet here (and a refusal for its pods).
+      expect(dryRun.stderr).not.toContain("PodSecurity");
+      expect(dryRun.stdout).toContain("statefulset.apps/r-vehicle-inspection created (server dry run)");
+    }
+    // The check bites: a container allowed to escalate is reported.
+    const loose = ["publicUrl=https://inspect.example.com", "securityContext.allowPrivilegeEscalation=true"].flatMap((v) => ["--set", v]);
+    const manifest = execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-chart", ...loose], { encoding: "utf8" });
+    const warned = await k.kubectlResult(["apply", "--dry-run=server", "-n", "vi-chart", "-f", "-"], manifest);
+    expect(warned.stderr).toContain('would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false');
+  });
+});
