@@ -29,7 +29,11 @@ type Setup = { url: string; env: Record<string, string>; processes: ServiceProce
 
 async function started(env: Record<string, string>, workload: string, message: string): Promise<ServiceProcess> {
   const p = new ServiceProcess(env, workload);
-  await p.line((l) => l.msg === message, 120_000);
+  try {
+    await p.line((l) => l.msg === message, 120_000);
+  } catch (error) {
+    throw new Error(`${workload} did not start: ${(error as Error).message}\n${p.stderr}`);
+  }
   return p;
 }
 

@@ -99,6 +99,15 @@ for (const adapter of ADAPTERS) {
       expect(await b.peek("shared", 4, 1000, now)).toMatchObject({ allowed: false, used: 4 });
     });
 
+    it("counts a burst of one key at once exactly, each request its own place in it", async () => {
+      const [store] = await adapter.replicas();
+      const now = 5_000_000;
+      const burst = await Promise.all(Array.from({ length: 50 }, () => store.take("burst", 20, 1000, now)));
+      const allowed = burst.filter((a) => a.allowed);
+      expect(allowed.map((a) => a.used).sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+      expect(burst.filter((a) => !a.allowed).every((a) => a.used === 21 && a.resetMs === 50)).toBe(true);
+    });
+
     it("many keys at once, each counted on its own", async () => {
       const [a, b] = await adapter.replicas();
       const now = 4_000_000;
