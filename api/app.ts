@@ -23,7 +23,7 @@ import { FailedAuthLimiter } from "./plugins/failed-auth-limit.ts";
 import { idempotency } from "./plugins/idempotency.ts";
 import { jsonBodyText, refuseBadStrings } from "./plugins/strict-input.ts";
 import { registerRateLimit } from "./plugins/rate-limit.ts";
-import { probeRoutes } from "../core/net/probe-routes.ts";
+import { probeRoutes, storeAnswers } from "../core/net/probe-routes.ts";
 import { sharedRateLimitStore } from "../core/net/shared-rate-limit-store.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { inspectionRoutes } from "./routes/inspections.ts";
@@ -157,11 +157,7 @@ export async function buildApp(s: Services) {
 
   app.get("/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   // Ready while the store answers too.
-  await app.register(
-    probeRoutes(s.metrics, async () => {
-      await s.inspections.getById("insp_readiness_probe");
-    }),
-  );
+  await app.register(probeRoutes(() => storeAnswers(s)));
   return app;
 }
 

@@ -157,6 +157,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   // An endpoint without a bucket would quietly keep blobs on local disk.
   if (e.S3_ENDPOINT && !e.S3_BUCKET) throw new ConfigError("invalid configuration: S3_ENDPOINT is set, but S3_BUCKET is not");
+  if (e.METRICS_PORT !== 0 && e.METRICS_PORT === e.PORT) {
+    throw new ConfigError(
+      `invalid configuration: METRICS_PORT is PORT (${e.PORT}); metrics are served apart from the API, on a port of their own`,
+    );
+  }
   const dataDir = resolve(e.DATA_DIR);
   return {
     port: e.PORT,

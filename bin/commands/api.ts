@@ -3,6 +3,8 @@ import { NatsBus } from "../../core/adapters/nats/nats-bus.ts";
 import { publishIntents } from "../../core/intents-over-bus.ts";
 import { createLogger } from "../../core/logger.ts";
 import { workloadServices } from "../cluster-services.ts";
+import { storeAnswers } from "../../core/net/probe-routes.ts";
+import { startProbeServer } from "./probe-server.ts";
 import { startHttp } from "./workloads.ts";
 
 /** `vehicle-inspection api`: the /v1 and capture routes and the dashboard, alone; run as many as needed. */
@@ -13,13 +15,15 @@ export async function api(config: Config): Promise<{ close(): Promise<void>; por
   const bus = s.nats ? await NatsBus.open(s.nats, { log: log.child({ component: "bus" }) }) : null;
   const stopIntents = bus ? publishIntents(s.signals, bus, log) : () => {};
   const http = await startHttp(s, config, log);
-  log.info({ port: http.port, nats: config.natsUrl !== null, blobs: config.blobs.kind }, "api workload started");
+  const probes = await startProbeServer(config, s.metrics, () => storeAnswers(s), log);
+  log.info({ port: http.port, metrics_port: probes.port, nats: config.natsUrl !== null, blobs: config.blobs.kind }, "api workload started");
   let closing: Promise<void> | undefined;
   return {
     port: http.port,
     close: () =>
       (closing ??= (async () => {
         await http.close();
+        await probes.close();
         stopIntents();
         await bus?.close();
         await s.close();

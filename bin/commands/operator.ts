@@ -7,6 +7,7 @@ import { NatsDetectionRunner } from "../../core/adapters/nats/nats-detection-run
 import type { DetectionRunner } from "../../core/ports/detection-runner.ts";
 import { WorkerPoolRunner } from "../../inference/detection/worker-pool-runner.ts";
 import { workloadServices } from "../cluster-services.ts";
+import { storeAnswers } from "../../core/net/probe-routes.ts";
 import { startProbeServer } from "./probe-server.ts";
 import { startOperator } from "./workloads.ts";
 
@@ -20,7 +21,7 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
   const log = createLogger(config.logLevel).child({ workload: "operator" });
   const s = await workloadServices(config, log, "operator");
   // Before the lease: a standby answers its probes too. Ready while the store answers.
-  const probes = await startProbeServer(config, s.metrics, async () => void (await s.inspections.getById("insp_readiness_probe")), log);
+  const probes = await startProbeServer(config, s.metrics, () => storeAnswers(s), log);
   // Replicas wait here while another leads: one controller writes status at a time.
   const lease = s.nats
     ? await NatsLeaderLease.open(s.nats.kvm, { identity: `${hostname()}:${process.pid}`, ttlMs: config.operatorLeaseMs })

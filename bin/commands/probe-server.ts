@@ -2,11 +2,11 @@ import fastify from "fastify";
 import type { Logger } from "pino";
 import type { Config } from "../../core/config.ts";
 import type { Metrics } from "../../core/metrics.ts";
-import { probeRoutes } from "../../core/net/probe-routes.ts";
+import { metricsRoute, probeRoutes } from "../../core/net/probe-routes.ts";
 
 /**
- * The workloads without an HTTP edge (`operator`, `inference`) answer their probes and /metrics on
- * METRICS_PORT: a small server of their own, beside nothing else.
+ * /metrics, and /healthz and /readyz, on METRICS_PORT: a small server of every workload's own, apart
+ * from the port customers and clients reach (`start` and `api` answer their probes there too).
  */
 export async function startProbeServer(
   config: Config,
@@ -15,7 +15,8 @@ export async function startProbeServer(
   log: Logger,
 ): Promise<{ port: number; close(): Promise<void> }> {
   const app = fastify();
-  await app.register(probeRoutes(metrics, ready));
+  await app.register(probeRoutes(ready));
+  await app.register(metricsRoute(metrics));
   await app.listen({ port: config.metricsPort, host: config.host });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.metricsPort;

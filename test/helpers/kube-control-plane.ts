@@ -16,6 +16,8 @@ import { buildGoServers, goBinary } from "./go-servers.ts";
  */
 export type ControlPlane = {
   server: string;
+  /** etcd's client URL: its v3 JSON gateway answers there too (compaction, for 410s). */
+  etcdUrl: string;
   kubeconfig: string;
   /** kubectl (the one the chart tests use) against this control plane; rejects with its stderr on a non-zero exit. */
   kubectl(...args: string[]): Promise<string>;
@@ -123,7 +125,8 @@ async function stop(child: ChildProcess): Promise<void> {
   clearTimeout(killer);
 }
 
-export async function startControlPlane(): Promise<ControlPlane> {
+/** `apiServerArgs`: flags added to kube-apiserver's (`--watch-cache=false`: watches read etcd itself). */
+export async function startControlPlane(options: { apiServerArgs?: string[] } = {}): Promise<ControlPlane> {
   await buildGoServers();
   const dir = mkdtempSync(join(tmpdir(), "vi-kube-"));
   makeCertificates(dir);
@@ -154,6 +157,7 @@ export async function startControlPlane(): Promise<ControlPlane> {
     "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
     `--service-account-key-file=${join(dir, "sa.pub")}`,
     `--service-account-signing-key-file=${join(dir, "sa.key")}`,
+    ...(options.apiServerArgs ?? []),
   ]);
   const server = `https://127.0.0.1:${apiPort}`;
   const kubeconfig = join(dir, "kubeconfig");
@@ -195,6 +199,7 @@ export async function startControlPlane(): Promise<ControlPlane> {
   }
   return {
     server,
+    etcdUrl,
     kubeconfig,
     kubectlResult,
     async kubectl(...args) {

@@ -16,7 +16,9 @@ export class ServiceProcess {
 
   /** `workload`: `start` (the embedded service), or one workload of the cluster mode (`api`, `operator`, `inference`). */
   constructor(env: Record<string, string>, workload = "start") {
-    this.#child = spawn(process.execPath, [CLI, workload], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    // Metrics on any free port unless told: test processes run side by side.
+    const full = { ...process.env, METRICS_PORT: "0", ...env };
+    this.#child = spawn(process.execPath, [CLI, workload], { env: full, stdio: ["ignore", "pipe", "pipe"] });
     let partial = "";
     this.#child.stdout!.on("data", (d) => {
       const lines = (partial + String(d)).split("\n");

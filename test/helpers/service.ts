@@ -17,6 +17,8 @@ export type TestService = {
   url: string;
   config: Config;
   dataDir: string;
+  /** Where /metrics is served (METRICS_PORT, any free port here); null in the cluster composition, whose workloads each have one. */
+  metricsUrl: string | null;
   /** What a CLI command needs to reach this service's stores: DATA_DIR, and NATS_URL in the cluster composition. */
   cliEnv: Record<string, string>;
   /** Where the blob under `key` is a file: under DATA_DIR/blobs, or in the S3 server's bucket directory (cluster composition). */
@@ -59,6 +61,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
     url,
     config,
     dataDir,
+    metricsUrl: "metricsPort" in service ? `http://127.0.0.1:${service.metricsPort}` : null,
     cliEnv: { DATA_DIR: dataDir, ...(cluster ? { NATS_URL: cluster.env.NATS_URL } : {}) },
     blobPath: (...key) => join(cluster?.bucketDir ?? join(dataDir, "blobs"), ...key),
     key: (e = "test", account = "acme") => createKey(config, e, account),

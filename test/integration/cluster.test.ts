@@ -149,12 +149,12 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("cluster mode: api, operator
     // Detection ran in an inference process, not in the operator.
     const ranDetection = processes.filter((p) => workloadOf.get(p) === "inference" && p.logs.some((l) => l.inspection_id === id));
     expect(ranDetection.length).toBeGreaterThan(0);
-    // Every workload serves /metrics: the api on its port, the operator and the workers on METRICS_PORT.
+    // Every workload serves /metrics on its METRICS_PORT.
     const scrape = async (p: ServiceProcess) => {
       const port = (await p.line((l) => typeof l.metrics_port === "number")).metrics_port;
       return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     };
-    const apiMetrics = await (await fetch(`${url}/metrics`)).text();
+    const apiMetrics = await scrape(processes.find((p) => workloadOf.get(p) === "api")!);
     expect(sample(apiMetrics, "http_request_duration_seconds_count", { workload: "api", route: "/v1/inspections/:id/report" })).toBe(1);
     const leading = processes.find((p) => workloadOf.get(p) === "operator" && p.logs.some((l) => l.msg === "leading"))!;
     const operatorMetrics = await scrape(leading);

@@ -93,7 +93,8 @@ describe("the Inspection CRD on a real API server", () => {
       "pod-security.kubernetes.io/warn=restricted",
     );
     const { helm } = kubeTools();
-    for (const values of [[], ["detection.provider=cuda", "ingress.enabled=true", "ingress.host=inspect.example.com"]]) {
+    const more = ["detection.provider=cuda", "ingress.enabled=true", "ingress.host=inspect.example.com", "networkPolicy.enabled=true"];
+    for (const values of [[], more]) {
       const set = ["publicUrl=https://inspect.example.com", ...values].flatMap((v) => ["--set", v]);
       const manifest = execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-chart", ...set], { encoding: "utf8" });
       const dryRun = await k.kubectlResult(["apply", "--dry-run=server", "-n", "vi-chart", "-f", "-"], manifest);
@@ -101,6 +102,7 @@ describe("the Inspection CRD on a real API server", () => {
       // A pod spec short of `restricted` is a warning for its StatefulSet here (and a refusal for its pods).
       expect(dryRun.stderr).not.toContain("PodSecurity");
       expect(dryRun.stdout).toContain("statefulset.apps/r-vehicle-inspection created (server dry run)");
+      expect(dryRun.stdout).toContain("service/r-vehicle-inspection-headless created (server dry run)");
     }
     // The check bites: a container allowed to escalate is reported.
     const loose = ["publicUrl=https://inspect.example.com", "securityContext.allowPrivilegeEscalation=true"].flatMap((v) => ["--set", v]);

@@ -39,7 +39,9 @@ describe("/metrics", () => {
     await svc.api(key, `/v1/inspections/${made.id}`);
     await svc.api(key, "/v1/inspections/insp_000000000000000000000000");
 
-    const res = await fetch(`${svc.url}/metrics`);
+    // Not on the port clients reach: that one answers it as any unknown route.
+    expect((await fetch(`${svc.url}/metrics`)).status).toBe(404);
+    const res = await fetch(`${svc.metricsUrl}/metrics`);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = await res.text();

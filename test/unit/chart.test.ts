@@ -55,7 +55,7 @@ describe("the Helm chart", () => {
 
   it("runs one hardened replica of `start` with its data on a volume and probes on the health routes", () => {
     const docs = render("publicUrl=https://inspect.example.com");
-    expect(docs.map((d: any) => d.kind).sort()).toEqual(["Service", "ServiceAccount", "StatefulSet"]);
+    expect(docs.map((d: any) => d.kind).sort()).toEqual(["Service", "Service", "ServiceAccount", "StatefulSet"]);
     const sts = docs.find((d: any) => d.kind === "StatefulSet");
     const pod = sts.spec.template.spec;
     const c = pod.containers[0];
@@ -72,6 +72,33 @@ describe("the Helm chart", () => {
     });
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     expect(sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe("20Gi");
+    // A readiness drain before SIGTERM, inside the grace period.
+    expect(c.lifecycle.preStop.sleep.seconds).toBe(5);
+    expect(pod.terminationGracePeriodSeconds).toBe(35);
+  });
+
+  it("serves /metrics on a port of its own that only the headless Service names, never the client-facing one", () => {
+    const docs = render("publicUrl=https://inspect.example.com");
+    const sts = docs.find((d: any) => d.kind === "StatefulSet");
+    const c = sts.spec.template.spec.containers[0];
+    expect(c.ports).toContainEqual({ name: "metrics", containerPort: 9464 });
+    expect(c.env).toContainEqual({ name: "METRICS_PORT", value: "9464" });
+    const services = docs.filter((d: any) => d.kind === "Service");
+    const headless = services.find((svc: any) => svc.spec.clusterIP === "None");
+    expect(sts.spec.serviceName).toBe(headless.metadata.name);
+    expect(headless.spec.ports.map((p: any) => p.name)).toEqual(["http", "metrics"]);
+    const facing = services.find((svc: any) => svc !== headless);
+    expect(facing.spec.ports.map((p: any) => p.name)).toEqual(["http"]);
+  });
+
+  it("adds a ServiceMonitor and a NetworkPolicy that keeps /metrics to the monitoring namespace, on request", () => {
+    const docs = render("publicUrl=https://inspect.example.com", "metrics.serviceMonitor.enabled=true", "networkPolicy.enabled=true");
+    const monitor = docs.find((d: any) => d.kind === "ServiceMonitor");
+    expect(monitor.spec.endpoints).toEqual([{ port: "metrics", path: "/metrics", interval: "30s" }]);
+    const policy = docs.find((d: any) => d.kind === "NetworkPolicy");
+    const metricsRule = policy.spec.ingress.find((r: any) => r.ports[0].port === "metrics");
+    expect(metricsRule.from).toEqual([{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }]);
+    expect(render("publicUrl=https://inspect.example.com").some((d: any) => d.kind === "NetworkPolicy")).toBe(false);
   });
 
   it("adds an ingress on request", () => {

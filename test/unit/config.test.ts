@@ -36,3 +36,12 @@ describe("configuration: where blobs live", () => {
     expect(() => loadConfig(env)).toThrow(message);
   });
 });
+
+describe("configuration: where metrics are served", () => {
+  it("is METRICS_PORT, 9464 unless told, and never the API's port", () => {
+    expect(loadConfig({}).metricsPort).toBe(9464);
+    expect(loadConfig({ METRICS_PORT: "0", PORT: "0" }).metricsPort).toBe(0);
+    expect(() => loadConfig({ PORT: "9000", METRICS_PORT: "9000" })).toThrow(ConfigError);
+    expect(() => loadConfig({ PORT: "9000", METRICS_PORT: "9000" })).toThrow(/METRICS_PORT is PORT/);
+  });
+});

@@ -1,7 +1,10 @@
 import type { KV, Kvm } from "@nats-io/kv";
+import type { LeaderLease } from "../../ports/leader-lease.ts";
 import { firstWriter } from "./nats-connection.ts";
 
 const KEY = "leader";
+/** After a failed renewal, the next try comes this soon (not a third of the lease later). */
+const RETRY_MS = 500;
 
 /**
  * One active operator among its replicas, until Kubernetes' leader election takes over: a lease in
@@ -11,7 +14,7 @@ const KEY = "leader";
  * that finds the key changed or gone means another replica leads now: the holder is told, and must
  * stop acting at once, as controller-runtime exits when it loses its lease.
  */
-export class NatsLeaderLease {
+export class NatsLeaderLease implements LeaderLease {
   readonly #kv: KV;
   readonly #identity: string;
   readonly #ttlMs: number;
@@ -45,15 +48,20 @@ export class NatsLeaderLease {
     }
     if (this.#stopped) return;
     const renew = async () => {
+      let next = every;
       try {
         const write = this.#kv.update(KEY, this.#identity, this.#revision).then((revision) => (this.#revision = revision));
         if (!(await firstWriter(write))) return lost("another replica holds the lease");
         this.#renewedAt = Date.now();
       } catch (error) {
-        // Unreachable for as long as the lease: another replica may lead by now.
-        if (Date.now() - this.#renewedAt >= this.#ttlMs) return lost(`the lease could not be renewed: ${(error as Error).message}`);
+        // Unreachable for two thirds of the lease: given up before the key expires and another replica may take it.
+        if (Date.now() - this.#renewedAt >= (2 * this.#ttlMs) / 3) {
+          return lost(`the lease could not be renewed: ${(error as Error).message}`);
+        }
+        // Until then, tried again soon: a slow moment must not cost the lease.
+        next = Math.min(every, RETRY_MS);
       }
-      if (!this.#stopped) this.#timer = setTimeout(renew, every).unref();
+      if (!this.#stopped) this.#timer = setTimeout(renew, next).unref();
     };
     this.#renewedAt = Date.now();
     this.#timer = setTimeout(renew, every).unref();

@@ -1,0 +1,203 @@
+import type { KubernetesObject, Watch } from "@kubernetes/client-node";
+
+type Listed<T> = { items: T[]; resourceVersion: string };
+
+export type ResourceCacheOptions<T extends KubernetesObject> = {
+  /** Lists every object (no resourceVersion: the latest, from etcd). */
+  list(): Promise<Listed<T>>;
+  watch: Watch;
+  /** The collection's path, e.g. /apis/inspection.dev/v1/namespaces/<ns>/inspections. */
+  path: string;
+  /** A full relist this often besides the watch, as informers resync: what a watch might miss is repaired. */
+  relistMs: number;
+  /** Backoff after a failed list or watch: doubling from this, up to maxBackoffMs. */
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+  onError?: (error: unknown, retryInMs: number) => void;
+  /** Told of every object added, changed or gone (null), after the cache holds it. */
+  onChange?: (key: string, object: T | null) => void;
+};
+
+const GONE = 410;
+const keyOf = (o: KubernetesObject) => `${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
+const statusOf = (error: unknown): number | undefined => (error as { statusCode?: number; code?: number } | null)?.statusCode;
+
+/**
+ * A list-watch cache of one kind of object, the reads of the Kubernetes inspection store: what
+ * @kubernetes/client-node's informer lacks, done here. Its informer stops on any error but 410, asks
+ * for no bookmarks and has no resync, and the client's Watch ends a stream quiet for 30 s (2.0.1:
+ * an inactivity timeout; 2.0.0 ended every watch after 30 s, its issue #3020). So: a watch that ends
+ * for any reason is started again from the last resourceVersion seen, at once when it ended cleanly
+ * or timed out, with backoff (doubling to maxBackoffMs) when it failed; bookmarks are asked for, so
+ * that resourceVersion stays recent while nothing changes; a 410 (the version compacted away, in the
+ * watch's response or as an ERROR event) relists; and a full relist every relistMs repairs anything a
+ * watch missed. `staleMs()` says how long since the cache last heard from the API server, for the
+ * informer-staleness metric and readiness.
+ */
+export class ResourceCache<T extends KubernetesObject> {
+  readonly #o: ResourceCacheOptions<T>;
+  readonly #objects = new Map<string, T>();
+  #resourceVersion = "";
+  #heardAt = 0;
+  #synced = Promise.withResolvers<void>();
+  #isSynced = false;
+  #stopped = false;
+  #abort: AbortController | null = null;
+  #relistTimer: NodeJS.Timeout | undefined;
+  #wake: (() => void) | null = null;
+  #loop: Promise<void> | null = null;
+  #relistDue = false;
+  /** What the cache has done, for the log and the tests: lists made, watches started, 410s met. */
+  readonly stats = { lists: 0, watches: 0, gone: 0 };
+
+  constructor(options: ResourceCacheOptions<T>) {
+    this.#o = options;
+  }
+
+  /** Starts listing and watching; resolves once the first list is held. */
+  start(): Promise<void> {
+    this.#loop ??= this.#run();
+    return this.#synced.promise;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#relistTimer);
+    this.#abort?.abort();
+    this.#wake?.();
+    await this.#loop;
+  }
+
+  get(namespace: string, name: string): T | undefined {
+    return this.#objects.get(`${namespace}/${name}`);
+  }
+
+  list(): T[] {
+    return [...this.#objects.values()];
+  }
+
+  get synced(): boolean {
+    return this.#isSynced;
+  }
+
+  /** Milliseconds since the API server last told this cache anything (an event, a bookmark, a list). */
+  staleMs(now = Date.now()): number {
+    return this.#heardAt === 0 ? Number.POSITIVE_INFINITY : now - this.#heardAt;
+  }
+
+  async #run(): Promise<void> {
+    let backoff = 0;
+    let mustList = true;
+    while (!this.#stopped) {
+      try {
+        if (mustList) {
+          await this.#relist();
+          mustList = false;
+        }
+        const began = Date.now();
+        const ended = await this.#watchOnce();
+        backoff = 0;
+        if (ended === "gone") this.stats.gone++;
+        if (ended !== "ended") mustList = true;
+        // A server that ends watches as soon as they start must not be asked again in a tight loop.
+        else if (Date.now() - began < 1_000) await this.#sleep(100);
+      } catch (error) {
+        if (this.#stopped) break;
+        if (statusOf(error) === GONE) {
+          this.stats.gone++;
+          mustList = true;
+          continue;
+        }
+        const min = this.#o.minBackoffMs ?? 100;
+        backoff = backoff === 0 ? min : Math.min(backoff * 2, this.#o.maxBackoffMs ?? 30_000);
+        this.#o.onError?.(error, backoff);
+        await this.#sleep(backoff);
+      }
+    }
+  }
+
+  async #relist(): Promise<void> {
+    const { items, resourceVersion } = await this.#o.list();
+    this.stats.lists++;
+    const seen = new Set<string>();
+    for (const item of items) {
+      const key = keyOf(item);
+      seen.add(key);
+      this.#put(key, item);
+    }
+    for (const key of [...this.#objects.keys()]) {
+      if (seen.has(key)) continue;
+      this.#objects.delete(key);
+      this.#o.onChange?.(key, null);
+    }
+    this.#resourceVersion = resourceVersion;
+    this.#heardAt = Date.now();
+    if (!this.#isSynced) {
+      this.#isSynced = true;
+      this.#synced.resolve();
+    }
+    clearTimeout(this.#relistTimer);
+    // The periodic relist: the watch is ended, and the loop lists before watching again.
+    this.#relistTimer = setTimeout(() => {
+      this.#relistDue = true;
+      this.#abort?.abort();
+    }, this.#o.relistMs).unref();
+  }
+
+  /** One watch from the held resourceVersion, until it ends: "gone" on a 410, "relist" when the periodic relist is due, "ended" otherwise. */
+  async #watchOnce(): Promise<"gone" | "relist" | "ended"> {
+    const { promise, resolve, reject } = Promise.withResolvers<"gone" | "relist" | "ended">();
+    let gone = false;
+    const query = { resourceVersion: this.#resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 300 };
+    this.stats.watches++;
+    this.#abort = await this.#o.watch.watch(
+      this.#o.path,
+      query,
+      (type: string, object: T & { code?: number }) => {
+        this.#heardAt = Date.now();
+        if (type === "ERROR") {
+          if (object.code === GONE) gone = true;
+          this.#abort?.abort();
+          return;
+        }
+        const resourceVersion = object.metadata?.resourceVersion;
+        if (resourceVersion) this.#resourceVersion = resourceVersion;
+        if (type === "BOOKMARK") return;
+        const key = keyOf(object);
+        if (type === "DELETED") {
+          this.#objects.delete(key);
+          this.#o.onChange?.(key, null);
+        } else this.#put(key, object);
+      },
+      (error: unknown) => {
+        if (this.#relistDue) {
+          this.#relistDue = false;
+          return resolve("relist");
+        }
+        if (gone || statusOf(error) === GONE) return resolve("gone");
+        // Closed by the server (its timeoutSeconds), or quiet past the client's inactivity timeout: not failures.
+        const name = (error as { name?: string } | null)?.name;
+        if (!error || name === "TimeoutError" || this.#stopped) return resolve("ended");
+        reject(error);
+      },
+    );
+    return promise;
+  }
+
+  #put(key: string, object: T): void {
+    const held = this.#objects.get(key);
+    if (held?.metadata?.resourceVersion === object.metadata?.resourceVersion) return;
+    this.#objects.set(key, object);
+    this.#o.onChange?.(key, object);
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.#wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}

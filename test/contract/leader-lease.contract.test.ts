@@ -1,0 +1,106 @@
+import { CoordinationV1Api, KubeConfig } from "@kubernetes/client-node";
+import { afterAll, describe, expect, it } from "vitest";
+import { KubernetesLeaderLease } from "../../core/adapters/kubernetes/kubernetes-leader-lease.ts";
+import { connectNats } from "../../core/adapters/nats/nats-connection.ts";
+import { NatsLeaderLease } from "../../core/adapters/nats/nats-leader-lease.ts";
+import type { LeaderLease } from "../../core/ports/leader-lease.ts";
+import { startNatsServer, type NatsServer } from "../helpers/go-servers.ts";
+import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
+
+const TTL_MS = 3_000;
+
+/** A replica's lease over a connection of its own, which `cut` severs (its process partitioned away, or dead). */
+type Replica = { lease: LeaderLease; cut(): Promise<void> };
+
+let nats: NatsServer | undefined;
+let kube: ControlPlane | undefined;
+afterAll(async () => {
+  await nats?.close();
+  await kube?.close();
+});
+let leases = 0;
+
+const ADAPTERS: { name: string; replicas(): Promise<(identity: string) => Promise<Replica>> }[] = [
+  {
+    name: "nats",
+    async replicas() {
+      nats ??= await startNatsServer();
+      const bucket = `leader-${++leases}`;
+      return async (identity) => {
+        const connection = await connectNats({ url: nats!.url, name: identity });
+        return { lease: await NatsLeaderLease.open(connection.kvm, { bucket, identity, ttlMs: TTL_MS }), cut: () => connection.close() };
+      };
+    },
+  },
+  {
+    name: "kubernetes (a real kube-apiserver)",
+    async replicas() {
+      kube ??= await startControlPlane();
+      const name = `operator-leader-${++leases}`;
+      return async (identity) => {
+        const config = new KubeConfig();
+        config.loadFromFile(kube!.kubeconfig);
+        const real = config.makeApiClient(CoordinationV1Api);
+        let severed = false;
+        // Every call fails once cut, as a client partitioned from the API server sees it.
+        const api = new Proxy(real, {
+          get(target, prop) {
+            const value = Reflect.get(target, prop, target);
+            if (typeof value !== "function") return value;
+            return (...args: unknown[]) => (severed ? Promise.reject(new Error("connection refused")) : value.apply(target, args));
+          },
+        });
+        const lease = new KubernetesLeaderLease({ api, namespace: "default", name, identity, ttlMs: TTL_MS });
+        return { lease, cut: async () => void (severed = true) };
+      };
+    },
+  },
+];
+
+for (const adapter of ADAPTERS) {
+  describe(`LeaderLease contract: ${adapter.name}`, () => {
+    it("one replica of two leads; released, the other leads at once", async () => {
+      const replica = await adapter.replicas();
+      const [a, b] = [await replica("a"), await replica("b")];
+      await a.lease.acquire(() => {});
+      let bLeads = false;
+      const bAcquired = b.lease.acquire(() => {}).then(() => (bLeads = true));
+      await new Promise((r) => setTimeout(r, TTL_MS * 1.5));
+      // Past the duration, renewed all along: still a's.
+      expect(bLeads).toBe(false);
+      const released = Date.now();
+      await a.lease.release();
+      await bAcquired;
+      expect(Date.now() - released).toBeLessThan(TTL_MS);
+      await b.lease.release();
+      await Promise.all([a.cut(), b.cut()]);
+    }, 30_000);
+
+    it("of five replicas racing for it at once, one leads", async () => {
+      const replica = await adapter.replicas();
+      const replicas = await Promise.all(["r1", "r2", "r3", "r4", "r5"].map((id) => replica(id)));
+      const leading: number[] = [];
+      for (const [i, r] of replicas.entries()) void r.lease.acquire(() => {}).then(() => leading.push(i));
+      await new Promise((r) => setTimeout(r, TTL_MS * 1.5));
+      expect(leading).toHaveLength(1);
+      for (const r of replicas) await r.lease.release();
+      await Promise.all(replicas.map((r) => r.cut()));
+    }, 30_000);
+
+    it("a holder cut off stops acting before another replica takes the lease", async () => {
+      const replica = await adapter.replicas();
+      const [a, b] = [await replica("a"), await replica("b")];
+      let lostAt = 0;
+      await a.lease.acquire(() => (lostAt = Date.now()));
+      const bAcquired = b.lease.acquire(() => {}).then(() => Date.now());
+      await a.cut();
+      const takenAt = await bAcquired;
+      expect(lostAt).toBeGreaterThan(0);
+      // Never both acting: the old holder gave up first.
+      expect(lostAt).toBeLessThanOrEqual(takenAt);
+      await b.lease.release();
+      await b.cut();
+      await a.lease.release();
+    }, 30_000);
+  });
+}
