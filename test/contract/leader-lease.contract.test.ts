@@ -51,7 +51,10 @@ const ADAPTERS: { name: string; replicas(): Promise<(identity: string) => Promis
           },
         });
         const lease = new KubernetesLeaderLease({ api, namespace: "default", name, identity, ttlMs: TTL_MS });
-        return { lease, cut: async () => void (severed = true) };
+        const cut = async () => {
+          severed = true;
+        };
+        return { lease, cut };
       };
     },
   },
