@@ -15,6 +15,11 @@ export type WebhookMessage = { eventId: string; accountId: string; livemode: boo
 export const webhookMessageId = (e: Pick<EventRecord, "id" | "scheduleFrom">): string => `${e.id}.${e.scheduleFrom}`;
 
 const BATCH = 100;
+/**
+ * How often the relay looks for overdue events. An event is overdue only past the ack wait and the
+ * duplicate window (minutes): looking every poll would repeat the last look's answer four times a second.
+ */
+const SWEEP_EVERY_MS = 60_000;
 
 export type WebhookRelayOptions = {
   events: EventStore;
@@ -45,6 +50,7 @@ export class WebhookRelay {
   #stopped = false;
   #nudged = false;
   #wake: (() => void) | undefined;
+  #sweptAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: WebhookRelayOptions) {
     this.#o = options;
@@ -88,7 +94,11 @@ export class WebhookRelay {
       await events.markPublished(e.id, e.scheduleFrom);
       log.debug({ event_id: e.id, schedule_from: e.scheduleFrom }, "webhook event published to the bus");
     }
-    const stalled = await events.stalled(clock.now() - stalledAfterMs, BATCH);
+    const now = clock.now();
+    if (now - this.#sweptAt < Math.min(stalledAfterMs, SWEEP_EVERY_MS)) return pending.length;
+    const stalled = await events.stalled(now - stalledAfterMs, BATCH);
+    // A full batch is looked at again on the next pass; otherwise not before the next sweep is due.
+    if (stalled.length < BATCH) this.#sweptAt = now;
     for (const e of stalled) {
       if (this.#stopped) break;
       await this.#publish(e);

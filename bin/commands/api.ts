@@ -5,6 +5,7 @@ import { createLogger } from "../../core/logger.ts";
 import { workloadServices } from "../cluster-services.ts";
 import { storeAnswers } from "../../core/net/probe-routes.ts";
 import { startProbeServer } from "./probe-server.ts";
+import { closeOnce } from "./close-once.ts";
 import { startHttp } from "./workloads.ts";
 
 /** `vehicle-inspection api`: the /v1 and capture routes and the dashboard, alone; run as many as needed. */
@@ -17,17 +18,15 @@ export async function api(config: Config): Promise<{ close(): Promise<void>; por
   const http = await startHttp(s, config, log);
   const probes = await startProbeServer(config, s.metrics, () => storeAnswers(s), log);
   log.info({ port: http.port, metrics_port: probes.port, nats: config.natsUrl !== null, blobs: config.blobs.kind }, "api workload started");
-  let closing: Promise<void> | undefined;
   return {
     port: http.port,
-    close: () =>
-      (closing ??= (async () => {
-        await http.close();
-        await probes.close();
-        stopIntents();
-        await bus?.close();
-        await s.close();
-        log.info("api workload stopped");
-      })()),
+    close: closeOnce(async () => {
+      await http.close();
+      await probes.close();
+      stopIntents();
+      await bus?.close();
+      await s.close();
+      log.info("api workload stopped");
+    }),
   };
 }

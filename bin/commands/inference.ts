@@ -2,6 +2,7 @@ import { type Config, ConfigError } from "../../core/config.ts";
 import { createLogger } from "../../core/logger.ts";
 import { Metrics } from "../../core/metrics.ts";
 import { startProbeServer } from "./probe-server.ts";
+import { closeOnce } from "./close-once.ts";
 import { startInferenceWorker } from "../../inference/worker/inference-worker.ts";
 
 /**
@@ -21,14 +22,12 @@ export async function inference(config: Config): Promise<{ close(): Promise<void
   const probes = await startProbeServer(config, metrics, async () => {}, log);
   const started = { worker: worker.name, threads: config.detectionThreads, blobs: config.blobs.kind, metrics_port: probes.port };
   log.info(started, "inference workload started");
-  let closing: Promise<void> | undefined;
   return {
     port: probes.port,
-    close: () =>
-      (closing ??= (async () => {
-        await probes.close();
-        await worker.close();
-        log.info("inference workload stopped");
-      })()),
+    close: closeOnce(async () => {
+      await probes.close();
+      await worker.close();
+      log.info("inference workload stopped");
+    }),
   };
 }

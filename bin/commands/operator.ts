@@ -9,6 +9,7 @@ import { WorkerPoolRunner } from "../../inference/detection/worker-pool-runner.t
 import { workloadServices } from "../cluster-services.ts";
 import { storeAnswers } from "../../core/net/probe-routes.ts";
 import { startProbeServer } from "./probe-server.ts";
+import { closeOnce } from "./close-once.ts";
 import { startOperator } from "./workloads.ts";
 
 /**
@@ -42,17 +43,15 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
   const bus = s.nats ? await NatsBus.open(s.nats, { log: log.child({ component: "bus" }) }) : null;
   const loops = await startOperator(s, config, log, runner, bus);
   log.info({ nats: config.natsUrl !== null, blobs: config.blobs.kind, metrics_port: probes.port }, "operator workload started");
-  let closing: Promise<void> | undefined;
   return {
     port: probes.port,
-    close: () =>
-      (closing ??= (async () => {
-        await probes.close();
-        await loops.close();
-        await bus?.close();
-        await lease?.release();
-        await s.close();
-        log.info("operator workload stopped");
-      })()),
+    close: closeOnce(async () => {
+      await probes.close();
+      await loops.close();
+      await bus?.close();
+      await lease?.release();
+      await s.close();
+      log.info("operator workload stopped");
+    }),
   };
 }

@@ -4,6 +4,7 @@ import { WorkerPoolRunner } from "../../inference/detection/worker-pool-runner.t
 import { embeddedServices, moveReports } from "../embedded-services.ts";
 import { storeAnswers } from "../../core/net/probe-routes.ts";
 import { startProbeServer } from "./probe-server.ts";
+import { closeOnce } from "./close-once.ts";
 import { startHttp, startOperator } from "./workloads.ts";
 
 /** `vehicle-inspection start`: the whole service in one process (embedded mode). */
@@ -18,15 +19,13 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
   const started = { port: http.port, metrics_port: probes.port, data_dir: config.dataDir, public_url: config.publicUrl };
   log.info(started, "vehicle inspection service started");
 
-  let closing: Promise<void> | undefined;
-  const close = () =>
-    (closing ??= (async () => {
-      log.info("vehicle inspection service stopping");
-      await http.close();
-      await probes.close();
-      await operator.close();
-      await s.close();
-      log.info("vehicle inspection service stopped");
-    })());
+  const close = closeOnce(async () => {
+    log.info("vehicle inspection service stopping");
+    await http.close();
+    await probes.close();
+    await operator.close();
+    await s.close();
+    log.info("vehicle inspection service stopped");
+  });
   return { close, port: http.port, metricsPort: probes.port };
 }

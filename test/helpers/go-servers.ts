@@ -108,11 +108,22 @@ function accepts(port: number): Promise<boolean> {
  * A server process that can be stopped and started again with the same arguments: the same port
  * and the same data directory, as a real outage and recovery would look to its clients.
  */
-class ServerProcess {
+export class ServerProcess {
   readonly #name: GoServer;
   readonly #args: string[];
   readonly #port: number;
   #child: ChildProcess | null = null;
+  #output = "";
+
+  /** The last few thousand characters it printed, for saying why it did not come up. */
+  get output(): string {
+    return this.#output;
+  }
+
+  /** Whether its process is up (started and not exited). */
+  get running(): boolean {
+    return this.#child !== null;
+  }
 
   constructor(name: GoServer, args: string[], port: number) {
     this.#name = name;
@@ -123,10 +134,10 @@ class ServerProcess {
   async start(): Promise<void> {
     if (this.#child) return;
     await buildGoServers();
-    let output = "";
+    this.#output = "";
     const child = spawn(goBinary(this.#name), this.#args, { stdio: ["ignore", "pipe", "pipe"] });
     const keep = (chunk: Buffer) => {
-      output = (output + chunk.toString()).slice(-4000);
+      this.#output = (this.#output + chunk.toString()).slice(-6000);
     };
     child.stdout!.on("data", keep);
     child.stderr!.on("data", keep);
@@ -140,7 +151,7 @@ class ServerProcess {
     while (!(await accepts(this.#port))) {
       if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {
         child.kill("SIGKILL");
-        throw new Error(`${this.#name} did not start on port ${this.#port}:\n${output}`);
+        throw new Error(`${this.#name} did not start on port ${this.#port}:\n${this.#output}`);
       }
       await new Promise((r) => setTimeout(r, 50));
     }

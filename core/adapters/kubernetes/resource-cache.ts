@@ -14,8 +14,6 @@ export type ResourceCacheOptions<T extends KubernetesObject> = {
   minBackoffMs?: number;
   maxBackoffMs?: number;
   onError?: (error: unknown, retryInMs: number) => void;
-  /** Told of every object added, changed or gone (null), after the cache holds it. */
-  onChange?: (key: string, object: T | null) => void;
 };
 
 const GONE = 410;
@@ -40,7 +38,6 @@ export class ResourceCache<T extends KubernetesObject> {
   #resourceVersion = "";
   #heardAt = 0;
   #synced = Promise.withResolvers<void>();
-  #isSynced = false;
   #stopped = false;
   #abort: AbortController | null = null;
   #relistTimer: NodeJS.Timeout | undefined;
@@ -74,10 +71,6 @@ export class ResourceCache<T extends KubernetesObject> {
 
   list(): T[] {
     return [...this.#objects.values()];
-  }
-
-  get synced(): boolean {
-    return this.#isSynced;
   }
 
   /** Milliseconds since the API server last told this cache anything (an event, a bookmark, a list). */
@@ -123,19 +116,12 @@ export class ResourceCache<T extends KubernetesObject> {
     for (const item of items) {
       const key = keyOf(item);
       seen.add(key);
-      this.#put(key, item);
+      this.#objects.set(key, item);
     }
-    for (const key of [...this.#objects.keys()]) {
-      if (seen.has(key)) continue;
-      this.#objects.delete(key);
-      this.#o.onChange?.(key, null);
-    }
+    for (const key of [...this.#objects.keys()]) if (!seen.has(key)) this.#objects.delete(key);
     this.#resourceVersion = resourceVersion;
     this.#heardAt = Date.now();
-    if (!this.#isSynced) {
-      this.#isSynced = true;
-      this.#synced.resolve();
-    }
+    this.#synced.resolve();
     clearTimeout(this.#relistTimer);
     // The periodic relist: the watch is ended, and the loop lists before watching again.
     this.#relistTimer = setTimeout(() => {
@@ -164,10 +150,8 @@ export class ResourceCache<T extends KubernetesObject> {
         if (resourceVersion) this.#resourceVersion = resourceVersion;
         if (type === "BOOKMARK") return;
         const key = keyOf(object);
-        if (type === "DELETED") {
-          this.#objects.delete(key);
-          this.#o.onChange?.(key, null);
-        } else this.#put(key, object);
+        if (type === "DELETED") this.#objects.delete(key);
+        else this.#objects.set(key, object);
       },
       (error: unknown) => {
         if (this.#relistDue) {
@@ -182,13 +166,6 @@ export class ResourceCache<T extends KubernetesObject> {
       },
     );
     return promise;
-  }
-
-  #put(key: string, object: T): void {
-    const held = this.#objects.get(key);
-    if (held?.metadata?.resourceVersion === object.metadata?.resourceVersion) return;
-    this.#objects.set(key, object);
-    this.#o.onChange?.(key, object);
   }
 
   #sleep(ms: number): Promise<void> {
