@@ -40,7 +40,9 @@ export class ServiceProcess {
       const found = this.logs.find(match);
       if (found) return found;
       if (this.#child.exitCode !== null || Date.now() > deadline) {
-        throw new Error(`no such log line (exit ${this.#child.exitCode}); got: ${this.logs.map((l) => l.msg).join(" | ")}`);
+        throw new Error(
+          `no such log line (exit ${this.#child.exitCode}); got: ${this.logs.map((l) => l.msg).join(" | ")}; stderr: ${this.stderr.slice(-2_000)}`,
+        );
       }
       await new Promise<void>((r) => {
         this.#waiters.push(r);

@@ -130,27 +130,51 @@ export const databaseFile = (dataDir: string) => join(dataDir, "inspections.db")
 
 export function openDatabase(dataDir: string): Database {
   mkdirSync(dataDir, { recursive: true });
-  const db = new DatabaseSync(databaseFile(dataDir), { timeout: 5_000 });
+  const db = new DatabaseSync(databaseFile(dataDir), { timeout: BUSY_FOR_MS });
   // synchronous=NORMAL in WAL mode: a commit survives a process crash (the contract's restart promise);
   // only a power loss can take the last commits. 64 MB of page cache keeps list pages warm.
   // temp_store=MEMORY: each grouped write's savepoint copies the pages it first touches into a
   // sub-journal, which past 64 KiB spills to a temporary file; a group of creates passes that, and
   // the file's writes doubled what an insert cost.
-  db.exec(
-    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;",
-  );
+  enterWal(db);
+  db.exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;");
   migrate(db);
   return db;
 }
 
-function migrate(db: Database): void {
-  const row = db.prepare("PRAGMA user_version").get() as { user_version: number };
-  for (let v = row.user_version; v < MIGRATIONS.length; v++) {
-    transaction(db, () => {
-      db.exec(MIGRATIONS[v]!);
-      db.exec(`PRAGMA user_version = ${v + 1}`);
-    });
+const BUSY_FOR_MS = 5_000;
+
+/**
+ * Switches a new database file to WAL (a file already in WAL stays so). SQLite answers "database is
+ * locked" at once, without waiting out busy_timeout, when another process is switching the same new
+ * file at that moment (seen with four workloads started together: 5 of 80 opens), so the switch is
+ * tried again for as long as busy_timeout would wait.
+ */
+function enterWal(db: Database): void {
+  const deadline = Date.now() + BUSY_FOR_MS;
+  for (;;) {
+    try {
+      db.exec("PRAGMA journal_mode = WAL");
+      return;
+    } catch (error) {
+      if ((error as { errcode?: number }).errcode !== 5 /* SQLITE_BUSY */ || Date.now() > deadline) throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+    }
   }
+}
+
+/**
+ * Brings the schema up to date. The version is read inside the write transaction: processes started
+ * together on a new DATA_DIR (the cluster mode's workloads on one machine) would otherwise each read
+ * version 0 and all but the first fail on "table already exists".
+ */
+function migrate(db: Database): void {
+  const version = () => (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version;
+  if (version() >= MIGRATIONS.length) return;
+  transaction(db, () => {
+    for (let v = version(); v < MIGRATIONS.length; v++) db.exec(MIGRATIONS[v]!);
+    db.exec(`PRAGMA user_version = ${MIGRATIONS.length}`);
+  });
 }
 
 /** Stands for every table: what a rollback, or a statement whose table is unknown, may have changed. */
