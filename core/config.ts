@@ -58,6 +58,23 @@ const EnvSchema = z.object({
   // Cluster mode: how long an operator's lease lasts without renewal before a standby takes over.
   OPERATOR_LEASE_MS: z.coerce.number().int().min(1_000).max(300_000).default(15_000),
   INFERENCE_ACK_WAIT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(30_000),
+  // Cluster mode in Kubernetes: detection runs as Jobs made from this template (a batch/v1 Job in
+  // YAML or JSON, the chart's ConfigMap), scaled by the operator with the detection queue.
+  DETECTION_JOB_TEMPLATE: z.string().min(1).optional(),
+  // What owns the Jobs, `Deployment/<name>` or `StatefulSet/<name>` (apps/v1): deleting it deletes them.
+  DETECTION_JOB_OWNER: z
+    .string()
+    .regex(/^(Deployment|StatefulSet)\/[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "Deployment/<name> or StatefulSet/<name>")
+    .optional(),
+  DETECTION_JOBS_MIN: z.coerce.number().int().min(0).max(1000).default(0),
+  DETECTION_JOBS_MAX: z.coerce.number().int().min(1).max(1000).default(4),
+  DETECTION_JOBS_INSPECTIONS_PER_POD: z.coerce.number().int().min(1).max(1000).default(4),
+  DETECTION_JOBS_EVERY_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+  // The namespace the workloads run in (the chart sets it from the downward API).
+  POD_NAMESPACE: z.string().min(1).default("default"),
+  // An inference worker that has had no job for this long leaves with exit code 0: a Job's pod, done
+  // once the queue is empty. Unset: it runs until stopped.
+  INFERENCE_EXIT_WHEN_IDLE_MS: z.coerce.number().int().min(100).max(86_400_000).optional(),
   // Where the operator and inference workloads serve /metrics, /healthz and /readyz (0: any free port).
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   // Detection: a path to an Ultralytics-format ONNX detection model, or "none".
@@ -129,6 +146,16 @@ export type Config = {
   inferenceAckWaitMs: number;
   /** Where the `operator` and `inference` workloads serve their probes and metrics; `api` and `start` serve them on PORT. */
   metricsPort: number;
+  /** Detection as Kubernetes Jobs (operator/detection-job-scaler.ts); null: inference workers run as they are started. */
+  detectionJobs: {
+    templatePath: string;
+    owner: { apiVersion: "apps/v1"; kind: "Deployment" | "StatefulSet"; name: string } | null;
+    bounds: { minParallelism: number; maxParallelism: number; inspectionsPerPod: number };
+    everyMs: number;
+  } | null;
+  namespace: string;
+  /** An inference worker idle this long exits 0 (a Job's pod); null: never. */
+  inferenceExitWhenIdleMs: number | null;
   models: {
     damageModel: string | null;
     partsModel: string | null;
@@ -162,6 +189,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `invalid configuration: METRICS_PORT is PORT (${e.PORT}); metrics are served apart from the API, on a port of their own`,
     );
   }
+  if (e.DETECTION_JOBS_MIN > e.DETECTION_JOBS_MAX) {
+    throw new ConfigError(
+      `invalid configuration: DETECTION_JOBS_MIN (${e.DETECTION_JOBS_MIN}) is above DETECTION_JOBS_MAX (${e.DETECTION_JOBS_MAX})`,
+    );
+  }
+  if (e.DETECTION_JOB_TEMPLATE && !e.NATS_URL) {
+    throw new ConfigError(
+      "invalid configuration: DETECTION_JOB_TEMPLATE is set, but NATS_URL is not (the Jobs' pods take their work from NATS)",
+    );
+  }
+  const [ownerKind, ownerName] = (e.DETECTION_JOB_OWNER?.split("/") ?? []) as ["Deployment" | "StatefulSet", string];
   const dataDir = resolve(e.DATA_DIR);
   return {
     port: e.PORT,
@@ -193,6 +231,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inferenceAckWaitMs: e.INFERENCE_ACK_WAIT_MS,
     metricsPort: e.METRICS_PORT,
     operatorLeaseMs: e.OPERATOR_LEASE_MS,
+    detectionJobs: e.DETECTION_JOB_TEMPLATE
+      ? {
+          templatePath: resolve(e.DETECTION_JOB_TEMPLATE),
+          owner: ownerKind ? { apiVersion: "apps/v1", kind: ownerKind, name: ownerName } : null,
+          bounds: {
+            minParallelism: e.DETECTION_JOBS_MIN,
+            maxParallelism: e.DETECTION_JOBS_MAX,
+            inspectionsPerPod: e.DETECTION_JOBS_INSPECTIONS_PER_POD,
+          },
+          everyMs: e.DETECTION_JOBS_EVERY_MS,
+        }
+      : null,
+    namespace: e.POD_NAMESPACE,
+    inferenceExitWhenIdleMs: e.INFERENCE_EXIT_WHEN_IDLE_MS ?? null,
     models: {
       damageModel: modelPath(e.DAMAGE_MODEL),
       partsModel: modelPath(e.PARTS_MODEL),

@@ -22,12 +22,16 @@ export async function inference(config: Config): Promise<{ close(): Promise<void
   const probes = await startProbeServer(config, metrics, async () => {}, log);
   const started = { worker: worker.name, threads: config.detectionThreads, blobs: config.blobs.kind, metrics_port: probes.port };
   log.info(started, "inference workload started");
-  return {
-    port: probes.port,
-    close: closeOnce(async () => {
-      await probes.close();
-      await worker.close();
-      log.info("inference workload stopped");
-    }),
-  };
+  const close = closeOnce(async () => {
+    await probes.close();
+    await worker.close();
+    log.info("inference workload stopped");
+  });
+  // A Job's pod (the work-queue pattern): done once the queue has stayed empty, and its Job completes.
+  void worker.idle.then(async () => {
+    log.info({ idle_ms: config.inferenceExitWhenIdleMs }, "no detection job for a while; leaving");
+    await close();
+    process.exit(0);
+  });
+  return { port: probes.port, close };
 }

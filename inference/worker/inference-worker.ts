@@ -24,7 +24,12 @@ const MAX_HEARTBEAT_MS = 10_000;
 /** Tries at publishing a job's result (NATS briefly away), a second apart, before the job is handed back. */
 const PUBLISH_TRIES = 5;
 
-export type InferenceWorker = { name: string; close(): Promise<void> };
+export type InferenceWorker = {
+  name: string;
+  /** Settles once the worker has had no job for INFERENCE_EXIT_WHEN_IDLE_MS (never where that is unset). */
+  idle: Promise<void>;
+  close(): Promise<void>;
+};
 
 export type InferenceWorkerOptions = {
   config: Config;
@@ -90,9 +95,16 @@ class Worker {
   /** Set once close has given up waiting: what detection then throws is the interruption, not the job's fault. */
   #interrupting = false;
   #closing: Promise<void> | undefined;
+  /** When a job last started or ended, for the idle exit. */
+  #busyAt = Date.now();
+  readonly #idle = Promise.withResolvers<void>();
+  readonly #pullMs: number;
 
   constructor(parts: WorkerParts) {
     this.#p = parts;
+    // An idle exit is noticed when a pull comes back empty: pulls no longer than the idle time.
+    const idleMs = parts.config.inferenceExitWhenIdleMs;
+    this.#pullMs = idleMs === null ? PULL_EXPIRES_MS : Math.max(1_000, Math.min(PULL_EXPIRES_MS, idleMs));
     this.#heartbeatMs = Math.min(MAX_HEARTBEAT_MS, Math.max(100, Math.floor(parts.config.inferenceAckWaitMs / 3)));
   }
 
@@ -103,7 +115,7 @@ class Worker {
       { slots, ack_wait_ms: this.#p.config.inferenceAckWaitMs, blobs: this.#p.config.blobs.kind },
       "inference worker started",
     );
-    return { name: this.#p.name, close: () => (this.#closing ??= this.#close()) };
+    return { name: this.#p.name, idle: this.#idle.promise, close: () => (this.#closing ??= this.#close()) };
   }
 
   /**
@@ -128,14 +140,21 @@ class Worker {
     while (!this.#stopping) {
       try {
         const msg = await this.#next();
-        if (!msg) continue;
+        if (!msg) {
+          this.#noteIfIdle();
+          continue;
+        }
+        this.#busyAt = Date.now();
         if (this.#stopping) {
           msg.nak();
           continue;
         }
         const run = this.#run(msg);
         this.#running.add(run);
-        await run.finally(() => this.#running.delete(run));
+        await run.finally(() => {
+          this.#running.delete(run);
+          this.#busyAt = Date.now();
+        });
       } catch (error) {
         if (this.#stopping) break;
         this.#p.log.warn({ err: error }, "pulling a detection job failed; trying again");
@@ -146,7 +165,12 @@ class Worker {
 
   /** One job, or null when the pull expired (or was stopped) without one. */
   #next(): Promise<JsMsg | null> {
-    return pullOne(this.#p.consumer, this.#pulls, () => this.#stopping, PULL_EXPIRES_MS);
+    return pullOne(this.#p.consumer, this.#pulls, () => this.#stopping, this.#pullMs);
+  }
+
+  #noteIfIdle(): void {
+    const idleMs = this.#p.config.inferenceExitWhenIdleMs;
+    if (idleMs !== null && this.#running.size === 0 && Date.now() - this.#busyAt >= idleMs) this.#idle.resolve();
   }
 
   async #run(msg: JsMsg): Promise<void> {

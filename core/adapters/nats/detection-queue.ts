@@ -89,6 +89,12 @@ export async function ensureInferenceConsumer(jsm: JetStreamManager, ackWaitMs: 
   }
 }
 
+/** Jobs waiting for a worker plus jobs a worker holds: what detection's Jobs are scaled by. */
+export async function detectionQueueDepth(jsm: JetStreamManager): Promise<number> {
+  const info = await jsm.consumers.info(DETECTION_QUEUE.jobs.stream, DETECTION_QUEUE.consumer);
+  return info.num_pending + info.num_ack_pending;
+}
+
 /**
  * A job: one attempt at one inspection's detection. `jobId` is `<inspection id>.<attempt>`, the
  * same for the same attempt whoever publishes it, so it is the message id of the job and of its result.

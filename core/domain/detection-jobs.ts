@@ -1,0 +1,57 @@
+/**
+ * How many detection pods a cluster should run for the detection queue: the work-queue Job pattern,
+ * where each pod of a Job pulls jobs from the queue until it has been idle a while, then exits 0,
+ * and the Job completes once its pods have. Plain data in, a plan out; operator/detection-job-scaler.ts
+ * reads the queue and the Jobs and carries the plan out.
+ */
+
+export type DetectionJobBounds = {
+  /** Pods kept however short the queue, while it has any work (0: none). */
+  minParallelism: number;
+  maxParallelism: number;
+  /** Queued inspections one pod is expected to take on before another pod is worth starting. */
+  inspectionsPerPod: number;
+};
+
+/** A detection Job as the scaler sees it. */
+export type ObservedJob = {
+  name: string;
+  parallelism: number;
+  /** Held by a queueing system (Kueue sets spec.suspend until it admits the Job): queued, not stuck. */
+  suspended: boolean;
+  /** A Complete or Failed condition: its pods are gone, whatever work is left needs another Job. */
+  finished: boolean;
+  createdAt: number;
+};
+
+export type DetectionJobPlan =
+  | { action: "none"; reason: "no_work" | "enough_pods" | "queued_behind_suspended" }
+  | { action: "create"; parallelism: number }
+  | { action: "scale"; name: string; parallelism: number };
+
+/** The pods wanted for `depth` inspections waiting or running: none for none, else within the bounds. */
+export function wantedPods(depth: number, bounds: DetectionJobBounds): number {
+  if (depth <= 0) return 0;
+  const wanted = Math.ceil(depth / Math.max(1, bounds.inspectionsPerPod));
+  return Math.min(bounds.maxParallelism, Math.max(bounds.minParallelism, wanted, 1));
+}
+
+/**
+ * What to do for a queue `depth` (jobs waiting plus jobs being run) given the Jobs that exist:
+ * - no unfinished Job and work to do: create one, its parallelism the pods wanted;
+ * - an unfinished Job with fewer pods than wanted: raise its parallelism (the newest Job's, so one
+ *   Job carries the growth). A suspended Job is raised too: it is queued, and is admitted at the
+ *   size the queue needs then;
+ * - never lowered: a pod leaves by itself once idle, whereas a lowered parallelism deletes running
+ *   pods, whose jobs then wait out their ack wait to be taken again.
+ */
+export function planDetectionJobs(depth: number, jobs: readonly ObservedJob[], bounds: DetectionJobBounds): DetectionJobPlan {
+  const wanted = wantedPods(depth, bounds);
+  const unfinished = jobs.filter((j) => !j.finished).sort((a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name));
+  if (unfinished.length === 0) return wanted > 0 ? { action: "create", parallelism: wanted } : { action: "none", reason: "no_work" };
+  const running = unfinished.reduce((sum, j) => sum + j.parallelism, 0);
+  const newest = unfinished.at(-1)!;
+  if (wanted > running) return { action: "scale", name: newest.name, parallelism: newest.parallelism + (wanted - running) };
+  if (newest.suspended) return { action: "none", reason: "queued_behind_suspended" };
+  return { action: "none", reason: wanted === 0 ? "no_work" : "enough_pods" };
+}

@@ -1,0 +1,175 @@
+import {
+  ApiException,
+  type BatchV1Api,
+  type KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Job,
+  type V1OwnerReference,
+} from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { parse } from "yaml";
+import { z } from "zod";
+import { type DetectionJobBounds, type DetectionJobPlan, type ObservedJob, planDetectionJobs } from "../core/domain/detection-jobs.ts";
+
+/** The label every detection Job carries, naming the template it came from: how the scaler finds its own Jobs. */
+export const DETECTION_JOB_LABEL = "inspection.dev/detection-job";
+
+/**
+ * What the scaler needs of a template; the API server validates the rest when a Job is created.
+ * The name leaves room for the 5 characters generateName adds within the 63 a Job's name may have
+ * (its pods carry it in a label).
+ */
+const JobTemplate = z.looseObject({
+  metadata: z.looseObject({ name: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$/, "a DNS label of at most 52 characters") }),
+  spec: z.looseObject({
+    template: z.looseObject({ spec: z.looseObject({ containers: z.array(z.looseObject({ name: z.string() })).min(1) }) }),
+  }),
+});
+
+/** The Job template from its file's text (YAML or JSON), or an error that says what is wrong with it. */
+export function parseJobTemplate(text: string): V1Job {
+  const parsed = JobTemplate.safeParse(parse(text));
+  if (!parsed.success) {
+    throw new Error(
+      `the detection Job template is not a Job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
+  }
+  return parsed.data as V1Job;
+}
+
+/** Who owns the Jobs (the operator's Deployment, say): deleting it deletes them. */
+export type JobOwner = { apiVersion: string; kind: string; name: string };
+
+export type DetectionJobScalerOptions = {
+  batch: BatchV1Api;
+  /** Reads the owner, for its uid. */
+  objects: KubernetesObjectApi;
+  namespace: string;
+  /** The Job as the chart renders it (pods, GPU limits, node selector, tolerations, failure policy); its name prefixes every Job's. */
+  template: V1Job;
+  owner: JobOwner | null;
+  bounds: DetectionJobBounds;
+  /** Detection jobs waiting or being run. */
+  depth: () => Promise<number>;
+  everyMs: number;
+  log: Logger;
+};
+
+const finishedOf = (job: V1Job) =>
+  (job.status?.conditions ?? []).some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
+
+/**
+ * Runs detection as Kubernetes Jobs: every `everyMs` it reads the detection queue's depth and the
+ * Jobs of its template, and creates or raises one as planDetectionJobs says. Only the leading
+ * operator runs it. Each Job is the template with a generated name, the template's label, an owner
+ * reference and the planned parallelism; its pods are `vehicle-inspection inference` processes
+ * that leave once the queue has been empty a while (INFERENCE_EXIT_WHEN_IDLE_MS), so the Job
+ * completes by itself.
+ */
+export class DetectionJobScaler {
+  readonly #o: DetectionJobScalerOptions;
+  #ownerReference: V1OwnerReference | null = null;
+  #timer: NodeJS.Timeout | undefined;
+  #pass: Promise<void> | null = null;
+  #stopped = false;
+  #lastPlan = "";
+
+  constructor(options: DetectionJobScalerOptions) {
+    this.#o = options;
+  }
+
+  /** Resolves the owner (its uid) and starts the passes. */
+  async start(): Promise<void> {
+    this.#ownerReference = await this.#resolveOwner();
+    const loop = () => {
+      this.#pass = this.reconcile()
+        .then(() => undefined)
+        .catch((err) => this.#o.log.warn({ err }, "scaling detection Jobs failed; trying again"))
+        .finally(() => {
+          if (!this.#stopped) this.#timer = setTimeout(loop, this.#o.everyMs);
+        });
+    };
+    loop();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#pass;
+  }
+
+  /** One pass: what the queue and the Jobs called for, and done. */
+  async reconcile(): Promise<DetectionJobPlan> {
+    const [depth, jobs] = await Promise.all([this.#o.depth(), this.#jobs()]);
+    const plan = planDetectionJobs(depth, jobs, this.#o.bounds);
+    const said = JSON.stringify({ depth, plan });
+    if (said !== this.#lastPlan) this.#o.log.info({ depth, plan, jobs: jobs.length }, "detection Jobs planned");
+    this.#lastPlan = said;
+    if (plan.action === "create") await this.#create(plan.parallelism);
+    if (plan.action === "scale") await this.#scale(plan.name, plan.parallelism);
+    return plan;
+  }
+
+  get #selector(): string {
+    return `${DETECTION_JOB_LABEL}=${this.#o.template.metadata!.name!}`;
+  }
+
+  async #jobs(): Promise<ObservedJob[]> {
+    const list = await this.#o.batch.listNamespacedJob({ namespace: this.#o.namespace, labelSelector: this.#selector });
+    return list.items.map((job) => ({
+      name: job.metadata!.name!,
+      parallelism: job.spec?.parallelism ?? 1,
+      suspended: job.spec?.suspend === true,
+      finished: finishedOf(job),
+      createdAt: job.metadata?.creationTimestamp ? new Date(job.metadata.creationTimestamp).getTime() : 0,
+    }));
+  }
+
+  async #create(parallelism: number): Promise<void> {
+    const { template } = this.#o;
+    const name = template.metadata!.name!;
+    const body: V1Job = {
+      ...template,
+      apiVersion: "batch/v1",
+      kind: "Job",
+      metadata: {
+        ...template.metadata,
+        name: undefined,
+        generateName: `${name}-`,
+        namespace: this.#o.namespace,
+        labels: { ...template.metadata?.labels, [DETECTION_JOB_LABEL]: name },
+        ownerReferences: this.#ownerReference ? [this.#ownerReference] : undefined,
+      },
+      // A work queue: no completions count; the Job is done once a pod has finished and none runs.
+      spec: { ...template.spec!, parallelism, completions: undefined },
+    };
+    const made = await this.#o.batch.createNamespacedJob({ namespace: this.#o.namespace, body });
+    this.#o.log.info({ job: made.metadata?.name, parallelism }, "detection Job created");
+  }
+
+  async #scale(name: string, parallelism: number): Promise<void> {
+    try {
+      await this.#o.batch.patchNamespacedJob(
+        { name, namespace: this.#o.namespace, body: { spec: { parallelism } } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+      this.#o.log.info({ job: name, parallelism }, "detection Job raised");
+    } catch (error) {
+      // Gone (finished and collected) since the list: the next pass creates another if work remains.
+      if (!(error instanceof ApiException && error.code === 404)) throw error;
+    }
+  }
+
+  async #resolveOwner(): Promise<V1OwnerReference | null> {
+    const owner = this.#o.owner;
+    if (!owner) return null;
+    const found = await this.#o.objects.read({
+      apiVersion: owner.apiVersion,
+      kind: owner.kind,
+      metadata: { name: owner.name, namespace: this.#o.namespace },
+    });
+    // Not a controller reference: the Job controller is the Jobs' controller; this one only ties their lifetime to the owner's.
+    return { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, uid: found.metadata!.uid!, blockOwnerDeletion: false };
+  }
+}

@@ -1,0 +1,253 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BatchV1Api, KubeConfig, KubernetesObjectApi, type V1Deployment, type V1Job } from "@kubernetes/client-node";
+import { pino } from "pino";
+import { stringify } from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  DETECTION_QUEUE,
+  detectionQueueDepth,
+  ensureDetectionStreams,
+  ensureInferenceConsumer,
+  jobIdFor,
+} from "../../core/adapters/nats/detection-queue.ts";
+import { connectNats, type Nats } from "../../core/adapters/nats/nats-connection.ts";
+import { DETECTION_JOB_LABEL, DetectionJobScaler, parseJobTemplate } from "../../operator/detection-job-scaler.ts";
+import { type NatsServer, startNatsServer } from "../helpers/go-servers.ts";
+import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
+import { freePort } from "../helpers/service.ts";
+import { ServiceProcess } from "../helpers/service-process.ts";
+
+const NAMESPACE = "default";
+const BOUNDS = { minParallelism: 0, maxParallelism: 4, inspectionsPerPod: 2 };
+
+/** A detection Job template as a platform team writes one for GPU nodes. */
+const TEMPLATE = {
+  apiVersion: "batch/v1",
+  kind: "Job",
+  metadata: { name: "vi-detection", labels: { "app.kubernetes.io/component": "detection" } },
+  spec: {
+    backoffLimit: 6,
+    activeDeadlineSeconds: 3600,
+    ttlSecondsAfterFinished: 600,
+    // A pod evicted or preempted is not the Job's failure; a configuration error (exit 2) fails it at once.
+    podFailurePolicy: {
+      rules: [
+        { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget" }] },
+        { action: "FailJob", onExitCodes: { containerName: "inference", operator: "In", values: [2] } },
+      ],
+    },
+    template: {
+      spec: {
+        restartPolicy: "Never",
+        nodeSelector: { "nvidia.com/gpu.present": "true" },
+        tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
+        containers: [
+          {
+            name: "inference",
+            image: "vehicle-inspection:test",
+            args: ["inference"],
+            env: [{ name: "INFERENCE_EXIT_WHEN_IDLE_MS", value: "60000" }],
+            resources: { limits: { "nvidia.com/gpu": "1" } },
+          },
+        ],
+      },
+    },
+  },
+};
+
+/**
+ * Detection as Kubernetes Jobs, against a real kube-apiserver and a real nats-server: the operator
+ * reads the detection queue's depth and makes and raises work-queue Jobs from the template, which
+ * the API server validates (pod failure policy, restart policy, GPU limits) and stores. No
+ * controllers run here: the Jobs are made and sized, and no pod is started.
+ */
+describe("detection Jobs scaled with the detection queue", () => {
+  let k: ControlPlane;
+  let natsServer: NatsServer;
+  let nats: Nats;
+  let batch: BatchV1Api;
+  let objects: KubernetesObjectApi;
+  let ownerUid: string;
+  let published = 0;
+  const log = pino({ level: "silent" });
+
+  beforeAll(async () => {
+    [k, natsServer] = await Promise.all([startControlPlane(), startNatsServer()]);
+    nats = await connectNats({ url: natsServer.url, name: "detection-jobs-test" });
+    const jsm = await nats.js.jetstreamManager();
+    await ensureDetectionStreams(jsm);
+    await ensureInferenceConsumer(jsm, 30_000);
+    const kc = new KubeConfig();
+    kc.loadFromFile(k.kubeconfig);
+    batch = kc.makeApiClient(BatchV1Api);
+    objects = KubernetesObjectApi.makeApiClient(kc);
+    // The operator's Deployment, which owns the Jobs (stored; nothing runs it here).
+    const deployment: V1Deployment = {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "vi-operator", namespace: NAMESPACE },
+      spec: {
+        selector: { matchLabels: { app: "vi-operator" } },
+        template: {
+          metadata: { labels: { app: "vi-operator" } },
+          spec: { containers: [{ name: "operator", image: "vehicle-inspection:test" }] },
+        },
+      },
+    };
+    ownerUid = (await objects.create(deployment)).metadata!.uid!;
+  }, 240_000);
+
+  afterAll(async () => {
+    await nats?.close();
+    await Promise.all([k?.close(), natsServer?.close()]);
+  });
+
+  /** Queues `n` detection jobs, as the operator's runner does. */
+  async function queue(n: number): Promise<void> {
+    for (let i = 0; i < n; i++) {
+      const id = `insp_${++published}`;
+      const jobId = jobIdFor(id, 1);
+      await nats.js.publish(DETECTION_QUEUE.jobs.subject(id), JSON.stringify({ jobId, inspectionId: id, photos: [] }), { msgID: jobId });
+    }
+  }
+
+  const scaler = () =>
+    new DetectionJobScaler({
+      batch,
+      objects,
+      namespace: NAMESPACE,
+      template: parseJobTemplate(JSON.stringify(TEMPLATE)),
+      owner: { apiVersion: "apps/v1", kind: "Deployment", name: "vi-operator" },
+      bounds: BOUNDS,
+      depth: async () => detectionQueueDepth(await nats.js.jetstreamManager()),
+      everyMs: 60_000,
+      log,
+    });
+
+  const jobs = async () =>
+    (await batch.listNamespacedJob({ namespace: NAMESPACE, labelSelector: `${DETECTION_JOB_LABEL}=vi-detection` })).items;
+
+  it("makes no Job while the queue is empty", async () => {
+    const s = scaler();
+    await s.start();
+    await s.stop();
+    expect(await s.reconcile()).toEqual({ action: "none", reason: "no_work" });
+    expect(await jobs()).toEqual([]);
+  });
+
+  it("makes one Job for queued work, from the template, owned by the operator's Deployment", async () => {
+    await queue(5);
+    const s = scaler();
+    await s.start();
+    await s.stop();
+    const [job, ...more] = await jobs();
+    expect(more).toEqual([]);
+    expect(job!.metadata!.name).toMatch(/^vi-detection-[a-z0-9]{5}$/);
+    expect(job!.metadata!.ownerReferences).toEqual([
+      { apiVersion: "apps/v1", kind: "Deployment", name: "vi-operator", uid: ownerUid, blockOwnerDeletion: false },
+    ]);
+    expect(job!.metadata!.labels).toMatchObject({ "app.kubernetes.io/component": "detection", [DETECTION_JOB_LABEL]: "vi-detection" });
+    const spec = job!.spec!;
+    // Five inspections, two a pod: three pods; a work queue, so no completions count.
+    expect(spec.parallelism).toBe(3);
+    expect(spec.completions).toBeUndefined();
+    expect(spec).toMatchObject({ backoffLimit: 6, activeDeadlineSeconds: 3600, ttlSecondsAfterFinished: 600 });
+    expect(spec.podFailurePolicy!.rules.map((r) => r.action)).toEqual(["Ignore", "FailJob"]);
+    const pod = spec.template.spec!;
+    expect(pod.restartPolicy).toBe("Never");
+    expect(pod.nodeSelector).toEqual({ "nvidia.com/gpu.present": "true" });
+    expect(pod.tolerations).toEqual([{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }]);
+    expect(pod.containers[0]!.resources!.limits).toEqual({ "nvidia.com/gpu": "1" });
+  });
+
+  it("raises that Job as the queue grows, up to the maximum, and makes no second one", async () => {
+    const s = scaler();
+    await queue(2);
+    expect(await s.reconcile()).toMatchObject({ action: "scale", parallelism: 4 });
+    await queue(20);
+    expect(await s.reconcile()).toEqual({ action: "none", reason: "enough_pods" });
+    const all = await jobs();
+    expect(all.map((j) => j.spec!.parallelism)).toEqual([4]);
+  });
+
+  it("counts a suspended Job (held by Kueue) as queued, not as missing", async () => {
+    const [job] = await jobs();
+    await k.kubectl("patch", "job", job!.metadata!.name!, "--type=merge", "-p", JSON.stringify({ spec: { suspend: true } }));
+    expect(await scaler().reconcile()).toEqual({ action: "none", reason: "queued_behind_suspended" });
+    expect((await jobs()).length).toBe(1);
+  });
+
+  it("makes a new Job when work is left and its Job is gone", async () => {
+    const [job] = await jobs();
+    await batch.deleteNamespacedJob({ name: job!.metadata!.name!, namespace: NAMESPACE, propagationPolicy: "Background" });
+    await expect.poll(async () => (await jobs()).length).toBe(0);
+    expect(await scaler().reconcile()).toEqual({ action: "create", parallelism: 4 });
+    const [made] = await jobs();
+    expect(made!.metadata!.name).not.toBe(job!.metadata!.name);
+  });
+
+  it("refuses a template that is not a Job, saying what is wrong", () => {
+    expect(() => parseJobTemplate(stringify({ metadata: { name: "Bad_Name" }, spec: {} }))).toThrow(/metadata.name: a DNS label/);
+    expect(() => parseJobTemplate("kind: Job\n")).toThrow(/the detection Job template is not a Job/);
+  });
+
+  it("a Job's pod, an inference worker told to leave when idle, empties the queue and exits 0", async () => {
+    const jsm = await nats.js.jetstreamManager();
+    expect(await detectionQueueDepth(jsm)).toBeGreaterThan(0);
+    const dir = mkdtempSync(join(tmpdir(), "vi-pod-"));
+    const worker = new ServiceProcess(
+      { DATA_DIR: dir, NATS_URL: natsServer.url, INFERENCE_EXIT_WHEN_IDLE_MS: "1500", DAMAGE_MODEL: "none", PARTS_MODEL: "none" },
+      "inference",
+    );
+    try {
+      expect(await worker.exited).toBe(0);
+      expect(worker.logs.filter((l) => l.msg === "detection finished").length).toBe(published);
+      const said = worker.logs.map((l) => l.msg);
+      expect(said.indexOf("no detection job for a while; leaving")).toBeGreaterThan(said.lastIndexOf("detection finished"));
+      expect(said.at(-1)).toBe("inference workload stopped");
+      expect(await detectionQueueDepth(jsm)).toBe(0);
+      // Every job's result is stored for the operator's runner.
+      expect((await jsm.streams.info(DETECTION_QUEUE.results.stream)).state.messages).toBe(published);
+    } finally {
+      worker.kill();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("the operator workload, given DETECTION_JOB_TEMPLATE and a kubeconfig, makes the Job while it leads", async () => {
+    for (const j of await jobs()) {
+      await batch.deleteNamespacedJob({ name: j.metadata!.name!, namespace: NAMESPACE, propagationPolicy: "Background" });
+    }
+    await expect.poll(async () => (await jobs()).length).toBe(0);
+    await queue(3);
+    const dir = mkdtempSync(join(tmpdir(), "vi-jobs-"));
+    const template = join(dir, "detection-job.yaml");
+    writeFileSync(template, stringify(TEMPLATE));
+    const operator = new ServiceProcess(
+      {
+        DATA_DIR: join(dir, "data"),
+        PORT: String(await freePort()),
+        NATS_URL: natsServer.url,
+        KUBECONFIG: k.kubeconfig,
+        DETECTION_JOB_TEMPLATE: template,
+        DETECTION_JOB_OWNER: "Deployment/vi-operator",
+        DETECTION_JOBS_MAX: "2",
+        DETECTION_JOBS_INSPECTIONS_PER_POD: "1",
+        DETECTION_JOBS_EVERY_MS: "200",
+        DAMAGE_MODEL: "none",
+        PARTS_MODEL: "none",
+      },
+      "operator",
+    );
+    try {
+      await operator.line((l) => l.msg === "detection Job created", 60_000);
+      const made: V1Job[] = await jobs();
+      expect(made.map((j) => [j.spec!.parallelism, j.metadata!.ownerReferences![0]!.uid])).toEqual([[2, ownerUid]]);
+    } finally {
+      expect(await operator.stop()).toBe(0);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+import { type ObservedJob, planDetectionJobs, wantedPods } from "../../core/domain/detection-jobs.ts";
+
+const bounds = { minParallelism: 0, maxParallelism: 4, inspectionsPerPod: 3 };
+const job = (over: Partial<ObservedJob> = {}): ObservedJob => ({
+  name: "detection-a",
+  parallelism: 1,
+  suspended: false,
+  finished: false,
+  createdAt: 1,
+  ...over,
+});
+
+describe("detection Jobs follow the queue", () => {
+  it("wants no pod for an empty queue, one per few inspections, within the bounds", () => {
+    expect([0, 1, 3, 4, 9, 12, 100].map((d) => wantedPods(d, bounds))).toEqual([0, 1, 1, 2, 3, 4, 4]);
+    expect(wantedPods(1, { ...bounds, minParallelism: 2 })).toBe(2);
+    expect(wantedPods(0, { ...bounds, minParallelism: 2 })).toBe(0);
+  });
+
+  it("creates a Job for work with none running, and none for no work", () => {
+    expect(planDetectionJobs(7, [], bounds)).toEqual({ action: "create", parallelism: 3 });
+    expect(planDetectionJobs(0, [], bounds)).toEqual({ action: "none", reason: "no_work" });
+    // A finished Job's pods are gone: work left needs a new one.
+    expect(planDetectionJobs(2, [job({ finished: true, parallelism: 4 })], bounds)).toEqual({ action: "create", parallelism: 1 });
+  });
+
+  it("raises the newest unfinished Job to what the queue wants, and never lowers one", () => {
+    expect(planDetectionJobs(10, [job({ parallelism: 1 })], bounds)).toEqual({ action: "scale", name: "detection-a", parallelism: 4 });
+    const two = [job({ name: "old", parallelism: 1, createdAt: 1 }), job({ name: "new", parallelism: 1, createdAt: 2 })];
+    expect(planDetectionJobs(12, two, bounds)).toEqual({ action: "scale", name: "new", parallelism: 3 });
+    expect(planDetectionJobs(1, [job({ parallelism: 4 })], bounds)).toEqual({ action: "none", reason: "enough_pods" });
+    expect(planDetectionJobs(0, [job({ parallelism: 4 })], bounds)).toEqual({ action: "none", reason: "no_work" });
+  });
+
+  it("counts a suspended Job as queued: no second Job beside it, raised as the queue grows", () => {
+    expect(planDetectionJobs(3, [job({ suspended: true })], bounds)).toEqual({ action: "none", reason: "queued_behind_suspended" });
+    expect(planDetectionJobs(9, [job({ suspended: true })], bounds)).toEqual({ action: "scale", name: "detection-a", parallelism: 3 });
+  });
+});
