@@ -194,9 +194,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `invalid configuration: DETECTION_JOBS_MIN (${e.DETECTION_JOBS_MIN}) is above DETECTION_JOBS_MAX (${e.DETECTION_JOBS_MAX})`,
     );
   }
-  if (e.DETECTION_JOB_TEMPLATE && !e.NATS_URL) {
+  // The Jobs' pods take their work from NATS and read the photos from S3: they run on other nodes.
+  if (e.DETECTION_JOB_TEMPLATE && (!e.NATS_URL || !e.S3_BUCKET)) {
     throw new ConfigError(
-      "invalid configuration: DETECTION_JOB_TEMPLATE is set, but NATS_URL is not (the Jobs' pods take their work from NATS)",
+      "invalid configuration: DETECTION_JOB_TEMPLATE needs NATS_URL and S3_BUCKET (the Jobs' pods take their work from NATS, their photos from S3)",
     );
   }
   const [ownerKind, ownerName] = (e.DETECTION_JOB_OWNER?.split("/") ?? []) as ["Deployment" | "StatefulSet", string];

@@ -1,18 +1,28 @@
 import type { Config } from "../../core/config.ts";
+import { NatsDetectionRunner } from "../../core/adapters/nats/nats-detection-runner.ts";
 import { createLogger } from "../../core/logger.ts";
 import { WorkerPoolRunner } from "../../inference/detection/worker-pool-runner.ts";
-import { embeddedServices, moveReports } from "../embedded-services.ts";
+import { workloadServices } from "../cluster-services.ts";
 import { storeAnswers } from "../../core/net/probe-routes.ts";
 import { startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
 import { startHttp, startOperator } from "./workloads.ts";
+import { startDetectionJobs } from "./detection-jobs.ts";
 
-/** `vehicle-inspection start`: the whole service in one process (embedded mode). */
+/**
+ * `vehicle-inspection start`: the whole service in one process (embedded mode). With NATS_URL its
+ * accounts, keys and limits live in NATS, as the `api` and `operator` workloads and the CLI keep
+ * them; with a Job template (DETECTION_JOB_TEMPLATE) too, detection runs in Kubernetes Jobs' pods,
+ * which take it from NATS, instead of on this process's worker threads.
+ */
 export async function start(config: Config): Promise<{ close(): Promise<void>; port: number; metricsPort: number }> {
   const log = createLogger(config.logLevel);
-  const s = embeddedServices(config, log);
-  await moveReports(s, log);
-  const runner = new WorkerPoolRunner({ blobs: config.blobs, threads: config.detectionThreads, models: config.models });
+  const s = await workloadServices(config, log, "start");
+  const inJobs = s.nats && config.detectionJobs ? s.nats : null;
+  const runner = inJobs
+    ? await NatsDetectionRunner.open(inJobs, { log: log.child({ component: "detection" }) })
+    : new WorkerPoolRunner({ blobs: config.blobs, threads: config.detectionThreads, models: config.models });
+  const jobs = inJobs ? await startDetectionJobs(config, inJobs, log) : null;
   const operator = await startOperator(s, config, log, runner);
   const http = await startHttp(s, config, log);
   const probes = await startProbeServer(config, s.metrics, () => storeAnswers(s), log);
@@ -23,6 +33,7 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
     log.info("vehicle inspection service stopping");
     await http.close();
     await probes.close();
+    await jobs?.stop();
     await operator.close();
     await s.close();
     log.info("vehicle inspection service stopped");

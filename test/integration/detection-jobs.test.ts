@@ -14,9 +14,14 @@ import {
 } from "../../core/adapters/nats/detection-queue.ts";
 import { connectNats, type Nats } from "../../core/adapters/nats/nats-connection.ts";
 import { DETECTION_JOB_LABEL, DetectionJobScaler, parseJobTemplate } from "../../operator/detection-job-scaler.ts";
-import { type NatsServer, startNatsServer } from "../helpers/go-servers.ts";
+import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
+import { loadConfig } from "../../core/config.ts";
+import { createKey } from "../../bin/commands/keys.ts";
+import { type NatsServer, startNatsServer, startVersityGw, type VersityGw } from "../helpers/go-servers.ts";
+import { carPhotos } from "../helpers/photos.ts";
+import { until } from "../helpers/webhook-receiver.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
-import { freePort } from "../helpers/service.ts";
+import { freePort, VALID_VIN } from "../helpers/service.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
 
 const NAMESPACE = "default";
@@ -66,6 +71,7 @@ const TEMPLATE = {
 describe("detection Jobs scaled with the detection queue", () => {
   let k: ControlPlane;
   let natsServer: NatsServer;
+  let s3: VersityGw;
   let nats: Nats;
   let batch: BatchV1Api;
   let objects: KubernetesObjectApi;
@@ -74,7 +80,7 @@ describe("detection Jobs scaled with the detection queue", () => {
   const log = pino({ level: "silent" });
 
   beforeAll(async () => {
-    [k, natsServer] = await Promise.all([startControlPlane(), startNatsServer()]);
+    [k, natsServer, s3] = await Promise.all([startControlPlane(), startNatsServer(), startVersityGw()]);
     nats = await connectNats({ url: natsServer.url, name: "detection-jobs-test" });
     const jsm = await nats.js.jetstreamManager();
     await ensureDetectionStreams(jsm);
@@ -101,7 +107,7 @@ describe("detection Jobs scaled with the detection queue", () => {
 
   afterAll(async () => {
     await nats?.close();
-    await Promise.all([k?.close(), natsServer?.close()]);
+    await Promise.all([k?.close(), natsServer?.close(), s3?.close()]);
   });
 
   /** Queues `n` detection jobs, as the operator's runner does. */
@@ -128,6 +134,12 @@ describe("detection Jobs scaled with the detection queue", () => {
 
   const jobs = async () =>
     (await batch.listNamespacedJob({ namespace: NAMESPACE, labelSelector: `${DETECTION_JOB_LABEL}=vi-detection` })).items;
+  const deleteJobs = async () => {
+    for (const j of await jobs()) {
+      await batch.deleteNamespacedJob({ name: j.metadata!.name!, namespace: NAMESPACE, propagationPolicy: "Background" });
+    }
+    await expect.poll(async () => (await jobs()).length).toBe(0);
+  };
 
   it("makes no Job while the queue is empty", async () => {
     const s = scaler();
@@ -198,7 +210,14 @@ describe("detection Jobs scaled with the detection queue", () => {
     expect(await detectionQueueDepth(jsm)).toBeGreaterThan(0);
     const dir = mkdtempSync(join(tmpdir(), "vi-pod-"));
     const worker = new ServiceProcess(
-      { DATA_DIR: dir, NATS_URL: natsServer.url, INFERENCE_EXIT_WHEN_IDLE_MS: "1500", DAMAGE_MODEL: "none", PARTS_MODEL: "none" },
+      {
+        DATA_DIR: dir,
+        NATS_URL: natsServer.url,
+        ...s3.clientEnv,
+        INFERENCE_EXIT_WHEN_IDLE_MS: "1500",
+        DAMAGE_MODEL: "none",
+        PARTS_MODEL: "none",
+      },
       "inference",
     );
     try {
@@ -217,10 +236,7 @@ describe("detection Jobs scaled with the detection queue", () => {
   }, 60_000);
 
   it("the operator workload, given DETECTION_JOB_TEMPLATE and a kubeconfig, makes the Job while it leads", async () => {
-    for (const j of await jobs()) {
-      await batch.deleteNamespacedJob({ name: j.metadata!.name!, namespace: NAMESPACE, propagationPolicy: "Background" });
-    }
-    await expect.poll(async () => (await jobs()).length).toBe(0);
+    await deleteJobs();
     await queue(3);
     const dir = mkdtempSync(join(tmpdir(), "vi-jobs-"));
     const template = join(dir, "detection-job.yaml");
@@ -230,6 +246,7 @@ describe("detection Jobs scaled with the detection queue", () => {
         DATA_DIR: join(dir, "data"),
         PORT: String(await freePort()),
         NATS_URL: natsServer.url,
+        ...s3.clientEnv,
         KUBECONFIG: k.kubeconfig,
         DETECTION_JOB_TEMPLATE: template,
         DETECTION_JOB_OWNER: "Deployment/vi-operator",
@@ -250,4 +267,70 @@ describe("detection Jobs scaled with the detection queue", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("the single-process service with a Job template has an inspection's detection run by the Job's pod, which then leaves", async () => {
+    await deleteJobs();
+    const dir = mkdtempSync(join(tmpdir(), "vi-start-jobs-"));
+    const template = join(dir, "detection-job.yaml");
+    writeFileSync(template, stringify(TEMPLATE));
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const env = {
+      DATA_DIR: join(dir, "data"),
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      PUBLIC_URL: url,
+      NATS_URL: natsServer.url,
+      ...s3.clientEnv,
+      KUBECONFIG: k.kubeconfig,
+      DETECTION_JOB_TEMPLATE: template,
+      DETECTION_JOB_OWNER: "Deployment/vi-operator",
+      DETECTION_JOBS_EVERY_MS: "200",
+      CONTROLLER_POLL_MS: "100",
+      DAMAGE_MODEL: "none",
+      PARTS_MODEL: "none",
+    };
+    const service = new ServiceProcess(env);
+    let pod: ServiceProcess | undefined;
+    try {
+      await service.line((l) => l.msg === "vehicle inspection service started", 60_000);
+      const key = await createKey(loadConfig(env), "test", "jobs-co");
+      const api = (path: string, init: RequestInit = {}) =>
+        fetch(url + path, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" } });
+      const created = await api("/v1/inspections", { method: "POST", body: JSON.stringify({ vehicle: { vin: VALID_VIN } }) });
+      const made = await created.json();
+      expect(created.status, JSON.stringify(made)).toBe(201);
+      const base = made.capture_url.replace("/c/", "/capture/v1/");
+      const photos = carPhotos(REQUIRED_ANGLES.length);
+      for (const [i, angle] of REQUIRED_ANGLES.entries()) {
+        const put = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[i], headers: { "content-type": "image/jpeg" } });
+        expect(put.status, angle).toBe(200);
+      }
+      expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
+      // The submitted inspection's detection job is queued, and a Job made for it.
+      const [job] = await until("a detection Job", jobs, (j) => j.length > 0, 30_000);
+      expect(job!.spec!.parallelism).toBe(1);
+      // What the Job's pod runs (its container's args), as a process here: no kubelet runs pods in this cluster.
+      const container = job!.spec!.template.spec!.containers[0]!;
+      expect(container.args).toEqual(["inference"]);
+      pod = new ServiceProcess(
+        { DATA_DIR: join(dir, "pod"), NATS_URL: natsServer.url, ...s3.clientEnv, INFERENCE_EXIT_WHEN_IDLE_MS: "1500" },
+        "inference",
+      );
+      const done = await until(
+        "the inspection completed",
+        async () => (await api(`/v1/inspections/${made.id}`)).json(),
+        (i) => i.status === "completed",
+        60_000,
+      );
+      expect(done.summary.grade).toBe("none");
+      expect(pod.logs.some((l) => l.msg === "detection finished" && l.inspection_id === made.id)).toBe(true);
+      // Its queue empty, the pod leaves with 0, as a work-queue Job's pods do to complete it.
+      expect(await pod.exited).toBe(0);
+    } finally {
+      pod?.kill();
+      expect(await service.stop()).toBe(0);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

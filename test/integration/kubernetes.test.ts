@@ -1,10 +1,29 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
+import type { V1Job } from "@kubernetes/client-node";
+import { parseAllDocuments } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseJobTemplate } from "../../operator/detection-job-scaler.ts";
 import { type ControlPlane, kubeTools, startControlPlane } from "../helpers/kube-control-plane.ts";
 
 const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
 const CHART = join(import.meta.dirname, "../../charts/vehicle-inspection");
+/** Values that run detection as Jobs on GPU nodes. */
+const GPU_JOBS = [
+  "publicUrl=https://inspect.example.com",
+  "detection.jobs.enabled=true",
+  "nats.url=nats://nats:4222",
+  "s3.bucket=inspections",
+];
+const sets = (values: string[]) => values.flatMap((v) => ["--set", v]);
+
+/** The Job template in the chart's rendered ConfigMap. */
+function detectionJobTemplate(manifest: string): V1Job {
+  const map = parseAllDocuments(manifest)
+    .map((d) => d.toJS())
+    .find((d) => d?.kind === "ConfigMap" && d.metadata.name.endsWith("-detection-job"));
+  return parseJobTemplate(map.data["detection-job.yaml"]);
+}
 
 /** An Inspection as the API would make it; `overrides` replace parts of its spec. */
 const inspection = (name: string, spec: Record<string, unknown> = {}) =>
@@ -94,7 +113,7 @@ describe("the Inspection CRD on a real API server", () => {
     );
     const { helm } = kubeTools();
     const more = ["detection.provider=cuda", "ingress.enabled=true", "ingress.host=inspect.example.com", "networkPolicy.enabled=true"];
-    for (const values of [[], more]) {
+    for (const values of [[], more, GPU_JOBS]) {
       const set = ["publicUrl=https://inspect.example.com", ...values].flatMap((v) => ["--set", v]);
       const manifest = execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-chart", ...set], { encoding: "utf8" });
       const dryRun = await k.kubectlResult(["apply", "--dry-run=server", "-n", "vi-chart", "-f", "-"], manifest);
@@ -104,10 +123,63 @@ describe("the Inspection CRD on a real API server", () => {
       expect(dryRun.stdout).toContain("statefulset.apps/r-vehicle-inspection created (server dry run)");
       expect(dryRun.stdout).toContain("service/r-vehicle-inspection-headless created (server dry run)");
     }
+    // The detection Job template the ConfigMap carries, as the service creates it: its pods are `restricted` too.
+    const template = detectionJobTemplate(
+      execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-chart", ...sets(GPU_JOBS)], { encoding: "utf8" }),
+    );
+    const job = { ...template, metadata: { ...template.metadata, name: undefined, generateName: `${template.metadata!.name}-` } };
+    const created = await k.kubectlResult(["create", "--dry-run=server", "-n", "vi-chart", "-f", "-"], JSON.stringify(job));
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stderr).not.toContain("PodSecurity");
     // The check bites: a container allowed to escalate is reported.
     const loose = ["publicUrl=https://inspect.example.com", "securityContext.allowPrivilegeEscalation=true"].flatMap((v) => ["--set", v]);
     const manifest = execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-chart", ...loose], { encoding: "utf8" });
     const warned = await k.kubectlResult(["apply", "--dry-run=server", "-n", "vi-chart", "-f", "-"], manifest);
     expect(warned.stderr).toContain('would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false');
+  });
+
+  it("gives the service's account what detection Jobs need and nothing more (checked by impersonating it)", async () => {
+    const { helm } = kubeTools();
+    await k.kubectl("create", "namespace", "vi-rbac");
+    const manifest = execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-rbac", ...sets(GPU_JOBS)], { encoding: "utf8" });
+    const rbac = parseAllDocuments(manifest)
+      .map((d) => d.toJS())
+      .filter((d) => d && ["ServiceAccount", "Role", "RoleBinding"].includes(d.kind));
+    expect(rbac.map((d) => d.kind).sort()).toEqual(["Role", "RoleBinding", "ServiceAccount"]);
+    const applied = await k.kubectlResult(
+      ["apply", "-n", "vi-rbac", "-f", "-"],
+      JSON.stringify({ apiVersion: "v1", kind: "List", items: rbac }),
+    );
+    expect(applied.code, applied.stderr).toBe(0);
+    const can = async (...what: string[]) => {
+      const r = await k.kubectlResult([
+        "auth",
+        "can-i",
+        ...what,
+        "-n",
+        "vi-rbac",
+        "--as=system:serviceaccount:vi-rbac:r-vehicle-inspection",
+      ]);
+      return r.stdout.trim();
+    };
+    expect(await can("create", "jobs.batch")).toBe("yes");
+    expect(await can("patch", "jobs.batch")).toBe("yes");
+    expect(await can("list", "jobs.batch")).toBe("yes");
+    expect(await can("get", "statefulsets.apps/r-vehicle-inspection")).toBe("yes");
+    // Nothing it does not use: no deletes, no pods, no secrets, no other StatefulSet, no other namespace.
+    expect(await can("delete", "jobs.batch")).toBe("no");
+    expect(await can("create", "pods")).toBe("no");
+    expect(await can("get", "secrets")).toBe("no");
+    expect(await can("get", "statefulsets.apps/another")).toBe("no");
+    const elsewhere = await k.kubectlResult([
+      "auth",
+      "can-i",
+      "create",
+      "jobs.batch",
+      "-n",
+      "default",
+      "--as=system:serviceaccount:vi-rbac:r-vehicle-inspection",
+    ]);
+    expect(elsewhere.stdout.trim()).toBe("no");
   });
 });

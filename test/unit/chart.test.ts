@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import { kubeTools } from "../helpers/kube-control-plane.ts";
+import { parseJobTemplate } from "../../operator/detection-job-scaler.ts";
 
 const CHART = join(import.meta.dirname, "../../charts/vehicle-inspection");
 let helm: string;
@@ -99,5 +100,63 @@ describe("the Helm chart", () => {
     const docs = render("publicUrl=https://inspect.example.com", "ingress.enabled=true", "ingress.host=inspect.example.com");
     const ingress = docs.find((d: any) => d.kind === "Ingress");
     expect(ingress.spec.rules[0].host).toBe("inspect.example.com");
+  });
+
+  describe("detection as Jobs on GPU nodes", () => {
+    const JOBS = [
+      "publicUrl=https://inspect.example.com",
+      "detection.jobs.enabled=true",
+      "nats.url=nats://nats:4222",
+      "s3.bucket=inspections",
+    ];
+    const template = (docs: any[]) => parseJobTemplate(docs.find((d) => d.kind === "ConfigMap").data["detection-job.yaml"]);
+
+    it("renders the Job template for GPU nodes, and points the service at it with the access it needs", () => {
+      const docs = render(...JOBS, "s3.credentialsSecret=s3-credentials");
+      const job = template(docs);
+      expect(job.metadata!.name).toBe("r-vehicle-inspection-detection");
+      expect(job.spec).toMatchObject({ backoffLimit: 6, activeDeadlineSeconds: 3600, ttlSecondsAfterFinished: 600 });
+      expect(job.spec!.podFailurePolicy!.rules.map((r) => r.action)).toEqual(["Ignore", "FailJob"]);
+      const pod = job.spec!.template.spec!;
+      expect(pod.restartPolicy).toBe("Never");
+      expect(pod.automountServiceAccountToken).toBe(false);
+      expect(pod.nodeSelector).toEqual({ "nvidia.com/gpu.present": "true" });
+      expect(pod.tolerations).toEqual([{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }]);
+      const c = pod.containers[0]!;
+      expect(c.args).toEqual(["inference"]);
+      expect(c.resources!.limits).toEqual({ memory: "4Gi", "nvidia.com/gpu": 1 });
+      expect(c.env).toContainEqual({ name: "ONNX_PROVIDER", value: "cuda" });
+      expect(c.env).toContainEqual({ name: "INFERENCE_EXIT_WHEN_IDLE_MS", value: "60000" });
+      expect(c.env).toContainEqual({ name: "NATS_URL", value: "nats://nats:4222" });
+      expect(c.env).toContainEqual({ name: "S3_BUCKET", value: "inspections" });
+      expect(c.envFrom).toEqual([{ secretRef: { name: "s3-credentials" } }]);
+      const service = docs.find((d: any) => d.kind === "StatefulSet").spec.template.spec.containers[0];
+      expect(service.env).toContainEqual({ name: "DETECTION_JOB_TEMPLATE", value: "/etc/vehicle-inspection/detection-job.yaml" });
+      expect(service.env).toContainEqual({ name: "DETECTION_JOB_OWNER", value: "StatefulSet/r-vehicle-inspection" });
+      expect(service.volumeMounts).toContainEqual({ name: "detection-job", mountPath: "/etc/vehicle-inspection", readOnly: true });
+      expect(docs.find((d: any) => d.kind === "ServiceAccount").automountServiceAccountToken).toBe(true);
+      const role = docs.find((d: any) => d.kind === "Role");
+      expect(role.rules[0]).toEqual({ apiGroups: ["batch"], resources: ["jobs"], verbs: ["get", "list", "watch", "create", "patch"] });
+    });
+
+    it("runs the Jobs on CPU nodes with gpus=0, and renders no Kubernetes access when they are off", () => {
+      const pod = template(render(...JOBS, "detection.jobs.gpus=0", "detection.jobs.nodeSelector=null", "detection.jobs.tolerations=null"))
+        .spec!.template.spec!;
+      expect(pod.containers[0]!.resources!.limits).toEqual({ memory: "4Gi" });
+      expect(pod.containers[0]!.env).toContainEqual({ name: "ONNX_PROVIDER", value: "cpu" });
+      expect(pod.nodeSelector).toBeUndefined();
+      const plain = render("publicUrl=https://inspect.example.com");
+      expect(plain.some((d: any) => ["Role", "RoleBinding", "ConfigMap"].includes(d.kind))).toBe(false);
+      expect(plain.find((d: any) => d.kind === "ServiceAccount").automountServiceAccountToken).toBe(false);
+    });
+
+    it("refuses Jobs without NATS or S3, and a NATS URL that is not one, saying why", () => {
+      const refused = (...set: string[]) =>
+        spawnSync(helm, ["template", "r", CHART, ...set.flatMap((s) => ["--set", s])], { encoding: "utf8" }).stderr;
+      expect(refused(...JOBS.filter((v) => !v.startsWith("nats.")))).toContain("detection.jobs needs nats.url");
+      expect(refused(...JOBS.filter((v) => !v.startsWith("s3.")))).toContain("detection.jobs needs s3.bucket");
+      expect(refused(...JOBS, "nats.url=http://nats:4222")).toContain("/nats/url");
+      expect(refused(...JOBS, "detection.jobs.gpu=1")).toContain("additional properties 'gpu' not allowed");
+    });
   });
 });

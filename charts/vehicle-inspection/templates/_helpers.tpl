@@ -29,3 +29,30 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default "default" .Values.serviceAccount.name -}}
 {{- end -}}
 {{- end -}}
+
+{{- define "vi.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{/* Where NATS and S3 are, for the service and the detection Jobs' pods alike. */}}
+{{- define "vi.sharedEnv" -}}
+{{- with .Values.nats.url }}
+- { name: NATS_URL, value: {{ . | quote }} }
+{{- end }}
+{{- with .Values.s3.bucket }}
+- { name: S3_BUCKET, value: {{ . | quote }} }
+- { name: S3_REGION, value: {{ $.Values.s3.region | quote }} }
+- { name: S3_FORCE_PATH_STYLE, value: {{ $.Values.s3.forcePathStyle | quote }} }
+{{- with $.Values.s3.endpoint }}
+- { name: S3_ENDPOINT, value: {{ . | quote }} }
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "vi.sharedEnvFrom" -}}
+{{- with .Values.s3.credentialsSecret }}
+envFrom:
+  - secretRef:
+      name: {{ . }}
+{{- end }}
+{{- end -}}
