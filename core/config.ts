@@ -70,6 +70,13 @@ const EnvSchema = z.object({
   DETECTION_JOBS_MAX: z.coerce.number().int().min(1).max(1000).default(4),
   DETECTION_JOBS_INSPECTIONS_PER_POD: z.coerce.number().int().min(1).max(1000).default(4),
   DETECTION_JOBS_EVERY_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+  // Where operator replicas elect their leader: a NATS KV key, or a coordination.k8s.io Lease
+  // (named OPERATOR_LEASE_NAME in POD_NAMESPACE), as Kubernetes controllers do.
+  OPERATOR_LEASE_BACKEND: z.enum(["nats", "kubernetes"]).default("nats"),
+  OPERATOR_LEASE_NAME: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, "a Kubernetes object name")
+    .default("vehicle-inspection-operator"),
   // The namespace the workloads run in (the chart sets it from the downward API).
   POD_NAMESPACE: z.string().min(1).default("default"),
   // An inference worker that has had no job for this long leaves with exit code 0: a Job's pod, done
@@ -126,6 +133,8 @@ export type Config = {
   /** NATS servers for the bus, idempotency keys and API keys (cluster mode); null: SQLite under DATA_DIR. */
   /** Cluster mode: the operator lease's TTL (one active operator among replicas). */
   operatorLeaseMs: number;
+  /** Where the operator lease is kept; a Kubernetes Lease has this name in `namespace`. */
+  operatorLease: { backend: "nats" } | { backend: "kubernetes"; name: string };
   natsUrl: string | null;
   webhooks: { allowPrivateTargets: boolean; retryScheduleMs: number[]; timeoutMs: number };
   rateLimit: {
@@ -232,6 +241,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inferenceAckWaitMs: e.INFERENCE_ACK_WAIT_MS,
     metricsPort: e.METRICS_PORT,
     operatorLeaseMs: e.OPERATOR_LEASE_MS,
+    operatorLease: e.OPERATOR_LEASE_BACKEND === "kubernetes" ? { backend: "kubernetes", name: e.OPERATOR_LEASE_NAME } : { backend: "nats" },
     detectionJobs: e.DETECTION_JOB_TEMPLATE
       ? {
           templatePath: resolve(e.DETECTION_JOB_TEMPLATE),

@@ -1,4 +1,8 @@
 import { hostname } from "node:os";
+import { CoordinationV1Api, KubeConfig } from "@kubernetes/client-node";
+import { KubernetesLeaderLease } from "../../core/adapters/kubernetes/kubernetes-leader-lease.ts";
+import type { Nats } from "../../core/adapters/nats/nats-connection.ts";
+import type { LeaderLease } from "../../core/ports/leader-lease.ts";
 import type { Config } from "../../core/config.ts";
 import { startDetectionJobs } from "./detection-jobs.ts";
 import { NatsLeaderLease } from "../../core/adapters/nats/nats-leader-lease.ts";
@@ -25,9 +29,7 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
   // Before the lease: a standby answers its probes too. Ready while the store answers.
   const probes = await startProbeServer(config, s.metrics, () => storeAnswers(s), log);
   // Replicas wait here while another leads: one controller writes status at a time.
-  const lease = s.nats
-    ? await NatsLeaderLease.open(s.nats.kvm, { identity: `${hostname()}:${process.pid}`, ttlMs: config.operatorLeaseMs })
-    : null;
+  const lease = await operatorLease(config, s.nats);
   if (lease) {
     log.info({ lease_ms: config.operatorLeaseMs }, "waiting to lead");
     await lease.acquire((why) => {
@@ -57,4 +59,26 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
       log.info("operator workload stopped");
     }),
   };
+}
+
+/**
+ * The lease that lets one operator replica act at a time: a Kubernetes Lease where the config says
+ * so (the API server found as every client finds it), else a NATS KV key when there is NATS; none
+ * for a lone operator on one machine.
+ */
+async function operatorLease(config: Config, nats: Nats | null): Promise<LeaderLease | null> {
+  // In a pod its name (the host name) says which replica holds the lease, as client-go's election records it.
+  const identity = `${hostname()}_${process.pid}`;
+  if (config.operatorLease.backend === "kubernetes") {
+    const kc = new KubeConfig();
+    kc.loadFromDefault();
+    return new KubernetesLeaderLease({
+      api: kc.makeApiClient(CoordinationV1Api),
+      namespace: config.namespace,
+      name: config.operatorLease.name,
+      identity,
+      ttlMs: config.operatorLeaseMs,
+    });
+  }
+  return nats ? NatsLeaderLease.open(nats.kvm, { identity, ttlMs: config.operatorLeaseMs }) : null;
 }

@@ -225,7 +225,7 @@ describe("detection Jobs scaled with the detection queue", () => {
       expect(worker.logs.filter((l) => l.msg === "detection finished").length).toBe(published);
       const said = worker.logs.map((l) => l.msg);
       expect(said.indexOf("no detection job for a while; leaving")).toBeGreaterThan(said.lastIndexOf("detection finished"));
-      expect(said.at(-1)).toBe("inference workload stopped");
+      expect(said.lastIndexOf("inference workload stopped")).toBeGreaterThan(said.indexOf("no detection job for a while; leaving"));
       expect(await detectionQueueDepth(jsm)).toBe(0);
       // Every job's result is stored for the operator's runner.
       expect((await jsm.streams.info(DETECTION_QUEUE.results.stream)).state.messages).toBe(published);
@@ -235,38 +235,58 @@ describe("detection Jobs scaled with the detection queue", () => {
     }
   }, 60_000);
 
-  it("the operator workload, given DETECTION_JOB_TEMPLATE and a kubeconfig, makes the Job while it leads", async () => {
+  it("of two operator replicas one leads through a Kubernetes Lease and makes the Job; killed, the other takes over and makes no second", async () => {
     await deleteJobs();
     await queue(3);
     const dir = mkdtempSync(join(tmpdir(), "vi-jobs-"));
     const template = join(dir, "detection-job.yaml");
     writeFileSync(template, stringify(TEMPLATE));
-    const operator = new ServiceProcess(
-      {
-        DATA_DIR: join(dir, "data"),
-        PORT: String(await freePort()),
-        NATS_URL: natsServer.url,
-        ...s3.clientEnv,
-        KUBECONFIG: k.kubeconfig,
-        DETECTION_JOB_TEMPLATE: template,
-        DETECTION_JOB_OWNER: "Deployment/vi-operator",
-        DETECTION_JOBS_MAX: "2",
-        DETECTION_JOBS_INSPECTIONS_PER_POD: "1",
-        DETECTION_JOBS_EVERY_MS: "200",
-        DAMAGE_MODEL: "none",
-        PARTS_MODEL: "none",
-      },
-      "operator",
-    );
+    const LEASE_MS = 3_000;
+    const env = {
+      DATA_DIR: join(dir, "data"),
+      NATS_URL: natsServer.url,
+      ...s3.clientEnv,
+      KUBECONFIG: k.kubeconfig,
+      OPERATOR_LEASE_BACKEND: "kubernetes",
+      OPERATOR_LEASE_MS: String(LEASE_MS),
+      DETECTION_JOB_TEMPLATE: template,
+      DETECTION_JOB_OWNER: "Deployment/vi-operator",
+      DETECTION_JOBS_MAX: "2",
+      DETECTION_JOBS_INSPECTIONS_PER_POD: "1",
+      DETECTION_JOBS_EVERY_MS: "200",
+      DAMAGE_MODEL: "none",
+      PARTS_MODEL: "none",
+    };
+    const replicas = [new ServiceProcess(env, "operator")];
+    const holder = () => k.kubectl("get", "lease", "vehicle-inspection-operator", "-o", "jsonpath={.spec.holderIdentity}");
     try {
-      await operator.line((l) => l.msg === "detection Job created", 60_000);
+      await replicas[0]!.line((l) => l.msg === "detection Job created", 60_000);
+      replicas.push(new ServiceProcess(env, "operator"));
+      await replicas[1]!.line((l) => l.msg === "waiting to lead", 60_000);
+      const [first, second] = replicas as [ServiceProcess, ServiceProcess];
       const made: V1Job[] = await jobs();
       expect(made.map((j) => [j.spec!.parallelism, j.metadata!.ownerReferences![0]!.uid])).toEqual([[2, ownerUid]]);
+      // The Lease names the leader (host name and pid), as client-go's election records it.
+      expect(await holder()).toMatch(/_\d+$/);
+      const leaderIdentity = await holder();
+      // The standby waits: it neither leads nor touches the Jobs while the Lease is held.
+      await new Promise((r) => setTimeout(r, LEASE_MS));
+      expect(second.logs.some((l) => l.msg === "leading")).toBe(false);
+
+      first.kill();
+      const killedAt = Date.now();
+      await second.line((l) => l.msg === "leading", 30_000);
+      console.log(`operator takeover after SIGKILL: ${Date.now() - killedAt} ms (lease ${LEASE_MS} ms)`);
+      expect(await holder()).not.toBe(leaderIdentity);
+      // The new leader's scaler finds the Job the first one made: still one.
+      await second.line((l) => l.msg === "detection Jobs planned", 10_000);
+      expect((await jobs()).map((j) => j.metadata!.name)).toEqual(made.map((j) => j.metadata!.name));
     } finally {
-      expect(await operator.stop()).toBe(0);
+      replicas[0]!.kill();
+      expect(await replicas[1]?.stop()).toBe(0);
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 
   it("the single-process service with a Job template has an inspection's detection run by the Job's pod, which then leaves", async () => {
     await deleteJobs();

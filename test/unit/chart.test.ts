@@ -136,7 +136,7 @@ describe("the Helm chart", () => {
       expect(service.volumeMounts).toContainEqual({ name: "detection-job", mountPath: "/etc/vehicle-inspection", readOnly: true });
       expect(docs.find((d: any) => d.kind === "ServiceAccount").automountServiceAccountToken).toBe(true);
       const role = docs.find((d: any) => d.kind === "Role");
-      expect(role.rules[0]).toEqual({ apiGroups: ["batch"], resources: ["jobs"], verbs: ["get", "list", "watch", "create", "patch"] });
+      expect(role.rules[0]).toEqual({ apiGroups: ["batch"], resources: ["jobs"], verbs: ["list", "create", "patch"] });
     });
 
     it("runs the Jobs on CPU nodes with gpus=0, and renders no Kubernetes access when they are off", () => {

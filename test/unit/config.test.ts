@@ -45,3 +45,34 @@ describe("configuration: where metrics are served", () => {
     expect(() => loadConfig({ PORT: "9000", METRICS_PORT: "9000" })).toThrow(/METRICS_PORT is PORT/);
   });
 });
+
+describe("configuration: detection as Kubernetes Jobs, and the operator's lease", () => {
+  const jobs = { DETECTION_JOB_TEMPLATE: "/etc/vi/job.yaml", NATS_URL: "nats://nats:4222", S3_BUCKET: "inspections" };
+
+  it("is off without a template; with one, bounded as told and owned as told", () => {
+    expect(loadConfig({}).detectionJobs).toBeNull();
+    expect(loadConfig({ ...jobs, DETECTION_JOB_OWNER: "StatefulSet/vi", DETECTION_JOBS_MAX: "8" }).detectionJobs).toEqual({
+      templatePath: "/etc/vi/job.yaml",
+      owner: { apiVersion: "apps/v1", kind: "StatefulSet", name: "vi" },
+      bounds: { minParallelism: 0, maxParallelism: 8, inspectionsPerPod: 4 },
+      everyMs: 5_000,
+    });
+    expect(loadConfig({}).operatorLease).toEqual({ backend: "nats" });
+    expect(loadConfig({ OPERATOR_LEASE_BACKEND: "kubernetes" }).operatorLease).toEqual({
+      backend: "kubernetes",
+      name: "vehicle-inspection-operator",
+    });
+  });
+
+  it.each([
+    [{ DETECTION_JOB_TEMPLATE: "/etc/vi/job.yaml", S3_BUCKET: "inspections" }, /needs NATS_URL and S3_BUCKET/],
+    [{ DETECTION_JOB_TEMPLATE: "/etc/vi/job.yaml", NATS_URL: "nats://nats:4222" }, /needs NATS_URL and S3_BUCKET/],
+    [{ ...jobs, DETECTION_JOBS_MIN: "5", DETECTION_JOBS_MAX: "2" }, /DETECTION_JOBS_MIN \(5\) is above DETECTION_JOBS_MAX \(2\)/],
+    [{ ...jobs, DETECTION_JOB_OWNER: "Pod/vi" }, /DETECTION_JOB_OWNER/],
+    [{ OPERATOR_LEASE_BACKEND: "etcd" }, /OPERATOR_LEASE_BACKEND/],
+    [{ INFERENCE_EXIT_WHEN_IDLE_MS: "10" }, /INFERENCE_EXIT_WHEN_IDLE_MS/],
+  ])("refuses %o at boot", (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});
