@@ -20,6 +20,16 @@ export const GO_SERVERS = {
   // of ours (test/kube/), whose go.mod pins the version named here.
   etcd: { wrapper: "test/kube/etcd", package: ".", version: "v3.6.13" },
   "kube-apiserver": { wrapper: "test/kube/binaries", package: "k8s.io/kubernetes/cmd/kube-apiserver", version: "v1.34.2" },
+  // For Jobs' pods: the Job, TTL-after-finished and garbage-collector controllers, and the scheduler,
+  // which places pods on the nodes kwok simulates (GPU capacity, taints), moving them through their
+  // phases without kubelets.
+  "kube-controller-manager": {
+    wrapper: "test/kube/binaries",
+    package: "k8s.io/kubernetes/cmd/kube-controller-manager",
+    version: "v1.34.2",
+  },
+  "kube-scheduler": { wrapper: "test/kube/binaries", package: "k8s.io/kubernetes/cmd/kube-scheduler", version: "v1.34.2" },
+  kwok: { module: "sigs.k8s.io/kwok/cmd/kwok", version: "v0.8.0" },
 } as const satisfies Record<string, GoBuild>;
 export type GoServer = keyof typeof GO_SERVERS;
 /** Built by `go install module@version`, or by `go build` of a package inside a wrapper module of the repository. */

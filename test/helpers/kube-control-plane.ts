@@ -1,18 +1,19 @@
 import { execFile, execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
 import { freePorts } from "./free-port.ts";
-import { ServerProcess } from "./go-servers.ts";
+import { GO_SERVERS, goCommand, ServerProcess } from "./go-servers.ts";
 
 /**
  * A real Kubernetes control plane on loopback, as controller-runtime's envtest starts one: etcd and
  * kube-apiserver (built from the Go module proxy, test/kube/), an admin client certificate in group
  * `system:masters` signed by a CA made for the run, RBAC on, and a kubeconfig for kubectl and
- * @kubernetes/client-node. No kubelet, scheduler or controllers: objects are stored, validated
- * (schemas, CEL rules, the status subresource), authorized and watched, and nothing runs them.
+ * @kubernetes/client-node. No kubelet, scheduler or controllers unless `nodes` asks for them:
+ * objects are stored, validated (schemas, CEL rules, the status subresource), authorized and
+ * watched, and nothing runs them.
  */
 export type ControlPlane = {
   server: string;
@@ -66,11 +67,52 @@ function makeCertificates(dir: string): void {
   openssl(dir, "rsa -in sa.key -pubout -out sa.pub");
 }
 
-/** `apiServerArgs`: flags added to kube-apiserver's (`--watch-cache=false`: watches read etcd itself). */
-export async function startControlPlane(options: { apiServerArgs?: string[] } = {}): Promise<ControlPlane> {
+export type ControlPlaneOptions = {
+  /** Flags added to kube-apiserver's (`--watch-cache=false`: watches read etcd itself). */
+  apiServerArgs?: string[];
+  /**
+   * Also run what makes Jobs' pods run: kube-controller-manager (the Job, TTL-after-finished,
+   * garbage-collector and node lifecycle controllers), kube-scheduler, and kwok, which keeps the Nodes annotated
+   * `kwok.x-k8s.io/node: fake` ready and moves the pods bound to them through their phases (a
+   * Job's pod runs, then succeeds) with no kubelet and no container.
+   */
+  nodes?: boolean;
+};
+
+/** The annotation that hands a Node to kwok. */
+export const KWOK_NODE = { "kwok.x-k8s.io/node": "fake" } as const;
+
+/**
+ * kwok's "fast" stages (a node is made ready, and its heartbeat kept; a pod bound to it goes
+ * Running at once, a Job's pod then Succeeded, a deleted one goes), as its release ships them: read from its module, which the
+ * Go module cache holds once kwok is built, and written into one config file for `--config`.
+ */
+function writeKwokStages(file: string): void {
+  const go = goCommand();
+  if (!go) throw new Error("Go is needed to read kwok's stages from its module");
+  const { Dir } = JSON.parse(
+    execFileSync(go, ["mod", "download", "-json", `sigs.k8s.io/kwok@${GO_SERVERS.kwok.version}`], { encoding: "utf8" }),
+  );
+  const stages = ["node/fast", "node/heartbeat", "pod/fast"].flatMap((set) => {
+    const folder = join(Dir, "kustomize/stage", set);
+    return readdirSync(folder)
+      .filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml")
+      .map((f) => readFileSync(join(folder, f), "utf8"));
+  });
+  writeFileSync(file, stages.join("\n---\n"));
+}
+
+export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const dir = mkdtempSync(join(tmpdir(), "vi-kube-"));
   makeCertificates(dir);
-  const [etcdPort, peerPort, apiPort] = (await freePorts(3)) as [number, number, number];
+  const [etcdPort, peerPort, apiPort, managerPort, schedulerPort, kwokPort] = (await freePorts(6)) as number[] as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
   const peerUrl = `http://127.0.0.1:${peerPort}`;
   const etcd = new ServerProcess(
@@ -128,7 +170,40 @@ export async function startControlPlane(options: { apiServerArgs?: string[] } = 
       );
       if (input !== undefined) child.stdin!.end(input);
     });
+  // Each authenticates as the admin, as envtest's do; none elects a leader (there is one of each).
+  const asAdmin = [`--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${kubeconfig}`, `--authorization-kubeconfig=${kubeconfig}`];
+  const serving = (name: string, port: number) => [`--secure-port=${port}`, "--bind-address=127.0.0.1", `--cert-dir=${join(dir, name)}`];
+  const nodeParts = options.nodes
+    ? [
+        new ServerProcess(
+          "kube-controller-manager",
+          [
+            ...asAdmin,
+            ...serving("kcm", managerPort),
+            "--leader-elect=false",
+            // The node lifecycle controller lifts the not-ready taint a new Node is given once kwok reports it ready.
+            "--controllers=job-controller,ttl-after-finished-controller,garbage-collector-controller,node-lifecycle-controller",
+          ],
+          managerPort,
+        ),
+        new ServerProcess("kube-scheduler", [...asAdmin, ...serving("scheduler", schedulerPort), "--leader-elect=false"], schedulerPort),
+        new ServerProcess(
+          "kwok",
+          [
+            `--kubeconfig=${kubeconfig}`,
+            `--config=${join(dir, "kwok-stages.yaml")}`,
+            "--manage-all-nodes=false",
+            `--manage-nodes-with-annotation-selector=${Object.entries(KWOK_NODE)[0]!.join("=")}`,
+            "--node-ip=127.0.0.1",
+            "--cidr=10.0.0.1/24",
+            `--server-address=127.0.0.1:${kwokPort}`,
+          ],
+          kwokPort,
+        ),
+      ]
+    : [];
   const close = async () => {
+    for (const part of nodeParts.toReversed()) await part.stop();
     await apiserver.stop();
     await etcd.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -151,6 +226,13 @@ export async function startControlPlane(options: { apiServerArgs?: string[] } = 
       throw new Error(`the control plane did not become ready:\n${why}`);
     }
     await new Promise((r) => setTimeout(r, 250));
+  }
+  try {
+    if (options.nodes) writeKwokStages(join(dir, "kwok-stages.yaml"));
+    for (const part of nodeParts) await part.start();
+  } catch (error) {
+    await close();
+    throw error;
   }
   return {
     server,

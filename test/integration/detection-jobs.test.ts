@@ -1,22 +1,15 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BatchV1Api, KubeConfig, KubernetesObjectApi, type V1Deployment, type V1Job } from "@kubernetes/client-node";
-import { pino } from "pino";
+import type { V1Deployment, V1Job } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  DETECTION_QUEUE,
-  detectionQueueDepth,
-  ensureDetectionStreams,
-  ensureInferenceConsumer,
-  jobIdFor,
-} from "../../core/adapters/nats/detection-queue.ts";
-import { connectNats, type Nats } from "../../core/adapters/nats/nats-connection.ts";
-import { DETECTION_JOB_LABEL, DetectionJobScaler, parseJobTemplate } from "../../operator/detection-job-scaler.ts";
+import { DETECTION_QUEUE } from "../../core/adapters/nats/detection-queue.ts";
+import { DETECTION_JOB_LABEL, parseJobTemplate } from "../../operator/detection-job-scaler.ts";
 import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { loadConfig } from "../../core/config.ts";
 import { createKey } from "../../bin/commands/keys.ts";
+import { chartJobTemplate, kubeClients, openDetectionQueue } from "../helpers/detection-queue.ts";
 import { type NatsServer, startNatsServer, startVersityGw, type VersityGw } from "../helpers/go-servers.ts";
 import { carPhotos } from "../helpers/photos.ts";
 import { until } from "../helpers/webhook-receiver.ts";
@@ -27,40 +20,9 @@ import { ServiceProcess } from "../helpers/service-process.ts";
 const NAMESPACE = "default";
 const BOUNDS = { minParallelism: 0, maxParallelism: 4, inspectionsPerPod: 2 };
 
-/** A detection Job template as a platform team writes one for GPU nodes. */
-const TEMPLATE = {
-  apiVersion: "batch/v1",
-  kind: "Job",
-  metadata: { name: "vi-detection", labels: { "app.kubernetes.io/component": "detection" } },
-  spec: {
-    backoffLimit: 6,
-    activeDeadlineSeconds: 3600,
-    ttlSecondsAfterFinished: 600,
-    // A pod evicted or preempted is not the Job's failure; a configuration error (exit 2) fails it at once.
-    podFailurePolicy: {
-      rules: [
-        { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget" }] },
-        { action: "FailJob", onExitCodes: { containerName: "inference", operator: "In", values: [2] } },
-      ],
-    },
-    template: {
-      spec: {
-        restartPolicy: "Never",
-        nodeSelector: { "nvidia.com/gpu.present": "true" },
-        tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
-        containers: [
-          {
-            name: "inference",
-            image: "vehicle-inspection:test",
-            args: ["inference"],
-            env: [{ name: "INFERENCE_EXIT_WHEN_IDLE_MS", value: "60000" }],
-            resources: { limits: { "nvidia.com/gpu": "1" } },
-          },
-        ],
-      },
-    },
-  },
-};
+/** The chart's detection Job template for GPU nodes, as the service reads it from its ConfigMap. */
+const TEMPLATE = chartJobTemplate();
+const NAME = TEMPLATE.metadata!.name!;
 
 /**
  * Detection as Kubernetes Jobs, against a real kube-apiserver and a real nats-server: the operator
@@ -72,23 +34,14 @@ describe("detection Jobs scaled with the detection queue", () => {
   let k: ControlPlane;
   let natsServer: NatsServer;
   let s3: VersityGw;
-  let nats: Nats;
-  let batch: BatchV1Api;
-  let objects: KubernetesObjectApi;
+  let q: Awaited<ReturnType<typeof openDetectionQueue>>;
+  let kube: ReturnType<typeof kubeClients>;
   let ownerUid: string;
-  let published = 0;
-  const log = pino({ level: "silent" });
 
   beforeAll(async () => {
     [k, natsServer, s3] = await Promise.all([startControlPlane(), startNatsServer(), startVersityGw()]);
-    nats = await connectNats({ url: natsServer.url, name: "detection-jobs-test" });
-    const jsm = await nats.js.jetstreamManager();
-    await ensureDetectionStreams(jsm);
-    await ensureInferenceConsumer(jsm, 30_000);
-    const kc = new KubeConfig();
-    kc.loadFromFile(k.kubeconfig);
-    batch = kc.makeApiClient(BatchV1Api);
-    objects = KubernetesObjectApi.makeApiClient(kc);
+    q = await openDetectionQueue(natsServer.url, "detection-jobs-test");
+    kube = kubeClients(k.kubeconfig, NAMESPACE);
     // The operator's Deployment, which owns the Jobs (stored; nothing runs it here).
     const deployment: V1Deployment = {
       apiVersion: "apps/v1",
@@ -102,41 +55,26 @@ describe("detection Jobs scaled with the detection queue", () => {
         },
       },
     };
-    ownerUid = (await objects.create(deployment)).metadata!.uid!;
+    ownerUid = (await kube.objects.create(deployment)).metadata!.uid!;
   }, 240_000);
 
   afterAll(async () => {
-    await nats?.close();
+    await q?.nats.close();
     await Promise.all([k?.close(), natsServer?.close(), s3?.close()]);
   });
 
-  /** Queues `n` detection jobs, as the operator's runner does. */
-  async function queue(n: number): Promise<void> {
-    for (let i = 0; i < n; i++) {
-      const id = `insp_${++published}`;
-      const jobId = jobIdFor(id, 1);
-      await nats.js.publish(DETECTION_QUEUE.jobs.subject(id), JSON.stringify({ jobId, inspectionId: id, photos: [] }), { msgID: jobId });
-    }
-  }
-
+  const queue = (n: number) => q.queue(n);
   const scaler = () =>
-    new DetectionJobScaler({
-      batch,
-      objects,
-      namespace: NAMESPACE,
-      template: parseJobTemplate(JSON.stringify(TEMPLATE)),
-      owner: { apiVersion: "apps/v1", kind: "Deployment", name: "vi-operator" },
-      bounds: BOUNDS,
-      depth: async () => detectionQueueDepth(await nats.js.jetstreamManager()),
-      everyMs: 60_000,
-      log,
+    kube.scaler(TEMPLATE, q.depth, BOUNDS, {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      name: "vi-operator",
     });
 
-  const jobs = async () =>
-    (await batch.listNamespacedJob({ namespace: NAMESPACE, labelSelector: `${DETECTION_JOB_LABEL}=vi-detection` })).items;
+  const jobs = () => kube.jobsOf(NAME);
   const deleteJobs = async () => {
     for (const j of await jobs()) {
-      await batch.deleteNamespacedJob({ name: j.metadata!.name!, namespace: NAMESPACE, propagationPolicy: "Background" });
+      await kube.batch.deleteNamespacedJob({ name: j.metadata!.name!, namespace: NAMESPACE, propagationPolicy: "Background" });
     }
     await expect.poll(async () => (await jobs()).length).toBe(0);
   };
@@ -156,11 +94,11 @@ describe("detection Jobs scaled with the detection queue", () => {
     await s.stop();
     const [job, ...more] = await jobs();
     expect(more).toEqual([]);
-    expect(job!.metadata!.name).toMatch(/^vi-detection-[a-z0-9]{5}$/);
+    expect(job!.metadata!.name).toMatch(new RegExp(`^${NAME}-[a-z0-9]{5}$`));
     expect(job!.metadata!.ownerReferences).toEqual([
       { apiVersion: "apps/v1", kind: "Deployment", name: "vi-operator", uid: ownerUid, blockOwnerDeletion: false },
     ]);
-    expect(job!.metadata!.labels).toMatchObject({ "app.kubernetes.io/component": "detection", [DETECTION_JOB_LABEL]: "vi-detection" });
+    expect(job!.metadata!.labels).toMatchObject({ "app.kubernetes.io/component": "detection", [DETECTION_JOB_LABEL]: NAME });
     const spec = job!.spec!;
     // Five inspections, two a pod: three pods; a work queue, so no completions count.
     expect(spec.parallelism).toBe(3);
@@ -171,7 +109,8 @@ describe("detection Jobs scaled with the detection queue", () => {
     expect(pod.restartPolicy).toBe("Never");
     expect(pod.nodeSelector).toEqual({ "nvidia.com/gpu.present": "true" });
     expect(pod.tolerations).toEqual([{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }]);
-    expect(pod.containers[0]!.resources!.limits).toEqual({ "nvidia.com/gpu": "1" });
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true });
+    expect(pod.containers[0]!.resources!.limits).toMatchObject({ "nvidia.com/gpu": "1" });
   });
 
   it("raises that Job as the queue grows, up to the maximum, and makes no second one", async () => {
@@ -193,7 +132,7 @@ describe("detection Jobs scaled with the detection queue", () => {
 
   it("makes a new Job when work is left and its Job is gone", async () => {
     const [job] = await jobs();
-    await batch.deleteNamespacedJob({ name: job!.metadata!.name!, namespace: NAMESPACE, propagationPolicy: "Background" });
+    await kube.batch.deleteNamespacedJob({ name: job!.metadata!.name!, namespace: NAMESPACE, propagationPolicy: "Background" });
     await expect.poll(async () => (await jobs()).length).toBe(0);
     expect(await scaler().reconcile()).toEqual({ action: "create", parallelism: 4 });
     const [made] = await jobs();
@@ -206,8 +145,8 @@ describe("detection Jobs scaled with the detection queue", () => {
   });
 
   it("a Job's pod, an inference worker told to leave when idle, empties the queue and exits 0", async () => {
-    const jsm = await nats.js.jetstreamManager();
-    expect(await detectionQueueDepth(jsm)).toBeGreaterThan(0);
+    const jsm = await q.nats.js.jetstreamManager();
+    expect(await q.depth()).toBeGreaterThan(0);
     const dir = mkdtempSync(join(tmpdir(), "vi-pod-"));
     const worker = new ServiceProcess(
       {
@@ -222,13 +161,13 @@ describe("detection Jobs scaled with the detection queue", () => {
     );
     try {
       expect(await worker.exited).toBe(0);
-      expect(worker.logs.filter((l) => l.msg === "detection finished").length).toBe(published);
+      expect(worker.logs.filter((l) => l.msg === "detection finished").length).toBe(q.published);
       const said = worker.logs.map((l) => l.msg);
       expect(said.indexOf("no detection job for a while; leaving")).toBeGreaterThan(said.lastIndexOf("detection finished"));
       expect(said.lastIndexOf("inference workload stopped")).toBeGreaterThan(said.indexOf("no detection job for a while; leaving"));
-      expect(await detectionQueueDepth(jsm)).toBe(0);
+      expect(await q.depth()).toBe(0);
       // Every job's result is stored for the operator's runner.
-      expect((await jsm.streams.info(DETECTION_QUEUE.results.stream)).state.messages).toBe(published);
+      expect((await jsm.streams.info(DETECTION_QUEUE.results.stream)).state.messages).toBe(q.published);
     } finally {
       worker.kill();
       rmSync(dir, { recursive: true, force: true });

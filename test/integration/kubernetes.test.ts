@@ -1,29 +1,13 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import type { V1Job } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseJobTemplate } from "../../operator/detection-job-scaler.ts";
+import { GPU_JOBS, jobTemplateIn } from "../helpers/detection-queue.ts";
 import { type ControlPlane, kubeTools, startControlPlane } from "../helpers/kube-control-plane.ts";
 
 const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
 const CHART = join(import.meta.dirname, "../../charts/vehicle-inspection");
-/** Values that run detection as Jobs on GPU nodes. */
-const GPU_JOBS = [
-  "publicUrl=https://inspect.example.com",
-  "detection.jobs.enabled=true",
-  "nats.url=nats://nats:4222",
-  "s3.bucket=inspections",
-];
 const sets = (values: string[]) => values.flatMap((v) => ["--set", v]);
-
-/** The Job template in the chart's rendered ConfigMap. */
-function detectionJobTemplate(manifest: string): V1Job {
-  const map = parseAllDocuments(manifest)
-    .map((d) => d.toJS())
-    .find((d) => d?.kind === "ConfigMap" && d.metadata.name.endsWith("-detection-job"));
-  return parseJobTemplate(map.data["detection-job.yaml"]);
-}
 
 /** An Inspection as the API would make it; `overrides` replace parts of its spec. */
 const inspection = (name: string, spec: Record<string, unknown> = {}) =>
@@ -124,7 +108,7 @@ describe("the Inspection CRD on a real API server", () => {
       expect(dryRun.stdout).toContain("service/r-vehicle-inspection-headless created (server dry run)");
     }
     // The detection Job template the ConfigMap carries, as the service creates it: its pods are `restricted` too.
-    const template = detectionJobTemplate(
+    const template = jobTemplateIn(
       execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-chart", ...sets(GPU_JOBS)], { encoding: "utf8" }),
     );
     const job = { ...template, metadata: { ...template.metadata, name: undefined, generateName: `${template.metadata!.name}-` } };
