@@ -70,6 +70,8 @@ const EnvSchema = z.object({
   DETECTION_JOBS_MAX: z.coerce.number().int().min(1).max(1000).default(4),
   DETECTION_JOBS_INSPECTIONS_PER_POD: z.coerce.number().int().min(1).max(1000).default(4),
   DETECTION_JOBS_EVERY_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+  // A Job whose pods have had none ready this long is reported stuck (a GPU node may take minutes to come up).
+  DETECTION_JOBS_STUCK_AFTER_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(600_000),
   // Where operator replicas elect their leader: a NATS KV key, or a coordination.k8s.io Lease
   // (named OPERATOR_LEASE_NAME in POD_NAMESPACE), as Kubernetes controllers do.
   OPERATOR_LEASE_BACKEND: z.enum(["nats", "kubernetes"]).default("nats"),
@@ -161,6 +163,7 @@ export type Config = {
     owner: { apiVersion: "apps/v1"; kind: "Deployment" | "StatefulSet"; name: string } | null;
     bounds: { minParallelism: number; maxParallelism: number; inspectionsPerPod: number };
     everyMs: number;
+    stuckAfterMs: number;
   } | null;
   namespace: string;
   /** An inference worker idle this long exits 0 (a Job's pod); null: never. */
@@ -252,6 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             inspectionsPerPod: e.DETECTION_JOBS_INSPECTIONS_PER_POD,
           },
           everyMs: e.DETECTION_JOBS_EVERY_MS,
+          stuckAfterMs: e.DETECTION_JOBS_STUCK_AFTER_MS,
         }
       : null,
     namespace: e.POD_NAMESPACE,

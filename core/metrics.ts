@@ -13,6 +13,7 @@ export class Metrics {
   readonly httpRequestSeconds: Histogram<"method" | "route" | "status_code">;
   readonly webhookAttempts: Counter<"outcome">;
   readonly detectionSeconds: Histogram<"outcome">;
+  readonly detectionJobs: Gauge<"state">;
   readonly #depths = new Map<string, () => number | Promise<number>>();
   #countInspections: (() => Promise<Map<string, number>>) | null = null;
 
@@ -38,6 +39,12 @@ export class Metrics {
       help: "Detection of one inspection's photos, from its start to its result (outcome completed, failed or unusable).",
       labelNames: ["outcome"],
       buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+      registers,
+    });
+    this.detectionJobs = new Gauge({
+      name: "detection_jobs",
+      help: "Detection's Kubernetes Jobs by state: queued (suspended), starting, running (a pod ready), stuck (no pod ready for DETECTION_JOBS_STUCK_AFTER_MS), finished.",
+      labelNames: ["state"],
       registers,
     });
     const metrics = this;

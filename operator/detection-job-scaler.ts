@@ -10,7 +10,16 @@ import {
 import type { Logger } from "pino";
 import { parse } from "yaml";
 import { z } from "zod";
-import { type DetectionJobBounds, type DetectionJobPlan, type ObservedJob, planDetectionJobs } from "../core/domain/detection-jobs.ts";
+import {
+  type DetectionJobBounds,
+  type DetectionJobPlan,
+  JOB_STATES,
+  type JobState,
+  jobState,
+  type ObservedJob,
+  planDetectionJobs,
+} from "../core/domain/detection-jobs.ts";
+import type { Metrics } from "../core/metrics.ts";
 
 /** The label every detection Job carries, naming the template it came from: how the scaler finds its own Jobs. */
 export const DETECTION_JOB_LABEL = "inspection.dev/detection-job";
@@ -53,7 +62,11 @@ export type DetectionJobScalerOptions = {
   /** Detection jobs waiting or being run. */
   depth: () => Promise<number>;
   everyMs: number;
+  /** A Job with pods and none of them ready this long is reported stuck. */
+  stuckAfterMs: number;
   log: Logger;
+  metrics?: Metrics;
+  now?: () => number;
 };
 
 const finishedOf = (job: V1Job) =>
@@ -74,6 +87,11 @@ export class DetectionJobScaler {
   #pass: Promise<void> | null = null;
   #stopped = false;
   #lastPlan = "";
+  /** Since when each Job has been seen with no ready pod; and the Jobs already reported stuck. */
+  readonly #unreadySince = new Map<string, number>();
+  readonly #reportedStuck = new Set<string>();
+  /** Each Job's state at the last pass. */
+  states = new Map<string, JobState>();
 
   constructor(options: DetectionJobScalerOptions) {
     this.#o = options;
@@ -102,6 +120,7 @@ export class DetectionJobScaler {
   /** One pass: what the queue and the Jobs called for, and done. */
   async reconcile(): Promise<DetectionJobPlan> {
     const [depth, jobs] = await Promise.all([this.#o.depth(), this.#jobs()]);
+    this.#observe(jobs);
     const plan = planDetectionJobs(depth, jobs, this.#o.bounds);
     const said = JSON.stringify({ depth, plan });
     if (said !== this.#lastPlan) this.#o.log.info({ depth, plan, jobs: jobs.length }, "detection Jobs planned");
@@ -109,6 +128,29 @@ export class DetectionJobScaler {
     if (plan.action === "create") await this.#create(plan.parallelism);
     if (plan.action === "scale") await this.#scale(plan.name, plan.parallelism);
     return plan;
+  }
+
+  /** Notes each Job's state, for the gauge and the log: a Job newly stuck is said once. */
+  #observe(jobs: ObservedJob[]): void {
+    const now = (this.#o.now ?? Date.now)();
+    const states = new Map<string, JobState>();
+    for (const job of jobs) {
+      if (job.ready > 0 || job.suspended || job.finished) this.#unreadySince.delete(job.name);
+      else if (!this.#unreadySince.has(job.name)) this.#unreadySince.set(job.name, now);
+      const state = jobState(job, this.#unreadySince.get(job.name) ?? null, now, this.#o.stuckAfterMs);
+      states.set(job.name, state);
+      if (state === "stuck" && !this.#reportedStuck.has(job.name)) {
+        this.#reportedStuck.add(job.name);
+        this.#o.log.warn(
+          { job: job.name, pods: job.active, unready_ms: now - this.#unreadySince.get(job.name)! },
+          "detection Job stuck: none of its pods is ready (no node with a free GPU? an image that cannot be pulled?)",
+        );
+      }
+    }
+    for (const name of this.#unreadySince.keys()) if (!states.has(name)) this.#unreadySince.delete(name);
+    for (const name of this.#reportedStuck) if (states.get(name) !== "stuck") this.#reportedStuck.delete(name);
+    this.states = states;
+    for (const state of JOB_STATES) this.#o.metrics?.detectionJobs.set({ state }, [...states.values()].filter((s) => s === state).length);
   }
 
   get #selector(): string {
@@ -123,6 +165,8 @@ export class DetectionJobScaler {
       suspended: job.spec?.suspend === true,
       finished: finishedOf(job),
       createdAt: job.metadata?.creationTimestamp ? new Date(job.metadata.creationTimestamp).getTime() : 0,
+      active: job.status?.active ?? 0,
+      ready: job.status?.ready ?? 0,
     }));
   }
 

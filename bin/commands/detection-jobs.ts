@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { BatchV1Api, KubeConfig, KubernetesObjectApi } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { Config } from "../../core/config.ts";
+import type { Metrics } from "../../core/metrics.ts";
 import { detectionQueueDepth, ensureDetectionStreams, ensureInferenceConsumer } from "../../core/adapters/nats/detection-queue.ts";
 import type { Nats } from "../../core/adapters/nats/nats-connection.ts";
 import { DetectionJobScaler, parseJobTemplate } from "../../operator/detection-job-scaler.ts";
@@ -12,7 +13,7 @@ import { DetectionJobScaler, parseJobTemplate } from "../../operator/detection-j
  * API server is found as every client finds it: in a pod from its service account, elsewhere from
  * KUBECONFIG or ~/.kube/config.
  */
-export async function startDetectionJobs(config: Config, nats: Nats, log: Logger): Promise<DetectionJobScaler> {
+export async function startDetectionJobs(config: Config, nats: Nats, log: Logger, metrics: Metrics): Promise<DetectionJobScaler> {
   const jobs = config.detectionJobs!;
   const kc = new KubeConfig();
   kc.loadFromDefault();
@@ -29,7 +30,9 @@ export async function startDetectionJobs(config: Config, nats: Nats, log: Logger
     bounds: jobs.bounds,
     depth: () => detectionQueueDepth(jsm),
     everyMs: jobs.everyMs,
+    stuckAfterMs: jobs.stuckAfterMs,
     log: log.child({ component: "detection-jobs" }),
+    metrics,
   });
   await scaler.start();
   return scaler;

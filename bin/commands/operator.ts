@@ -45,7 +45,7 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
     : new WorkerPoolRunner({ blobs: config.blobs, threads: config.detectionThreads, models: config.models });
   const bus = s.nats ? await NatsBus.open(s.nats, { log: log.child({ component: "bus" }) }) : null;
   const loops = await startOperator(s, config, log, runner, bus);
-  const jobs = s.nats && config.detectionJobs ? await startDetectionJobs(config, s.nats, log) : null;
+  const jobs = s.nats && config.detectionJobs ? await startDetectionJobs(config, s.nats, log, s.metrics) : null;
   log.info({ nats: config.natsUrl !== null, blobs: config.blobs.kind, metrics_port: probes.port }, "operator workload started");
   return {
     port: probes.port,

@@ -22,7 +22,7 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
   const runner = inJobs
     ? await NatsDetectionRunner.open(inJobs, { log: log.child({ component: "detection" }) })
     : new WorkerPoolRunner({ blobs: config.blobs, threads: config.detectionThreads, models: config.models });
-  const jobs = inJobs ? await startDetectionJobs(config, inJobs, log) : null;
+  const jobs = inJobs ? await startDetectionJobs(config, inJobs, log, s.metrics) : null;
   const operator = await startOperator(s, config, log, runner);
   const http = await startHttp(s, config, log);
   const probes = await startProbeServer(config, s.metrics, () => storeAnswers(s), log);

@@ -22,7 +22,27 @@ export type ObservedJob = {
   /** A Complete or Failed condition: its pods are gone, whatever work is left needs another Job. */
   finished: boolean;
   createdAt: number;
+  /** Pods the Job has now (pending or running), and of them those ready. */
+  active: number;
+  ready: number;
 };
+
+/**
+ * Where a Job stands, for the `detection_jobs` gauge and the log: `queued` (suspended: waiting its
+ * turn, not stuck), `starting` (its pods not ready yet), `running` (a pod ready), `stuck` (pods,
+ * none of them ready, for stuckAfterMs: no GPU node to be had, an image that cannot be pulled),
+ * `finished`.
+ */
+export type JobState = "queued" | "starting" | "running" | "stuck" | "finished";
+export const JOB_STATES: readonly JobState[] = ["queued", "starting", "running", "stuck", "finished"];
+
+/** `unreadySince`: since when the scaler has seen it with no ready pod (null: it has one now). */
+export function jobState(job: ObservedJob, unreadySince: number | null, now: number, stuckAfterMs: number): JobState {
+  if (job.finished) return "finished";
+  if (job.suspended) return "queued";
+  if (job.ready > 0) return "running";
+  return unreadySince !== null && now - unreadySince >= stuckAfterMs ? "stuck" : "starting";
+}
 
 export type DetectionJobPlan =
   | { action: "none"; reason: "no_work" | "enough_pods" | "queued_behind_suspended" }

@@ -12,7 +12,13 @@ import {
 } from "../../core/adapters/nats/detection-queue.ts";
 import { connectNats, type Nats } from "../../core/adapters/nats/nats-connection.ts";
 import type { DetectionJobBounds } from "../../core/domain/detection-jobs.ts";
-import { DETECTION_JOB_LABEL, DetectionJobScaler, type JobOwner, parseJobTemplate } from "../../operator/detection-job-scaler.ts";
+import {
+  DETECTION_JOB_LABEL,
+  DetectionJobScaler,
+  type DetectionJobScalerOptions,
+  type JobOwner,
+  parseJobTemplate,
+} from "../../operator/detection-job-scaler.ts";
 import { kubeTools } from "./kube-control-plane.ts";
 
 const CHART = join(import.meta.dirname, "../../charts/vehicle-inspection");
@@ -83,7 +89,13 @@ export function kubeClients(kubeconfig: string, namespace: string) {
     core: kc.makeApiClient(CoreV1Api),
     /** The Jobs made from the template named `name`. */
     jobsOf: async (name: string) => (await batch.listNamespacedJob({ namespace, labelSelector: `${DETECTION_JOB_LABEL}=${name}` })).items,
-    scaler: (template: V1Job, depth: () => Promise<number>, bounds: DetectionJobBounds, owner: JobOwner | null = null) =>
+    scaler: (
+      template: V1Job,
+      depth: () => Promise<number>,
+      bounds: DetectionJobBounds,
+      owner: JobOwner | null = null,
+      extra: Partial<DetectionJobScalerOptions> = {},
+    ) =>
       new DetectionJobScaler({
         batch,
         objects,
@@ -93,7 +105,9 @@ export function kubeClients(kubeconfig: string, namespace: string) {
         bounds,
         depth,
         everyMs: 60_000,
+        stuckAfterMs: 600_000,
         log: pino({ level: "silent" }),
+        ...extra,
       }),
   };
 }

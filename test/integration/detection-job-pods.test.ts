@@ -4,6 +4,9 @@ import { chartJobTemplate, kubeClients, openDetectionQueue } from "../helpers/de
 import { type NatsServer, startNatsServer } from "../helpers/go-servers.ts";
 import { type ControlPlane, KWOK_NODE, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { until } from "../helpers/webhook-receiver.ts";
+import { sample } from "../helpers/prometheus.ts";
+import { Metrics } from "../../core/metrics.ts";
+import { pino } from "pino";
 
 const NAMESPACE = "default";
 const GPU_NODES = ["gpu-node-1", "gpu-node-2"];
@@ -33,6 +36,19 @@ const QUEUED: V1Job = {
   ...CHART_TEMPLATE,
   metadata: { ...CHART_TEMPLATE.metadata, name: `${NAME}-queued` },
   spec: { ...CHART_TEMPLATE.spec!, suspend: true },
+};
+
+/** A Job for a GPU no node has: its pods cannot be scheduled. */
+const UNSCHEDULABLE: V1Job = {
+  ...CHART_TEMPLATE,
+  metadata: { ...CHART_TEMPLATE.metadata, name: `${NAME}-h200` },
+  spec: {
+    ...CHART_TEMPLATE.spec!,
+    template: {
+      ...CHART_TEMPLATE.spec!.template,
+      spec: { ...CHART_TEMPLATE.spec!.template.spec!, nodeSelector: { "nvidia.com/gpu.product": "NVIDIA-H200" } },
+    },
+  },
 };
 
 /**
@@ -125,6 +141,7 @@ describe("detection Jobs' pods on simulated GPU nodes", () => {
     await new Promise((r) => setTimeout(r, 2_000));
     expect(await podsOf(name)).toEqual([]);
     expect(await s.reconcile()).toEqual({ action: "none", reason: "queued_behind_suspended" });
+    expect(s.states.get(name)).toBe("queued");
     expect((await jobsOf(`${NAME}-queued`)).length).toBe(1);
     await k.kubectl("patch", "job", name, "--type=merge", "-p", JSON.stringify({ spec: { suspend: false } }));
     const done = await until(
@@ -134,5 +151,40 @@ describe("detection Jobs' pods on simulated GPU nodes", () => {
       60_000,
     );
     expect(finished(done)).toBe("Complete");
+  });
+
+  it("reports a Job whose pods no node can take as stuck once the wait is over, in the log and the detection_jobs gauge", async () => {
+    const metrics = new Metrics("test");
+    const warnings: string[] = [];
+    const log = pino({ level: "warn" }, { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
+    const s = kube.scaler(UNSCHEDULABLE, q.depth, { minParallelism: 0, maxParallelism: 2, inspectionsPerPod: 2 }, null, {
+      stuckAfterMs: 1_500,
+      metrics,
+      log,
+    });
+    expect(await s.reconcile()).toEqual({ action: "create", parallelism: 2 });
+    const [job] = await jobsOf(UNSCHEDULABLE.metadata!.name!);
+    const name = job!.metadata!.name!;
+    // Its pods exist and wait: starting, not yet stuck.
+    await until(
+      "its pods made",
+      () => podsOf(name),
+      (pods) => pods.length === 2,
+      30_000,
+    );
+    await s.reconcile();
+    expect(s.states.get(name)).toBe("starting");
+    await new Promise((r) => setTimeout(r, 1_600));
+    expect(await s.reconcile()).toEqual({ action: "none", reason: "enough_pods" });
+    expect(s.states.get(name)).toBe("stuck");
+    expect(warnings.filter((w) => w.startsWith("detection Job stuck"))).toHaveLength(1);
+    expect(sample(await metrics.registry.metrics(), "detection_jobs", { state: "stuck" })).toBe(1);
+    const waits = (await kube.core.listNamespacedEvent({ namespace: NAMESPACE, fieldSelector: "reason=FailedScheduling" })).items;
+    expect(
+      waits.some((e) => e.involvedObject.name?.startsWith(`${name}-`) && e.message?.includes("didn't match Pod's node affinity/selector")),
+    ).toBe(true);
+    // Said once, however many passes see it stuck.
+    await s.reconcile();
+    expect(warnings.filter((w) => w.startsWith("detection Job stuck"))).toHaveLength(1);
   });
 });

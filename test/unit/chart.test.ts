@@ -133,6 +133,7 @@ describe("the Helm chart", () => {
       const service = docs.find((d: any) => d.kind === "StatefulSet").spec.template.spec.containers[0];
       expect(service.env).toContainEqual({ name: "DETECTION_JOB_TEMPLATE", value: "/etc/vehicle-inspection/detection-job.yaml" });
       expect(service.env).toContainEqual({ name: "DETECTION_JOB_OWNER", value: "StatefulSet/r-vehicle-inspection" });
+      expect(service.env).toContainEqual({ name: "DETECTION_JOBS_STUCK_AFTER_MS", value: "600000" });
       expect(service.volumeMounts).toContainEqual({ name: "detection-job", mountPath: "/etc/vehicle-inspection", readOnly: true });
       expect(docs.find((d: any) => d.kind === "ServiceAccount").automountServiceAccountToken).toBe(true);
       const role = docs.find((d: any) => d.kind === "Role");

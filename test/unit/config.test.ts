@@ -56,6 +56,7 @@ describe("configuration: detection as Kubernetes Jobs, and the operator's lease"
       owner: { apiVersion: "apps/v1", kind: "StatefulSet", name: "vi" },
       bounds: { minParallelism: 0, maxParallelism: 8, inspectionsPerPod: 4 },
       everyMs: 5_000,
+      stuckAfterMs: 600_000,
     });
     expect(loadConfig({}).operatorLease).toEqual({ backend: "nats" });
     expect(loadConfig({ OPERATOR_LEASE_BACKEND: "kubernetes" }).operatorLease).toEqual({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type ObservedJob, planDetectionJobs, wantedPods } from "../../core/domain/detection-jobs.ts";
+import { jobState, type ObservedJob, planDetectionJobs, wantedPods } from "../../core/domain/detection-jobs.ts";
 
 const bounds = { minParallelism: 0, maxParallelism: 4, inspectionsPerPod: 3 };
 const job = (over: Partial<ObservedJob> = {}): ObservedJob => ({
@@ -8,6 +8,8 @@ const job = (over: Partial<ObservedJob> = {}): ObservedJob => ({
   suspended: false,
   finished: false,
   createdAt: 1,
+  active: 1,
+  ready: 0,
   ...over,
 });
 
@@ -36,5 +38,14 @@ describe("detection Jobs follow the queue", () => {
   it("counts a suspended Job as queued: no second Job beside it, raised as the queue grows", () => {
     expect(planDetectionJobs(3, [job({ suspended: true })], bounds)).toEqual({ action: "none", reason: "queued_behind_suspended" });
     expect(planDetectionJobs(9, [job({ suspended: true })], bounds)).toEqual({ action: "scale", name: "detection-a", parallelism: 3 });
+  });
+
+  it("calls a Job stuck only after its pods have had none ready for the whole wait; a suspended one is queued", () => {
+    const minute = 60_000;
+    expect(jobState(job(), 0, 9 * minute, 10 * minute)).toBe("starting");
+    expect(jobState(job(), 0, 10 * minute, 10 * minute)).toBe("stuck");
+    expect(jobState(job({ ready: 1 }), null, 60 * minute, 10 * minute)).toBe("running");
+    expect(jobState(job({ suspended: true, active: 0 }), 0, 60 * minute, 10 * minute)).toBe("queued");
+    expect(jobState(job({ finished: true }), 0, 60 * minute, 10 * minute)).toBe("finished");
   });
 });
