@@ -136,6 +136,15 @@ describe("the Helm chart", () => {
       expect(service.env).toContainEqual({ name: "DETECTION_JOBS_STUCK_AFTER_MS", value: "600000" });
       expect(service.volumeMounts).toContainEqual({ name: "detection-job", mountPath: "/etc/vehicle-inspection", readOnly: true });
       expect(docs.find((d: any) => d.kind === "ServiceAccount").automountServiceAccountToken).toBe(true);
+      // No Service, StatefulSet or NetworkPolicy of the chart selects the detection pods.
+      const podLabels = job.spec!.template.metadata!.labels!;
+      const selects = (selector: Record<string, string>) => Object.entries(selector).every(([k, v]) => podLabels[k] === v);
+      const selectors = [
+        ...docs.filter((d: any) => d.kind === "Service").map((d: any) => d.spec.selector),
+        docs.find((d: any) => d.kind === "StatefulSet").spec.selector.matchLabels,
+      ];
+      expect(selectors.length).toBe(3);
+      expect(selectors.filter(selects)).toEqual([]);
       const role = docs.find((d: any) => d.kind === "Role");
       expect(role.rules[0]).toEqual({ apiGroups: ["batch"], resources: ["jobs"], verbs: ["list", "create", "patch"] });
     });
