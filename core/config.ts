@@ -79,6 +79,10 @@ const EnvSchema = z.object({
     .string()
     .regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, "a Kubernetes object name")
     .default("vehicle-inspection-operator"),
+  // Keep an Inspection resource for every inspection (kubectl get inspections; a cancel set on its
+  // spec), deleting a finished one's this long after it finished; its record stays readable.
+  INSPECTION_RESOURCES: bool.default(false),
+  INSPECTION_RESOURCES_RETENTION_SECONDS: z.coerce.number().int().min(1).max(31_536_000).default(86_400),
   // The namespace the workloads run in (the chart sets it from the downward API).
   POD_NAMESPACE: z.string().min(1).default("default"),
   // An inference worker that has had no job for this long leaves with exit code 0: a Job's pod, done
@@ -166,6 +170,8 @@ export type Config = {
     stuckAfterMs: number;
   } | null;
   namespace: string;
+  /** Inspection resources kept in `namespace` (operator/inspection-projector.ts); null: none. */
+  inspectionResources: { retentionMs: number } | null;
   /** An inference worker idle this long exits 0 (a Job's pod); null: never. */
   inferenceExitWhenIdleMs: number | null;
   models: {
@@ -259,6 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         }
       : null,
     namespace: e.POD_NAMESPACE,
+    inspectionResources: e.INSPECTION_RESOURCES ? { retentionMs: e.INSPECTION_RESOURCES_RETENTION_SECONDS * 1000 } : null,
     inferenceExitWhenIdleMs: e.INFERENCE_EXIT_WHEN_IDLE_MS ?? null,
     models: {
       damageModel: modelPath(e.DAMAGE_MODEL),

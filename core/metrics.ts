@@ -15,6 +15,7 @@ export class Metrics {
   readonly detectionSeconds: Histogram<"outcome">;
   readonly detectionJobs: Gauge<"state">;
   readonly #depths = new Map<string, () => number | Promise<number>>();
+  readonly #staleness = new Map<string, () => number>();
   #countInspections: (() => Promise<Map<string, number>>) | null = null;
 
   constructor(workload: string) {
@@ -60,6 +61,15 @@ export class Metrics {
       },
     });
     new Gauge({
+      name: "informer_staleness_seconds",
+      help: "Seconds since a list-watch cache of Kubernetes resources last heard from the API server (a list, an event or a bookmark).",
+      labelNames: ["resource"],
+      registers,
+      collect() {
+        for (const [resource, seconds] of metrics.#staleness) this.set({ resource }, seconds());
+      },
+    });
+    new Gauge({
       name: "queue_depth",
       help: "Items waiting in a queue: controller (keys due for reconcile), detection (jobs not yet taken by a worker).",
       labelNames: ["queue"],
@@ -68,6 +78,11 @@ export class Metrics {
         for (const [queue, depth] of metrics.#depths) this.set({ queue }, await depth());
       },
     });
+  }
+
+  /** Hooks a list-watch cache's time since it last heard from the API server on the `informer_staleness_seconds` gauge. */
+  informerStaleness(resource: string, seconds: () => number): void {
+    this.#staleness.set(resource, seconds);
   }
 
   /** Hooks the `inspections` gauge on the store's counts (the workload that owns the store). */

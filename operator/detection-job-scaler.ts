@@ -20,6 +20,7 @@ import {
   planDetectionJobs,
 } from "../core/domain/detection-jobs.ts";
 import type { Metrics } from "../core/metrics.ts";
+import { repeat } from "./repeat.ts";
 
 /** The label every detection Job carries, naming the template it came from: how the scaler finds its own Jobs. */
 export const DETECTION_JOB_LABEL = "inspection.dev/detection-job";
@@ -83,9 +84,7 @@ const finishedOf = (job: V1Job) =>
 export class DetectionJobScaler {
   readonly #o: DetectionJobScalerOptions;
   #ownerReference: V1OwnerReference | null = null;
-  #timer: NodeJS.Timeout | undefined;
-  #pass: Promise<void> | null = null;
-  #stopped = false;
+  #loop: { stop(): Promise<void> } | undefined;
   #lastPlan = "";
   /** Since when each Job has been seen with no ready pod; and the Jobs already reported stuck. */
   readonly #unreadySince = new Map<string, number>();
@@ -100,21 +99,15 @@ export class DetectionJobScaler {
   /** Resolves the owner (its uid) and starts the passes. */
   async start(): Promise<void> {
     this.#ownerReference = await this.#resolveOwner();
-    const loop = () => {
-      this.#pass = this.reconcile()
-        .then(() => undefined)
-        .catch((err) => this.#o.log.warn({ err }, "scaling detection Jobs failed; trying again"))
-        .finally(() => {
-          if (!this.#stopped) this.#timer = setTimeout(loop, this.#o.everyMs);
-        });
-    };
-    loop();
+    this.#loop = repeat(
+      async () => void (await this.reconcile()),
+      this.#o.everyMs,
+      (err) => this.#o.log.warn({ err }, "scaling detection Jobs failed; trying again"),
+    );
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    await this.#pass;
+    await this.#loop?.stop();
   }
 
   /** One pass: what the queue and the Jobs called for, and done. */

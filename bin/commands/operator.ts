@@ -5,6 +5,7 @@ import type { Nats } from "../../core/adapters/nats/nats-connection.ts";
 import type { LeaderLease } from "../../core/ports/leader-lease.ts";
 import type { Config } from "../../core/config.ts";
 import { startDetectionJobs } from "./detection-jobs.ts";
+import { startInspectionResources } from "./inspection-resources.ts";
 import { NatsLeaderLease } from "../../core/adapters/nats/nats-leader-lease.ts";
 import { createLogger } from "../../core/logger.ts";
 import { NatsBus } from "../../core/adapters/nats/nats-bus.ts";
@@ -46,12 +47,14 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
   const bus = s.nats ? await NatsBus.open(s.nats, { log: log.child({ component: "bus" }) }) : null;
   const loops = await startOperator(s, config, log, runner, bus);
   const jobs = s.nats && config.detectionJobs ? await startDetectionJobs(config, s.nats, log, s.metrics) : null;
+  const resources = config.inspectionResources ? startInspectionResources(config, s, log) : null;
   log.info({ nats: config.natsUrl !== null, blobs: config.blobs.kind, metrics_port: probes.port }, "operator workload started");
   return {
     port: probes.port,
     close: closeOnce(async () => {
       await probes.close();
       await jobs?.stop();
+      await resources?.stop();
       await loops.close();
       await bus?.close();
       await lease?.release();

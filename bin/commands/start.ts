@@ -8,6 +8,7 @@ import { startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
 import { startHttp, startOperator } from "./workloads.ts";
 import { startDetectionJobs } from "./detection-jobs.ts";
+import { startInspectionResources } from "./inspection-resources.ts";
 
 /**
  * `vehicle-inspection start`: the whole service in one process (embedded mode). With NATS_URL its
@@ -24,6 +25,7 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
     : new WorkerPoolRunner({ blobs: config.blobs, threads: config.detectionThreads, models: config.models });
   const jobs = inJobs ? await startDetectionJobs(config, inJobs, log, s.metrics) : null;
   const operator = await startOperator(s, config, log, runner);
+  const resources = config.inspectionResources ? startInspectionResources(config, s, log) : null;
   const http = await startHttp(s, config, log);
   const probes = await startProbeServer(config, s.metrics, () => storeAnswers(s), log);
   const started = { port: http.port, metrics_port: probes.port, data_dir: config.dataDir, public_url: config.publicUrl };
@@ -34,6 +36,7 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
     await http.close();
     await probes.close();
     await jobs?.stop();
+    await resources?.stop();
     await operator.close();
     await s.close();
     log.info("vehicle inspection service stopped");

@@ -60,6 +60,12 @@ export interface InspectionStore {
   list(scope: Scope, filter: ListFilter): Promise<InspectionRecord[]>;
   /** How many inspections are in each status, every account's (for the `inspections` metric); a status with none is absent. */
   countByStatus(): Promise<Map<Status, number>>;
+  /**
+   * Every account's inspections created or moved after `after` (a position in (updatedAt, id)
+   * order; null: from the start), in that order, at most `limit`: the feed the Inspection
+   * resources are kept from (operator/inspection-projector.ts).
+   */
+  changedSince(after: { updatedAt: number; id: string } | null, limit: number): Promise<InspectionRecord[]>;
 
   // Intents (API and capture routes).
   recordOpened(id: string, at: number): Promise<void>;

@@ -2,6 +2,9 @@ import { z } from "zod";
 import { STATUSES } from "../domain/state-machine.ts";
 import { CreateInspectionBody, Failure, Grade } from "./inspection.ts";
 
+/** Where the resource lives in the Kubernetes API: the CRD's names, written once. */
+export const INSPECTION_RESOURCE = { group: "inspection.dev", version: "v1", plural: "inspections", kind: "Inspection" } as const;
+
 /**
  * The `Inspection` custom resource of cluster mode. Its spec is the creation request (the same zod
  * schema the API validates with) plus the cancel intent; its status is written by the controller
@@ -39,3 +42,7 @@ export const InspectionStatus = z.object({
   canceledAt: z.string().optional(),
   expiresAt: z.string().optional(),
 });
+
+export type Condition = z.infer<typeof Condition>;
+export type InspectionSpec = z.infer<typeof InspectionSpec>;
+export type InspectionStatus = z.infer<typeof InspectionStatus>;

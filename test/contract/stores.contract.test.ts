@@ -284,6 +284,29 @@ for (const adapter of STORE_ADAPTERS) {
       );
     });
 
+    it("feeds every account's inspections created or moved, in (updatedAt, id) order, from any position", async () => {
+      const { inspections } = adapter.make();
+      expect(await inspections.changedSince(null, 10)).toEqual([]);
+      const base = Date.now();
+      const a = sampleInspection({ accountId: "acct_x", createdAt: base, updatedAt: base });
+      const b = sampleInspection({ accountId: "acct_y", livemode: true, createdAt: base + 10, updatedAt: base + 10 });
+      const c = sampleInspection({ createdAt: base + 20, updatedAt: base + 20 });
+      for (const r of [c, a, b]) await inspections.create(r, newId("insp"), event());
+      const ids = (rs: InspectionRecord[]) => rs.map((r) => r.id);
+      expect(ids(await inspections.changedSince(null, 10))).toEqual([a.id, b.id, c.id]);
+      expect(ids(await inspections.changedSince(null, 2))).toEqual([a.id, b.id]);
+      expect(ids(await inspections.changedSince({ updatedAt: b.updatedAt, id: b.id }, 10))).toEqual([c.id]);
+      // A move puts the inspection after everything before it, with the status it moved to.
+      await inspections.transition(a.id, "created", "canceled", base + 30, { canceledAt: base + 30 }, event());
+      const moved = await inspections.changedSince({ updatedAt: c.updatedAt, id: c.id }, 10);
+      expect(moved.map((r) => [r.id, r.status])).toEqual([[a.id, "canceled"]]);
+      // Ties on updatedAt are ordered by id, and a position between them splits them.
+      const [d, e] = [newId("insp"), newId("insp")].sort();
+      for (const id of [e!, d!])
+        await inspections.create(sampleInspection({ id, createdAt: base + 40, updatedAt: base + 40 }), newId("insp"), event());
+      expect(ids(await inspections.changedSince({ updatedAt: base + 40, id: d! }, 10))).toEqual([e]);
+    });
+
     it("stores the summary with the completing move", async () => {
       const { inspections } = adapter.make();
       const r = sampleInspection({ status: "processing" });

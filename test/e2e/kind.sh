@@ -2,7 +2,8 @@
 # End to end on a real cluster, for machines with Docker (the build machines have none: the tests
 # there run a real control plane without it). Builds the image, makes a kind cluster, loads the
 # image, installs the chart, and takes one inspection through the API and the capture API to
-# `completed` (test/e2e/walkaround.ts), through a port-forward to the chart's Service.
+# `completed` (test/e2e/walkaround.ts), through a port-forward to the chart's Service; its
+# Inspection resource must show it completed too.
 #
 #   bash test/e2e/kind.sh            # KEEP_CLUSTER=1 leaves the cluster up afterwards
 #
@@ -54,5 +55,9 @@ for _ in $(seq 1 30); do
   sleep 1
 done
 
-node test/e2e/walkaround.ts "http://127.0.0.1:$PORT" "$key"
+result=$(node test/e2e/walkaround.ts "http://127.0.0.1:$PORT" "$key" | tee /dev/stderr | tail -n 1)
+id=$(node -e 'console.log(JSON.parse(process.argv[1]).id)' "$result")
+# Its Inspection resource, kept by the service, shows it completed too.
+kubectl wait --for=jsonpath='{.status.phase}'=completed "inspection/${id/_/-}" --timeout=60s
+kubectl get inspections
 echo "kind e2e: an inspection completed on the chart's release $RELEASE"

@@ -122,7 +122,7 @@ describe("the Inspection CRD on a real API server", () => {
     expect(warned.stderr).toContain('would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false');
   });
 
-  it("gives the service's account what detection Jobs need and nothing more (checked by impersonating it)", async () => {
+  it("gives the service's account what detection Jobs and Inspection resources need and nothing more (checked by impersonating it)", async () => {
     const { helm } = kubeTools();
     await k.kubectl("create", "namespace", "vi-rbac");
     const manifest = execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-rbac", ...sets(GPU_JOBS)], { encoding: "utf8" });
@@ -150,11 +150,16 @@ describe("the Inspection CRD on a real API server", () => {
     expect(await can("patch", "jobs.batch")).toBe("yes");
     expect(await can("list", "jobs.batch")).toBe("yes");
     expect(await can("get", "statefulsets.apps/r-vehicle-inspection")).toBe("yes");
+    for (const verb of ["get", "list", "watch", "create", "delete"]) expect(await can(verb, "inspections.inspection.dev")).toBe("yes");
+    expect(await can("update", "inspections.inspection.dev", "--subresource=status")).toBe("yes");
     // Nothing it does not use: no deletes, no pods, no secrets, no other StatefulSet, no other namespace.
     expect(await can("delete", "jobs.batch")).toBe("no");
     expect(await can("create", "pods")).toBe("no");
     expect(await can("get", "secrets")).toBe("no");
     expect(await can("get", "statefulsets.apps/another")).toBe("no");
+    // The spec is the client's: the service never changes it.
+    expect(await can("update", "inspections.inspection.dev")).toBe("no");
+    expect(await can("patch", "inspections.inspection.dev")).toBe("no");
     const elsewhere = await k.kubectlResult([
       "auth",
       "can-i",

@@ -50,7 +50,7 @@ describe("the Helm chart", () => {
 
   it("runs one hardened replica of `start` with its data on a volume and probes on the health routes", () => {
     const docs = render("publicUrl=https://inspect.example.com");
-    expect(docs.map((d: any) => d.kind).sort()).toEqual(["Service", "Service", "ServiceAccount", "StatefulSet"]);
+    expect(docs.map((d: any) => d.kind).sort()).toEqual(["Role", "RoleBinding", "Service", "Service", "ServiceAccount", "StatefulSet"]);
     const sts = docs.find((d: any) => d.kind === "StatefulSet");
     const pod = sts.spec.template.spec;
     const c = pod.containers[0];
@@ -155,7 +155,7 @@ describe("the Helm chart", () => {
       expect(pod.containers[0]!.resources!.limits).toEqual({ memory: "4Gi" });
       expect(pod.containers[0]!.env).toContainEqual({ name: "ONNX_PROVIDER", value: "cpu" });
       expect(pod.nodeSelector).toBeUndefined();
-      const plain = render("publicUrl=https://inspect.example.com");
+      const plain = render("publicUrl=https://inspect.example.com", "inspectionResources.enabled=false");
       expect(plain.some((d: any) => ["Role", "RoleBinding", "ConfigMap"].includes(d.kind))).toBe(false);
       expect(plain.find((d: any) => d.kind === "ServiceAccount").automountServiceAccountToken).toBe(false);
     });
@@ -168,5 +168,18 @@ describe("the Helm chart", () => {
       expect(refused(...JOBS, "nats.url=http://nats:4222")).toContain("/nats/url");
       expect(refused(...JOBS, "detection.jobs.gpu=1")).toContain("additional properties 'gpu' not allowed");
     });
+  });
+
+  it("keeps Inspection resources by default: the service told so, and allowed to write their status", () => {
+    const docs = render("publicUrl=https://inspect.example.com", "inspectionResources.retentionHours=48");
+    const service = docs.find((d: any) => d.kind === "StatefulSet").spec.template.spec.containers[0];
+    expect(service.env).toContainEqual({ name: "INSPECTION_RESOURCES", value: "true" });
+    expect(service.env).toContainEqual({ name: "INSPECTION_RESOURCES_RETENTION_SECONDS", value: "172800" });
+    expect(service.env).toContainEqual({ name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } });
+    expect(docs.find((d: any) => d.kind === "Role").rules).toEqual([
+      { apiGroups: ["inspection.dev"], resources: ["inspections"], verbs: ["get", "list", "watch", "create", "delete"] },
+      { apiGroups: ["inspection.dev"], resources: ["inspections/status"], verbs: ["update"] },
+    ]);
+    expect(docs.find((d: any) => d.kind === "ServiceAccount").automountServiceAccountToken).toBe(true);
   });
 });

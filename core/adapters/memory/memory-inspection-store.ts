@@ -84,6 +84,15 @@ export class MemoryInspectionStore implements InspectionStore {
     return counts;
   }
 
+  async changedSince(after: { updatedAt: number; id: string } | null, limit: number): Promise<InspectionRecord[]> {
+    const position = (r: { updatedAt: number; id: string }) => [r.updatedAt, r.id] as const;
+    const later = (a: readonly [number, string], b: readonly [number, string]) => a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
+    return [...this.#state.inspections.values()]
+      .filter((r) => after === null || later(position(r), position(after)) > 0)
+      .sort((a, b) => later(position(a), position(b)))
+      .slice(0, limit);
+  }
+
   async recordOpened(id: string, at: number): Promise<void> {
     this.#intent(id, (r) => ({ openedAt: r.openedAt ?? at }));
   }

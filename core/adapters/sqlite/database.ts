@@ -122,6 +122,10 @@ const MIGRATIONS: string[] = [
   ALTER TABLE events ADD COLUMN published INTEGER NOT NULL DEFAULT 0;
   CREATE INDEX events_unpublished ON events (seq) WHERE delivery_status = 'pending' AND published = 0;
   `,
+  // The feed of inspections created or moved, in order, that the Inspection resources are kept from.
+  `
+  CREATE INDEX inspections_changed ON inspections (updated_at, id);
+  `,
 ];
 
 export type Database = DatabaseSync;

@@ -170,6 +170,17 @@ export class SqliteInspectionStore implements InspectionStore {
     return new Map(rows.map((r) => [r.status, r.n]));
   }
 
+  async changedSince(after: { updatedAt: number; id: string } | null, limit: number): Promise<InspectionRecord[]> {
+    const rows = after
+      ? this.#sql("SELECT * FROM inspections WHERE (updated_at, id) > (?, ?) ORDER BY updated_at, id LIMIT ?").all(
+          after.updatedAt,
+          after.id,
+          limit,
+        )
+      : this.#sql("SELECT * FROM inspections ORDER BY updated_at, id LIMIT ?").all(limit);
+    return (rows as Row[]).map(toRecord);
+  }
+
   async recordOpened(id: string, at: number): Promise<void> {
     this.#sql("UPDATE inspections SET opened_at = COALESCE(opened_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?").run(at, id);
   }

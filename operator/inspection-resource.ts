@@ -1,0 +1,103 @@
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { isTerminal, type Status } from "../core/domain/state-machine.ts";
+import type { InspectionRecord } from "../core/ports/records.ts";
+import { type Condition, INSPECTION_RESOURCE, type InspectionSpec, type InspectionStatus } from "../core/schemas/inspection-resource.ts";
+
+/** An `Inspection` as the API server holds it. */
+export type InspectionResource = KubernetesObject & { spec: InspectionSpec; status?: InspectionStatus };
+
+/** The resource's name: the id with `_` turned into `-` (ids are `insp_` and lowercase base32). */
+export const resourceName = (id: string): string => id.replace("_", "-");
+export const idOfResource = (name: string): string => name.replace("-", "_");
+
+/** Labels to select by with kubectl: the account and the environment. */
+export const INSPECTION_LABELS = { account: "inspection.dev/account", livemode: "inspection.dev/livemode" } as const;
+
+/** The resource made for an inspection: its spec is the creation request, with whose it is. */
+export function inspectionResource(r: InspectionRecord, namespace: string): InspectionResource {
+  return {
+    apiVersion: `${INSPECTION_RESOURCE.group}/${INSPECTION_RESOURCE.version}`,
+    kind: INSPECTION_RESOURCE.kind,
+    metadata: {
+      name: resourceName(r.id),
+      namespace,
+      labels: { [INSPECTION_LABELS.account]: r.accountId, [INSPECTION_LABELS.livemode]: String(r.livemode) },
+    },
+    spec: {
+      ...(r.reference === null ? {} : { reference: r.reference }),
+      vehicle: { vin: r.vin },
+      ...(r.notifyUrl === null ? {} : { notify_url: r.notifyUrl }),
+      accountId: r.accountId,
+      livemode: r.livemode,
+    },
+  };
+}
+
+const iso = (ms: number | null) => (ms === null ? undefined : new Date(ms).toISOString());
+
+type Said = Pick<Condition, "type" | "status" | "reason" | "message">;
+
+/** `Submitted`: whether the customer's photos are in. */
+function submitted(r: InspectionRecord): Said {
+  const type = "Submitted";
+  if (r.submittedAt !== null) return { type, status: "True", reason: "Submitted", message: "submitted with its photos" };
+  const ended: Partial<Record<Status, Said>> = {
+    canceled: { type, status: "False", reason: "Canceled", message: "canceled before it was submitted" },
+    expired: { type, status: "False", reason: "Expired", message: "the capture link expired before it was submitted" },
+  };
+  return ended[r.status] ?? { type, status: "False", reason: "AwaitingPhotos", message: "waiting for the customer's photos" };
+}
+
+/** `ReportReady`: whether the report can be read, and if not, why. */
+function reportReady(r: InspectionRecord): Said {
+  const type = "ReportReady";
+  switch (r.status) {
+    case "completed":
+      return {
+        type,
+        status: "True",
+        reason: "Completed",
+        message: `${r.summary?.findings ?? 0} findings, grade ${r.summary?.grade ?? "none"}`,
+      };
+    case "failed":
+      return { type, status: "False", reason: "Failed", message: r.failure ? `${r.failure.code}: ${r.failure.message}` : "failed" };
+    case "processing":
+      return { type, status: "False", reason: "Processing", message: "detecting and grading damage" };
+    case "canceled":
+      return { type, status: "False", reason: "Canceled", message: "canceled" };
+    case "expired":
+      return { type, status: "False", reason: "Expired", message: "expired" };
+    default:
+      return { type, status: "False", reason: "AwaitingSubmission", message: "not submitted yet" };
+  }
+}
+
+/**
+ * The status the resource should show for the record, `generation` the spec's it was made from. A
+ * condition keeps its lastTransitionTime while its status stays, as metav1.Condition wants, so the
+ * status of a record that has not moved is the same object, and nothing is written.
+ */
+export function desiredStatus(r: InspectionRecord, generation: number, previous: Condition[] | undefined, now: number): InspectionStatus {
+  const conditions = [submitted(r), reportReady(r)].map((c): Condition => {
+    const before = previous?.find((p) => p.type === c.type);
+    const lastTransitionTime = before && before.status === c.status ? before.lastTransitionTime : new Date(now).toISOString();
+    return { ...c, observedGeneration: generation, lastTransitionTime };
+  });
+  const status: InspectionStatus = {
+    phase: r.status,
+    observedGeneration: generation,
+    conditions,
+    expiresAt: iso(r.expiresAt),
+    submittedAt: iso(r.submittedAt),
+    completedAt: iso(r.completedAt),
+    canceledAt: iso(r.canceledAt),
+    ...(r.summary ? { grade: r.summary.grade, findings: r.summary.findings } : {}),
+    ...(r.failure ? { failure: r.failure } : {}),
+  };
+  // Absent rather than undefined, as the API server hands it back.
+  return JSON.parse(JSON.stringify(status));
+}
+
+/** When a finished inspection's resource is pruned; null while it is not finished. */
+export const prunedAt = (r: InspectionRecord, retentionMs: number): number | null =>
+  isTerminal(r.status) ? r.updatedAt + retentionMs : null;
