@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { InspectionSpec, InspectionStatus } from "../../core/schemas/inspection-resource.ts";
+import { INSPECTION_RESOURCE, InspectionSpec, InspectionStatus } from "../../core/schemas/inspection-resource.ts";
 
 type JsonSchema = Record<string, unknown>;
 
@@ -47,19 +47,20 @@ function immutableFields(spec: z.ZodObject): { rule: string; message: string }[]
 
 /** The Inspection CustomResourceDefinition, from the zod schemas. */
 export function buildCrd(): JsonSchema {
+  const { group, version, plural, kind } = INSPECTION_RESOURCE;
   const spec = structural(InspectionSpec);
   spec["x-kubernetes-validations"] = [...immutableFields(InspectionSpec), CANCEL_STAYS];
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
-    metadata: { name: "inspections.inspection.dev" },
+    metadata: { name: `${plural}.${group}` },
     spec: {
-      group: "inspection.dev",
-      names: { kind: "Inspection", listKind: "InspectionList", plural: "inspections", singular: "inspection", shortNames: ["insp"] },
+      group,
+      names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase(), shortNames: ["insp"] },
       scope: "Namespaced",
       versions: [
         {
-          name: "v1",
+          name: version,
           served: true,
           storage: true,
           subresources: { status: {} },
