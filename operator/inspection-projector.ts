@@ -31,7 +31,7 @@ const PAGE = 500;
  * API's create) may commit after a later one was read, its time from another clock.
  */
 const OVERLAP_MS = 10_000;
-/** A full pass over the feed this often, as informers resync: whatever a pass missed is made right. */
+/** Every resource is made right again this often, as informers resync: whatever a pass missed. */
 const RESYNC_MS = 5 * 60_000;
 const CONFLICT = 409;
 const NOT_FOUND = 404;
@@ -60,6 +60,8 @@ export class InspectionProjector {
   readonly #written = new Map<string, { from: string | undefined; resource: InspectionResource }>();
   /** The resourceVersion each resource had when it was last made right: another version is someone else's change. */
   readonly #reconciled = new Map<string, string | undefined>();
+  /** The record's updatedAt each inspection's resource was last made right from, within the feed's overlap. */
+  readonly #projected = new Map<string, number>();
 
   constructor(options: InspectionProjectorOptions) {
     this.#o = options;
@@ -92,28 +94,38 @@ export class InspectionProjector {
     await this.#queue.stop();
   }
 
-  /** Queues every inspection created or moved since the last read, and every resource whose spec asks for a cancel. */
+  /**
+   * Queues every inspection created or moved since the last read (all of them at the first read,
+   * but those whose resource is already due for pruning), and every resource someone else changed;
+   * every RESYNC_MS, every resource, as informers resync.
+   */
   async #readFeed(): Promise<void> {
     const now = this.#o.clock.now();
-    if (now >= this.#resyncAt) {
-      this.#cursor = null;
-      this.#resyncAt = now + RESYNC_MS;
-    }
     let from = this.#cursor && { updatedAt: this.#cursor.updatedAt - OVERLAP_MS, id: "" };
     for (;;) {
       const changed = await this.#o.store.changedSince(from, PAGE);
-      for (const r of changed) this.#queue.add(r.id);
+      for (const r of changed) {
+        const pruneAt = prunedAt(r, this.#o.retentionMs);
+        // Read again within the overlap, unchanged since it was made right: nothing to do.
+        if (this.#projected.get(r.id) === r.updatedAt || (pruneAt !== null && pruneAt <= now)) continue;
+        this.#queue.add(r.id);
+      }
       const last = changed.at(-1);
       if (last) this.#cursor = from = { updatedAt: last.updatedAt, id: last.id };
       if (changed.length < PAGE) break;
     }
+    // Only what the overlap may read again needs remembering.
+    const forgetBefore = (from?.updatedAt ?? 0) - OVERLAP_MS;
+    for (const [id, updatedAt] of this.#projected) if (updatedAt < forgetBefore) this.#projected.delete(id);
+    const resync = now >= this.#resyncAt;
+    if (resync) this.#resyncAt = now + RESYNC_MS;
     // A resource changed by someone else (a cancel set with kubectl, a status written over) is made right again.
     const names = new Set<string>();
     for (const resource of this.#o.cache.list()) {
       const name = resource.metadata!.name!;
       names.add(name);
-      if (this.#reconciled.get(name) !== resource.metadata?.resourceVersion && this.#current(name) === resource)
-        this.#queue.add(idOfResource(name));
+      const changedByOthers = this.#reconciled.get(name) !== resource.metadata?.resourceVersion && this.#current(name) === resource;
+      if (resync || changedByOthers) this.#queue.add(idOfResource(name));
     }
     for (const name of this.#reconciled.keys()) if (!names.has(name)) this.#reconciled.delete(name);
   }
@@ -139,6 +151,7 @@ export class InspectionProjector {
     const status = desiredStatus(r, resource.metadata!.generation ?? 1, resource.status?.conditions, now);
     if (!isDeepStrictEqual(status, resource.status ?? {})) resource = await this.#writeStatus(name, { ...resource, status });
     this.#reconciled.set(name, resource.metadata?.resourceVersion);
+    this.#projected.set(id, r.updatedAt);
     return pruneAt === null ? null : Math.max(0, pruneAt - now);
   }
 

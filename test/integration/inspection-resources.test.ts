@@ -24,7 +24,7 @@ import { until } from "../helpers/webhook-receiver.ts";
 import { sample } from "../helpers/prometheus.ts";
 
 const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
-const RETENTION_S = 4;
+const RETENTION_S = 15;
 
 /**
  * The Inspection resources kept for the service's inspections, against a real kube-apiserver: the
