@@ -20,6 +20,7 @@ import {
   planDetectionJobs,
 } from "../core/domain/detection-jobs.ts";
 import type { Metrics } from "../core/metrics.ts";
+import { type Clock, systemClock } from "../core/time.ts";
 import { repeat } from "./repeat.ts";
 
 /** The label every detection Job carries, naming the template it came from: how the scaler finds its own Jobs. */
@@ -67,7 +68,7 @@ export type DetectionJobScalerOptions = {
   stuckAfterMs: number;
   log: Logger;
   metrics?: Metrics;
-  now?: () => number;
+  clock?: Clock;
 };
 
 const finishedOf = (job: V1Job) =>
@@ -125,7 +126,7 @@ export class DetectionJobScaler {
 
   /** Notes each Job's state, for the gauge and the log: a Job newly stuck is said once. */
   #observe(jobs: ObservedJob[]): void {
-    const now = (this.#o.now ?? Date.now)();
+    const now = (this.#o.clock ?? systemClock).now();
     const states = new Map<string, JobState>();
     for (const job of jobs) {
       if (job.ready > 0 || job.suspended || job.finished) this.#unreadySince.delete(job.name);
@@ -160,6 +161,7 @@ export class DetectionJobScaler {
       createdAt: job.metadata?.creationTimestamp ? new Date(job.metadata.creationTimestamp).getTime() : 0,
       active: job.status?.active ?? 0,
       ready: job.status?.ready ?? 0,
+      succeeded: job.status?.succeeded ?? 0,
     }));
   }
 

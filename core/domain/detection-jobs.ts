@@ -25,6 +25,11 @@ export type ObservedJob = {
   /** Pods the Job has now (pending or running), and of them those ready. */
   active: number;
   ready: number;
+  /**
+   * Pods that exited 0. Once one has, a work-queue Job starts no new pod, whatever its parallelism:
+   * it is draining, its active pods finishing what they took.
+   */
+  succeeded: number;
 };
 
 /**
@@ -58,20 +63,24 @@ export function wantedPods(depth: number, bounds: DetectionJobBounds): number {
 
 /**
  * What to do for a queue `depth` (jobs waiting plus jobs being run) given the Jobs that exist:
- * - no unfinished Job and work to do: create one, its parallelism the pods wanted;
- * - an unfinished Job with fewer pods than wanted: raise its parallelism (the newest Job's, so one
- *   Job carries the growth). A suspended Job is raised too: it is queued, and is admitted at the
- *   size the queue needs then;
+ * - work to do and fewer pods than wanted: raise the newest Job that can still start pods (so one
+ *   Job carries the growth), or make one when there is none (none unfinished, or all draining: a
+ *   Job one of whose pods exited 0 starts no more). A suspended Job is raised too: it is queued, and
+ *   is admitted at the size the queue needs then;
  * - never lowered: a pod leaves by itself once idle, whereas a lowered parallelism deletes running
  *   pods, whose jobs then wait out their ack wait to be taken again.
  */
 export function planDetectionJobs(depth: number, jobs: readonly ObservedJob[], bounds: DetectionJobBounds): DetectionJobPlan {
   const wanted = wantedPods(depth, bounds);
   const unfinished = jobs.filter((j) => !j.finished).sort((a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name));
-  if (unfinished.length === 0) return wanted > 0 ? { action: "create", parallelism: wanted } : { action: "none", reason: "no_work" };
-  const running = unfinished.reduce((sum, j) => sum + j.parallelism, 0);
-  const newest = unfinished.at(-1)!;
-  if (wanted > running) return { action: "scale", name: newest.name, parallelism: newest.parallelism + (wanted - running) };
-  if (newest.suspended) return { action: "none", reason: "queued_behind_suspended" };
+  // What runs or will: a draining Job's active pods, any other Job's parallelism.
+  const running = unfinished.reduce((sum, j) => sum + (j.succeeded > 0 ? j.active : j.parallelism), 0);
+  const raisable = unfinished.filter((j) => j.succeeded === 0).at(-1);
+  if (wanted > running) {
+    return raisable
+      ? { action: "scale", name: raisable.name, parallelism: raisable.parallelism + (wanted - running) }
+      : { action: "create", parallelism: wanted - running };
+  }
+  if (raisable?.suspended) return { action: "none", reason: "queued_behind_suspended" };
   return { action: "none", reason: wanted === 0 ? "no_work" : "enough_pods" };
 }

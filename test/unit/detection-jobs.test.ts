@@ -10,6 +10,7 @@ const job = (over: Partial<ObservedJob> = {}): ObservedJob => ({
   createdAt: 1,
   active: 1,
   ready: 0,
+  succeeded: 0,
   ...over,
 });
 
@@ -33,6 +34,16 @@ describe("detection Jobs follow the queue", () => {
     expect(planDetectionJobs(12, two, bounds)).toEqual({ action: "scale", name: "new", parallelism: 3 });
     expect(planDetectionJobs(1, [job({ parallelism: 4 })], bounds)).toEqual({ action: "none", reason: "enough_pods" });
     expect(planDetectionJobs(0, [job({ parallelism: 4 })], bounds)).toEqual({ action: "none", reason: "no_work" });
+  });
+
+  it("makes a new Job rather than raise one that is draining (a pod of it exited 0, so it starts no more)", () => {
+    const draining = job({ parallelism: 4, active: 1, succeeded: 3 });
+    // One pod still running; the queue wants three: two more, in a Job of their own.
+    expect(planDetectionJobs(9, [draining], bounds)).toEqual({ action: "create", parallelism: 2 });
+    expect(planDetectionJobs(2, [draining], bounds)).toEqual({ action: "none", reason: "enough_pods" });
+    // Beside it a Job that can grow carries the growth.
+    const growing = job({ name: "detection-b", parallelism: 1, createdAt: 2 });
+    expect(planDetectionJobs(12, [draining, growing], bounds)).toEqual({ action: "scale", name: "detection-b", parallelism: 3 });
   });
 
   it("counts a suspended Job as queued: no second Job beside it, raised as the queue grows", () => {
