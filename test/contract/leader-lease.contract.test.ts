@@ -1,4 +1,4 @@
-import { CoordinationV1Api, KubeConfig } from "@kubernetes/client-node";
+import { CoordinationV1Api, KubeConfig, V1MicroTime } from "@kubernetes/client-node";
 import { afterAll, describe, expect, it } from "vitest";
 import { KubernetesLeaderLease } from "../../core/adapters/kubernetes/kubernetes-leader-lease.ts";
 import { connectNats } from "../../core/adapters/nats/nats-connection.ts";
@@ -20,16 +20,31 @@ afterAll(async () => {
 });
 let leases = 0;
 
-const ADAPTERS: { name: string; replicas(): Promise<(identity: string) => Promise<Replica>> }[] = [
+/**
+ * Each adapter's replicas, and `rewrite`: the lease record written again naming `holder`, as a
+ * holder's own renewal does when it went through but its answer was lost (a timeout under load).
+ */
+type Adapter = {
+  name: string;
+  replicas(): Promise<((identity: string) => Promise<Replica>) & { rewrite(holder: string): Promise<void> }>;
+};
+
+const ADAPTERS: Adapter[] = [
   {
     name: "nats",
     async replicas() {
       nats ??= await startNatsServer();
       const bucket = `leader-${++leases}`;
-      return async (identity) => {
+      const replica = async (identity: string) => {
         const connection = await connectNats({ url: nats!.url, name: identity });
         return { lease: await NatsLeaderLease.open(connection.kvm, { bucket, identity, ttlMs: TTL_MS }), cut: () => connection.close() };
       };
+      const rewrite = async (holder: string) => {
+        const connection = await connectNats({ url: nats!.url, name: "rewriter" });
+        await (await connection.kvm.open(bucket)).put("leader", holder);
+        await connection.close();
+      };
+      return Object.assign(replica, { rewrite });
     },
   },
   {
@@ -37,7 +52,19 @@ const ADAPTERS: { name: string; replicas(): Promise<(identity: string) => Promis
     async replicas() {
       kube ??= await startControlPlane();
       const name = `operator-leader-${++leases}`;
-      return async (identity) => {
+      const rewrite = async (holder: string) => {
+        const config = new KubeConfig();
+        config.loadFromFile(kube!.kubeconfig);
+        const api = config.makeApiClient(CoordinationV1Api);
+        const lease = await api.readNamespacedLease({ name, namespace: "default" });
+        expect(lease.spec?.holderIdentity).toBe(holder);
+        await api.replaceNamespacedLease({
+          name,
+          namespace: "default",
+          body: { ...lease, spec: { ...lease.spec, renewTime: new V1MicroTime() } },
+        });
+      };
+      const replica = async (identity: string) => {
         const config = new KubeConfig();
         config.loadFromFile(kube!.kubeconfig);
         const real = config.makeApiClient(CoordinationV1Api);
@@ -56,6 +83,7 @@ const ADAPTERS: { name: string; replicas(): Promise<(identity: string) => Promis
         };
         return { lease, cut };
       };
+      return Object.assign(replica, { rewrite });
     },
   },
 ];
@@ -104,6 +132,23 @@ for (const adapter of ADAPTERS) {
       await b.lease.release();
       await b.cut();
       await a.lease.release();
+    }, 30_000);
+
+    it("a holder whose renewal went through but whose answer was lost keeps the lease, and no other takes it", async () => {
+      const replica = await adapter.replicas();
+      const [a, b] = [await replica("a"), await replica("b")];
+      let lost = "";
+      await a.lease.acquire((why) => (lost = why));
+      let bLeads = false;
+      void b.lease.acquire(() => {}).then(() => (bLeads = true));
+      // The record moves on behind a's back, still naming a: what a's own write whose answer timed out leaves.
+      await replica.rewrite("a");
+      await new Promise((r) => setTimeout(r, TTL_MS * 1.5));
+      expect(lost).toBe("");
+      expect(bLeads).toBe(false);
+      await a.lease.release();
+      await b.lease.release();
+      await Promise.all([a.cut(), b.cut()]);
     }, 30_000);
   });
 }

@@ -51,7 +51,7 @@ export class NatsLeaderLease implements LeaderLease {
       let next = every;
       try {
         const write = this.#kv.update(KEY, this.#identity, this.#revision).then((revision) => (this.#revision = revision));
-        if (!(await firstWriter(write))) return lost("another replica holds the lease");
+        if (!(await firstWriter(write)) && !(await this.#stillMine())) return lost("another replica holds the lease");
         this.#renewedAt = Date.now();
       } catch (error) {
         // Unreachable for two thirds of the lease: given up before the key expires and another replica may take it.
@@ -65,6 +65,19 @@ export class NatsLeaderLease implements LeaderLease {
     };
     this.#renewedAt = Date.now();
     this.#timer = setTimeout(renew, every).unref();
+  }
+
+  /**
+   * After a renewal refused for its revision: whether the key still names this replica. It does when
+   * an earlier renewal went through but its answer was lost (a timeout under load) and the revision
+   * moved on with it; then that revision is this replica's to renew from. Seen in CI: an operator
+   * under load took that refusal for another leader and exited.
+   */
+  async #stillMine(): Promise<boolean> {
+    const entry = await this.#kv.get(KEY);
+    if (entry?.operation !== "PUT" || entry.string() !== this.#identity) return false;
+    this.#revision = entry.revision;
+    return true;
   }
 
   /** Stops renewing and deletes the lease if this replica still holds it, so another takes over at once. */
