@@ -184,6 +184,7 @@ export class InspectionProjector {
       body: resource,
     })) as InspectionResource;
     this.#written.set(name, { from: resource.metadata?.resourceVersion, resource: written });
+    this.#o.log.debug({ inspection_id: idOfResource(name), phase: resource.status?.phase }, "inspection resource status written");
     return written;
   }
 
