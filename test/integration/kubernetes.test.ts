@@ -97,7 +97,7 @@ describe("the Inspection CRD on a real API server", () => {
     );
     const { helm } = kubeTools();
     const more = ["detection.provider=cuda", "ingress.enabled=true", "ingress.host=inspect.example.com", "networkPolicy.enabled=true"];
-    for (const values of [[], more, GPU_JOBS]) {
+    for (const values of [[], more, [...GPU_JOBS, "networkPolicy.enabled=true"]]) {
       const set = ["publicUrl=https://inspect.example.com", ...values].flatMap((v) => ["--set", v]);
       const manifest = execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-chart", ...set], { encoding: "utf8" });
       const dryRun = await k.kubectlResult(["apply", "--dry-run=server", "-n", "vi-chart", "-f", "-"], manifest);

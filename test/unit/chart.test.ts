@@ -160,6 +160,18 @@ describe("the Helm chart", () => {
       expect(plain.find((d: any) => d.kind === "ServiceAccount").automountServiceAccountToken).toBe(false);
     });
 
+    it("keeps the detection pods' /metrics to the monitoring namespaces, with the NetworkPolicy on", () => {
+      const docs = render(...JOBS, "networkPolicy.enabled=true");
+      const podLabels = template(docs).spec!.template.metadata!.labels!;
+      const policies = docs.filter((d: any) => d.kind === "NetworkPolicy");
+      const theirs = policies.filter((p: any) => Object.entries(p.spec.podSelector.matchLabels).every(([k, v]) => podLabels[k] === v));
+      expect(theirs.map((p: any) => p.metadata.name)).toEqual(["r-vehicle-inspection-detection"]);
+      expect(theirs[0].spec.ingress).toEqual([
+        { ports: [{ port: "metrics" }], from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }] },
+      ]);
+      expect(render(...JOBS).some((d: any) => d.kind === "NetworkPolicy")).toBe(false);
+    });
+
     it("refuses Jobs without NATS or S3, and a NATS URL that is not one, saying why", () => {
       const refused = (...set: string[]) =>
         spawnSync(helm, ["template", "r", CHART, ...set.flatMap((s) => ["--set", s])], { encoding: "utf8" }).stderr;
