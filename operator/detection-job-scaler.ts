@@ -1,5 +1,4 @@
 import {
-  ApiException,
   type BatchV1Api,
   type KubernetesObjectApi,
   PatchStrategy,
@@ -19,6 +18,7 @@ import {
   type ObservedJob,
   planDetectionJobs,
 } from "../core/domain/detection-jobs.ts";
+import { apiStatus, NOT_FOUND } from "../core/adapters/kubernetes/api-status.ts";
 import type { Metrics } from "../core/metrics.ts";
 import { type Clock, systemClock } from "../core/time.ts";
 import { repeat } from "./repeat.ts";
@@ -196,7 +196,7 @@ export class DetectionJobScaler {
       this.#o.log.info({ job: name, parallelism }, "detection Job raised");
     } catch (error) {
       // Gone (finished and collected) since the list: the next pass creates another if work remains.
-      if (!(error instanceof ApiException && error.code === 404)) throw error;
+      if (apiStatus(error) !== NOT_FOUND) throw error;
     }
   }
 

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
-import { ApiException, type CustomObjectsApi } from "@kubernetes/client-node";
+import type { CustomObjectsApi } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { apiStatus, CONFLICT, NOT_FOUND } from "../core/adapters/kubernetes/api-status.ts";
 import type { ResourceCache } from "../core/adapters/kubernetes/resource-cache.ts";
 import { isCancelable } from "../core/domain/state-machine.ts";
 import type { InspectionStore } from "../core/ports/inspection-store.ts";
@@ -33,9 +34,6 @@ const PAGE = 500;
 const OVERLAP_MS = 10_000;
 /** Every resource is made right again this often, as informers resync: whatever a pass missed. */
 const RESYNC_MS = 5 * 60_000;
-const CONFLICT = 409;
-const NOT_FOUND = 404;
-const codeOf = (error: unknown) => (error instanceof ApiException ? error.code : null);
 
 /**
  * Keeps an `Inspection` resource for every inspection while the store holds the records: a
@@ -69,7 +67,7 @@ export class InspectionProjector {
       clock: options.clock,
       handle: (id) => this.reconcile(id),
       onError: (id, err, retryInMs) =>
-        codeOf(err) === CONFLICT
+        apiStatus(err) === CONFLICT
           ? options.log.debug({ inspection_id: id, retry_in_ms: retryInMs }, "inspection resource changed since read; again")
           : options.log.warn({ err, inspection_id: id, retry_in_ms: retryInMs }, "keeping the inspection resource failed; again"),
     });
@@ -172,7 +170,7 @@ export class InspectionProjector {
       return made;
     } catch (error) {
       // Made already (by an earlier leader, or before the cache saw it): take it as it is.
-      if (codeOf(error) !== CONFLICT) throw error;
+      if (apiStatus(error) !== CONFLICT) throw error;
       return (await this.#o.api.getNamespacedCustomObject({ ...this.#where(), name })) as InspectionResource;
     }
   }
@@ -193,7 +191,7 @@ export class InspectionProjector {
       await this.#o.api.deleteNamespacedCustomObject({ ...this.#where(), name });
       this.#o.log.info({ inspection_id: idOfResource(name) }, "finished inspection's resource pruned");
     } catch (error) {
-      if (codeOf(error) !== NOT_FOUND) throw error;
+      if (apiStatus(error) !== NOT_FOUND) throw error;
     }
     this.#written.delete(name);
   }

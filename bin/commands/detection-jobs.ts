@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
-import { BatchV1Api, KubeConfig, KubernetesObjectApi } from "@kubernetes/client-node";
+import { BatchV1Api, KubernetesObjectApi } from "@kubernetes/client-node";
+import { kubeConfig } from "./kube-config.ts";
 import type { Logger } from "pino";
 import type { Config } from "../../core/config.ts";
 import type { Metrics } from "../../core/metrics.ts";
@@ -10,13 +11,11 @@ import { DetectionJobScaler, parseJobTemplate } from "../../operator/detection-j
 /**
  * Detection as Kubernetes Jobs (DETECTION_JOB_TEMPLATE), scaled with the detection queue by the
  * leading `operator`, or by `start` (one replica) whose detection then runs in the Jobs' pods. The
- * API server is found as every client finds it: in a pod from its service account, elsewhere from
- * KUBECONFIG or ~/.kube/config.
+ * API server is found by kubeConfig().
  */
 export async function startDetectionJobs(config: Config, nats: Nats, log: Logger, metrics: Metrics): Promise<DetectionJobScaler> {
   const jobs = config.detectionJobs!;
-  const kc = new KubeConfig();
-  kc.loadFromDefault();
+  const kc = kubeConfig();
   const jsm = await nats.js.jetstreamManager();
   // The queue's consumer is the workers' to make, but its depth is read before the first worker runs.
   await ensureDetectionStreams(jsm);

@@ -1,13 +1,12 @@
-import { CustomObjectsApi, KubeConfig, Watch } from "@kubernetes/client-node";
+import { CustomObjectsApi } from "@kubernetes/client-node";
+import { kubeConfig } from "./kube-config.ts";
 import type { Logger } from "pino";
-import { ResourceCache } from "../../core/adapters/kubernetes/resource-cache.ts";
 import type { Config } from "../../core/config.ts";
 import type { Metrics } from "../../core/metrics.ts";
 import type { InspectionStore } from "../../core/ports/inspection-store.ts";
-import { INSPECTION_RESOURCE } from "../../core/schemas/inspection-resource.ts";
 import type { Clock } from "../../core/time.ts";
 import { InspectionProjector } from "../../operator/inspection-projector.ts";
-import type { InspectionResource } from "../../operator/inspection-resource.ts";
+import { inspectionCache } from "../../operator/inspection-cache.ts";
 
 /** A full relist this often besides the watch. */
 const RELIST_MS = 5 * 60_000;
@@ -15,28 +14,15 @@ const RELIST_MS = 5 * 60_000;
 /**
  * The Inspection resources (INSPECTION_RESOURCES), kept by the leading `operator` or by `start`: the
  * namespace's Inspections listed and watched (its staleness on /metrics), and the projector over
- * them. The API server is found as every client finds it: in a pod from its service account,
- * elsewhere from KUBECONFIG or ~/.kube/config.
+ * them. The API server is found by kubeConfig().
  */
 export function startInspectionResources(
   config: Config,
   s: { inspections: InspectionStore; clock: Clock; metrics: Metrics },
   log: Logger,
 ): { stop(): Promise<void> } {
-  const kc = new KubeConfig();
-  kc.loadFromDefault();
-  const api = kc.makeApiClient(CustomObjectsApi);
-  const where = { group: INSPECTION_RESOURCE.group, version: INSPECTION_RESOURCE.version, plural: INSPECTION_RESOURCE.plural };
-  const cache = new ResourceCache<InspectionResource>({
-    list: async () => {
-      const listed = (await api.listNamespacedCustomObject({ ...where, namespace: config.namespace })) as {
-        items: InspectionResource[];
-        metadata: { resourceVersion: string };
-      };
-      return { items: listed.items, resourceVersion: listed.metadata.resourceVersion };
-    },
-    watch: new Watch(kc),
-    path: `/apis/${where.group}/${where.version}/namespaces/${config.namespace}/${where.plural}`,
+  const kc = kubeConfig();
+  const cache = inspectionCache(kc, config.namespace, {
     relistMs: RELIST_MS,
     onError: (err, retryInMs) => log.warn({ err, retry_in_ms: retryInMs }, "listing or watching Inspection resources failed; again"),
   });
@@ -46,7 +32,7 @@ export function startInspectionResources(
   s.metrics.informerStaleness("inspections", () => cache.staleMs() / 1000);
   const projector = new InspectionProjector({
     store: s.inspections,
-    api,
+    api: kc.makeApiClient(CustomObjectsApi),
     cache,
     namespace: config.namespace,
     retentionMs: config.inspectionResources!.retentionMs,

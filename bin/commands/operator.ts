@@ -1,11 +1,7 @@
 import { hostname } from "node:os";
-import { CoordinationV1Api, KubeConfig } from "@kubernetes/client-node";
-import { KubernetesLeaderLease } from "../../core/adapters/kubernetes/kubernetes-leader-lease.ts";
 import type { Nats } from "../../core/adapters/nats/nats-connection.ts";
 import type { LeaderLease } from "../../core/ports/leader-lease.ts";
 import type { Config } from "../../core/config.ts";
-import { startDetectionJobs } from "./detection-jobs.ts";
-import { startInspectionResources } from "./inspection-resources.ts";
 import { NatsLeaderLease } from "../../core/adapters/nats/nats-leader-lease.ts";
 import { createLogger } from "../../core/logger.ts";
 import { NatsBus } from "../../core/adapters/nats/nats-bus.ts";
@@ -46,8 +42,12 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
     : new WorkerPoolRunner({ blobs: config.blobs, threads: config.detectionThreads, models: config.models });
   const bus = s.nats ? await NatsBus.open(s.nats, { log: log.child({ component: "bus" }) }) : null;
   const loops = await startOperator(s, config, log, runner, bus);
-  const jobs = s.nats && config.detectionJobs ? await startDetectionJobs(config, s.nats, log, s.metrics) : null;
-  const resources = config.inspectionResources ? startInspectionResources(config, s, log) : null;
+  // The Kubernetes parts are loaded only when asked for (kube-config.ts says why).
+  const jobs =
+    s.nats && config.detectionJobs ? await (await import("./detection-jobs.ts")).startDetectionJobs(config, s.nats, log, s.metrics) : null;
+  const resources = config.inspectionResources
+    ? (await import("./inspection-resources.ts")).startInspectionResources(config, s, log)
+    : null;
   log.info({ nats: config.natsUrl !== null, blobs: config.blobs.kind, metrics_port: probes.port }, "operator workload started");
   return {
     port: probes.port,
@@ -66,17 +66,20 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
 
 /**
  * The lease that lets one operator replica act at a time: a Kubernetes Lease where the config says
- * so (the API server found as every client finds it), else a NATS KV key when there is NATS; none
+ * so, else a NATS KV key when there is NATS; none
  * for a lone operator on one machine.
  */
 async function operatorLease(config: Config, nats: Nats | null): Promise<LeaderLease | null> {
   // In a pod its name (the host name) says which replica holds the lease, as client-go's election records it.
   const identity = `${hostname()}_${process.pid}`;
   if (config.operatorLease.backend === "kubernetes") {
-    const kc = new KubeConfig();
-    kc.loadFromDefault();
+    const [{ CoordinationV1Api }, { KubernetesLeaderLease }, { kubeConfig }] = await Promise.all([
+      import("@kubernetes/client-node"),
+      import("../../core/adapters/kubernetes/kubernetes-leader-lease.ts"),
+      import("./kube-config.ts"),
+    ]);
     return new KubernetesLeaderLease({
-      api: kc.makeApiClient(CoordinationV1Api),
+      api: kubeConfig().makeApiClient(CoordinationV1Api),
       namespace: config.namespace,
       name: config.operatorLease.name,
       identity,

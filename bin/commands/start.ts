@@ -7,8 +7,6 @@ import { storeAnswers } from "../../core/net/probe-routes.ts";
 import { startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
 import { startHttp, startOperator } from "./workloads.ts";
-import { startDetectionJobs } from "./detection-jobs.ts";
-import { startInspectionResources } from "./inspection-resources.ts";
 
 /**
  * `vehicle-inspection start`: the whole service in one process (embedded mode). With NATS_URL its
@@ -23,9 +21,12 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
   const runner = inJobs
     ? await NatsDetectionRunner.open(inJobs, { log: log.child({ component: "detection" }) })
     : new WorkerPoolRunner({ blobs: config.blobs, threads: config.detectionThreads, models: config.models });
-  const jobs = inJobs ? await startDetectionJobs(config, inJobs, log, s.metrics) : null;
+  // The Kubernetes parts are loaded only when asked for (kube-config.ts says why).
+  const jobs = inJobs ? await (await import("./detection-jobs.ts")).startDetectionJobs(config, inJobs, log, s.metrics) : null;
   const operator = await startOperator(s, config, log, runner);
-  const resources = config.inspectionResources ? startInspectionResources(config, s, log) : null;
+  const resources = config.inspectionResources
+    ? (await import("./inspection-resources.ts")).startInspectionResources(config, s, log)
+    : null;
   const http = await startHttp(s, config, log);
   const probes = await startProbeServer(config, s.metrics, () => storeAnswers(s), log);
   const started = { port: http.port, metrics_port: probes.port, data_dir: config.dataDir, public_url: config.publicUrl };

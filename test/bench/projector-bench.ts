@@ -7,14 +7,14 @@
  * inspection's phase. Prints both, and their ratio. A benchmark: it asserts nothing.
  */
 import { join } from "node:path";
-import { CustomObjectsApi, KubeConfig, Watch } from "@kubernetes/client-node";
+import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
-import { ResourceCache } from "../../core/adapters/kubernetes/resource-cache.ts";
 import { MemoryInspectionStore } from "../../core/adapters/memory/memory-inspection-store.ts";
 import { MemoryState } from "../../core/adapters/memory/memory-state.ts";
 import { newId } from "../../core/ids.ts";
 import { INSPECTION_RESOURCE as WHERE } from "../../core/schemas/inspection-resource.ts";
 import { systemClock } from "../../core/time.ts";
+import { inspectionCache } from "../../operator/inspection-cache.ts";
 import { InspectionProjector } from "../../operator/inspection-projector.ts";
 import { desiredStatus, type InspectionResource, inspectionResource } from "../../operator/inspection-resource.ts";
 import { sampleInspection } from "../contract/fixtures.ts";
@@ -60,15 +60,7 @@ try {
   const state = new MemoryState();
   const store = new MemoryInspectionStore(state);
   for (const r of records) await store.create(r, newId("key"), () => ({ id: newId("evt"), type: "inspection.created", data: "{}" }));
-  const list = async () => {
-    const listed = (await api.listNamespacedCustomObject({ ...WHERE, namespace: "bench-projector" })) as {
-      items: InspectionResource[];
-      metadata: { resourceVersion: string };
-    };
-    return { items: listed.items, resourceVersion: listed.metadata.resourceVersion };
-  };
-  const path = `/apis/${WHERE.group}/${WHERE.version}/namespaces/bench-projector/${WHERE.plural}`;
-  const cache = new ResourceCache<InspectionResource>({ list, watch: new Watch(kc), path, relistMs: 600_000 });
+  const cache = inspectionCache(kc, "bench-projector", { relistMs: 600_000 });
   const projector = new InspectionProjector({
     store,
     api,

@@ -1,15 +1,16 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch } from "@kubernetes/client-node";
+import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ResourceCache } from "../../core/adapters/kubernetes/resource-cache.ts";
+import type { ResourceCache } from "../../core/adapters/kubernetes/resource-cache.ts";
 import { MemoryInspectionStore } from "../../core/adapters/memory/memory-inspection-store.ts";
 import { MemoryState } from "../../core/adapters/memory/memory-state.ts";
 import { newId } from "../../core/ids.ts";
 import { INSPECTION_RESOURCE as WHERE } from "../../core/schemas/inspection-resource.ts";
 import { systemClock } from "../../core/time.ts";
+import { inspectionCache } from "../../operator/inspection-cache.ts";
 import { InspectionProjector } from "../../operator/inspection-projector.ts";
 import type { InspectionResource } from "../../operator/inspection-resource.ts";
 import { sampleInspection } from "../contract/fixtures.ts";
@@ -250,18 +251,7 @@ describe("Inspection resources kept by the service", () => {
         log: pino({ level: "silent" }),
       });
     const cacheOf = async () => {
-      const cache = new ResourceCache<InspectionResource>({
-        list: async () => {
-          const listed = (await api.listNamespacedCustomObject({ ...WHERE, namespace: "vi-conflict" })) as {
-            items: InspectionResource[];
-            metadata: { resourceVersion: string };
-          };
-          return { items: listed.items, resourceVersion: listed.metadata.resourceVersion };
-        },
-        watch: new Watch(kc),
-        path: `/apis/${WHERE.group}/${WHERE.version}/namespaces/vi-conflict/${WHERE.plural}`,
-        relistMs: 60_000,
-      });
+      const cache = inspectionCache(kc, "vi-conflict", { relistMs: 60_000 });
       await cache.start();
       return cache;
     };

@@ -1,14 +1,15 @@
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { readFileSync, writeFileSync } from "node:fs";
-import { CustomObjectsApi, KubeConfig, type KubernetesObject, Watch } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node";
+import { inspectionCache } from "../../operator/inspection-cache.ts";
+import type { InspectionResource } from "../../operator/inspection-resource.ts";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ResourceCache } from "../../core/adapters/kubernetes/resource-cache.ts";
+import type { ResourceCache } from "../../core/adapters/kubernetes/resource-cache.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { freePort } from "../helpers/free-port.ts";
 
 const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
-const PATH = "/apis/inspection.dev/v1/namespaces/default/inspections";
 
 /**
  * A TCP hop between the cache and the API server that the test controls, as a network would fail:
@@ -67,7 +68,7 @@ const inspection = (name: string, reference = `ref-${name}`) =>
 describe("ResourceCache over a real API server", () => {
   let k: ControlPlane;
   let hop: Hop;
-  let cache: ResourceCache<KubernetesObject>;
+  let cache: ResourceCache<InspectionResource>;
   const errors: unknown[] = [];
 
   beforeAll(async () => {
@@ -84,22 +85,7 @@ describe("ResourceCache over a real API server", () => {
     writeFileSync(hopConfig, JSON.stringify(config));
     const kc = new KubeConfig();
     kc.loadFromFile(hopConfig);
-    const api = kc.makeApiClient(CustomObjectsApi);
-    cache = new ResourceCache({
-      list: async () => {
-        const listed = (await api.listNamespacedCustomObject({
-          group: "inspection.dev",
-          version: "v1",
-          namespace: "default",
-          plural: "inspections",
-        })) as {
-          items: KubernetesObject[];
-          metadata: { resourceVersion: string };
-        };
-        return { items: listed.items, resourceVersion: listed.metadata.resourceVersion };
-      },
-      watch: new Watch(kc),
-      path: PATH,
+    cache = inspectionCache(kc, "default", {
       relistMs: 3_600_000,
       minBackoffMs: 50,
       maxBackoffMs: 200,

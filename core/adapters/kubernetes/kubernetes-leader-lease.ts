@@ -1,5 +1,6 @@
-import { ApiException, type CoordinationV1Api, type V1Lease, V1MicroTime } from "@kubernetes/client-node";
+import { type CoordinationV1Api, type V1Lease, V1MicroTime } from "@kubernetes/client-node";
 import type { LeaderLease } from "../../ports/leader-lease.ts";
+import { apiStatus, CONFLICT, NOT_FOUND } from "./api-status.ts";
 
 export type KubernetesLeaderLeaseOptions = {
   api: CoordinationV1Api;
@@ -10,11 +11,8 @@ export type KubernetesLeaderLeaseOptions = {
   ttlMs: number;
 };
 
-const CONFLICT = 409;
 /** After a failed renewal, the next try comes this soon (not a third of the lease later). */
 const RETRY_MS = 500;
-const NOT_FOUND = 404;
-const status = (error: unknown) => (error instanceof ApiException ? error.code : null);
 
 /**
  * Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it (the
@@ -89,14 +87,14 @@ export class KubernetesLeaderLease implements LeaderLease {
     try {
       current = await api.readNamespacedLease({ name, namespace });
     } catch (error) {
-      if (status(error) !== NOT_FOUND) throw error;
+      if (apiStatus(error) !== NOT_FOUND) throw error;
       const spec = { holderIdentity: identity, leaseDurationSeconds: this.#seconds, acquireTime: now, renewTime: now, leaseTransitions: 0 };
       try {
         const made = await api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec } });
         this.#see(made);
         return true;
       } catch (createError) {
-        if (status(createError) === CONFLICT) return false; // another replica made it first
+        if (apiStatus(createError) === CONFLICT) return false; // another replica made it first
         throw createError;
       }
     }
@@ -116,7 +114,7 @@ export class KubernetesLeaderLease implements LeaderLease {
       this.#see(await this.#replace(next, current.metadata?.resourceVersion ?? ""));
       return true;
     } catch (error) {
-      if (status(error) === CONFLICT) return false; // changed since it was read: another replica wrote first
+      if (apiStatus(error) === CONFLICT) return false; // changed since it was read: another replica wrote first
       throw error;
     }
   }

@@ -18,6 +18,11 @@ function newestFirst(a: { createdAt: number; id: string }, b: { createdAt: numbe
   return second(b.createdAt) - second(a.createdAt) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 }
 
+/** The change feed's order: updatedAt, then id, both ascending. */
+function byChange(a: { updatedAt: number; id: string }, b: { updatedAt: number; id: string }): number {
+  return a.updatedAt - b.updatedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
 function listed(r: InspectionRecord, scope: Scope, f: ListFilter): boolean {
   return (
     r.accountId === scope.accountId &&
@@ -85,11 +90,9 @@ export class MemoryInspectionStore implements InspectionStore {
   }
 
   async changedSince(after: { updatedAt: number; id: string } | null, limit: number): Promise<InspectionRecord[]> {
-    const position = (r: { updatedAt: number; id: string }) => [r.updatedAt, r.id] as const;
-    const later = (a: readonly [number, string], b: readonly [number, string]) => a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
     return [...this.#state.inspections.values()]
-      .filter((r) => after === null || later(position(r), position(after)) > 0)
-      .sort((a, b) => later(position(a), position(b)))
+      .filter((r) => after === null || byChange(r, after) > 0)
+      .sort(byChange)
       .slice(0, limit);
   }
 

@@ -1,0 +1,26 @@
+import { CustomObjectsApi, type KubeConfig, Watch } from "@kubernetes/client-node";
+import { ResourceCache, type ResourceCacheOptions } from "../core/adapters/kubernetes/resource-cache.ts";
+import { INSPECTION_RESOURCE } from "../core/schemas/inspection-resource.ts";
+import type { InspectionResource } from "./inspection-resource.ts";
+
+/** A namespace's Inspection resources, listed and watched through `kc` (operator/inspection-projector.ts reads them). */
+export function inspectionCache(
+  kc: KubeConfig,
+  namespace: string,
+  options: Omit<ResourceCacheOptions<InspectionResource>, "list" | "watch" | "path">,
+): ResourceCache<InspectionResource> {
+  const api = kc.makeApiClient(CustomObjectsApi);
+  const { group, version, plural } = INSPECTION_RESOURCE;
+  return new ResourceCache<InspectionResource>({
+    ...options,
+    list: async () => {
+      const listed = (await api.listNamespacedCustomObject({ group, version, plural, namespace })) as {
+        items: InspectionResource[];
+        metadata: { resourceVersion: string };
+      };
+      return { items: listed.items, resourceVersion: listed.metadata.resourceVersion };
+    },
+    watch: new Watch(kc),
+    path: `/apis/${group}/${version}/namespaces/${namespace}/${plural}`,
+  });
+}
