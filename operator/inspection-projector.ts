@@ -7,7 +7,14 @@ import { isCancelable } from "../core/domain/state-machine.ts";
 import type { InspectionStore } from "../core/ports/inspection-store.ts";
 import { INSPECTION_RESOURCE } from "../core/schemas/inspection-resource.ts";
 import type { Clock } from "../core/time.ts";
-import { desiredStatus, idOfResource, type InspectionResource, inspectionResource, prunedAt, resourceName } from "./inspection-resource.ts";
+import {
+  desiredStatus,
+  idOfResource,
+  type InspectionResource,
+  inspectionResource,
+  prunedAt,
+  resourceName,
+} from "../core/adapters/kubernetes/inspection-resource.ts";
 import { repeat } from "./repeat.ts";
 import { WorkQueue } from "./work-queue.ts";
 

@@ -6,7 +6,7 @@ import type { Metrics } from "../../core/metrics.ts";
 import type { InspectionStore } from "../../core/ports/inspection-store.ts";
 import type { Clock } from "../../core/time.ts";
 import { InspectionProjector } from "../../operator/inspection-projector.ts";
-import { inspectionCache } from "../../operator/inspection-cache.ts";
+import { inspectionCache } from "../../core/adapters/kubernetes/inspection-cache.ts";
 
 /** A full relist this often besides the watch. */
 const RELIST_MS = 5 * 60_000;

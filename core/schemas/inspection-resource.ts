@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { STATUSES } from "../domain/state-machine.ts";
-import { CreateInspectionBody, Failure, Grade } from "./inspection.ts";
+import { CreateInspectionBody, Failure, Grade, Summary } from "./inspection.ts";
+import { Quality } from "./report.ts";
 
 /** Where the resource lives in the Kubernetes API: the CRD's names, written once. */
 export const INSPECTION_RESOURCE = { group: "inspection.dev", version: "v1", plural: "inspections", kind: "Inspection" } as const;
@@ -29,6 +30,90 @@ export const InspectionSpec = CreateInspectionBody.extend({
   cancelRequested: z.boolean().optional(),
 });
 
+const millis = z.number().int();
+const maybeMillis = millis.nullable();
+
+/** An event of the inspection's outbox, as its resource keeps it; `seq` orders every event (core/adapters/kubernetes/). */
+export const StoredEvent = z.object({ id: z.string(), type: z.string(), createdAt: millis, seq: millis, data: z.string() });
+
+export const StoredMedia = z.object({
+  id: z.string(),
+  accountId: z.string(),
+  livemode: z.boolean(),
+  inspectionId: z.string(),
+  kind: z.enum(["photo", "evidence"]),
+  blobKey: z.string(),
+  bytes: millis,
+  etag: z.string(),
+  width: millis,
+  height: millis,
+  createdAt: millis,
+});
+
+/**
+ * What the api keeps on the resource: the rest of the record as created, the customer's intents
+ * and photos, and the resends asked for. It is an annotation (CAPTURE_ANNOTATION, this as JSON)
+ * because the api's account may write the resource but never its status, and spec is immutable.
+ */
+export const CaptureRecord = z.object({
+  createdStatus: z.enum(STATUSES),
+  createdAt: millis,
+  updatedAt: millis,
+  expiresAt: millis,
+  make: z.string().nullable(),
+  model: z.string().nullable(),
+  year: millis.nullable(),
+  tokenHash: z.string(),
+  createdEvent: StoredEvent,
+  openedAt: maybeMillis,
+  submitRequestedAt: maybeMillis,
+  cancelRequestedAt: maybeMillis,
+  vinObserved: z.string().nullable(),
+  /** Intents recorded; the controller has reconciled `status.store.reconciledIntents` of them. */
+  intents: millis,
+  photos: z.array(
+    z.object({ angle: z.string(), mediaId: z.string(), quality: Quality, tries: millis, capturedAt: millis, media: StoredMedia }),
+  ),
+  /** The `count`-th resend of an event, asked for at `at`, its schedule counted from `from` attempts. */
+  resends: z.array(z.object({ eventId: z.string(), count: millis, at: millis, from: millis })),
+});
+export const CAPTURE_ANNOTATION = `${INSPECTION_RESOURCE.group}/capture`;
+
+export const StoredDelivery = z.object({
+  eventId: z.string(),
+  status: z.enum(["pending", "succeeded", "failed", "none"]),
+  nextAttemptAt: maybeMillis,
+  attemptCount: millis,
+  scheduleFrom: millis,
+  /** The schedule start it was published to the bus at; published while this equals scheduleFrom. */
+  publishedFrom: maybeMillis,
+  /** The api's resends of it (CaptureRecord.resends) already taken into this delivery. */
+  resendsSeen: millis,
+  attempts: z.array(
+    // `attempt`, not the port's `n`: YAML 1.1 (kubectl's) reads a key `n` as false.
+    z.object({ attempt: millis, attemptedAt: millis, statusCode: millis.nullable(), latencyMs: millis, error: z.string().nullable() }),
+  ),
+});
+
+/** What the controller keeps in the status besides what `kubectl get` shows: the record's moves, the outbox, evidence. */
+export const StoreStatus = z.object({
+  status: z.enum(STATUSES),
+  updatedAt: millis,
+  submittedAt: maybeMillis,
+  completedAt: maybeMillis,
+  canceledAt: maybeMillis,
+  summary: Summary.nullable(),
+  failure: Failure.nullable(),
+  processingAttempts: millis,
+  processingDueAt: maybeMillis,
+  reconciledIntents: millis,
+  /** The spec's generation reconciled (a cancel set with kubectl raises the generation). */
+  reconciledGeneration: millis,
+  events: z.array(StoredEvent),
+  deliveries: z.array(StoredDelivery),
+  media: z.array(StoredMedia),
+});
+
 export const InspectionStatus = z.object({
   phase: z.enum(STATUSES).optional(),
   observedGeneration: z.number().int().optional(),
@@ -41,8 +126,14 @@ export const InspectionStatus = z.object({
   completedAt: z.string().optional(),
   canceledAt: z.string().optional(),
   expiresAt: z.string().optional(),
+  /** Set by the Kubernetes inspection store, where the resource is the record; absent where it is a projection. */
+  store: StoreStatus.optional(),
 });
 
 export type Condition = z.infer<typeof Condition>;
 export type InspectionSpec = z.infer<typeof InspectionSpec>;
 export type InspectionStatus = z.infer<typeof InspectionStatus>;
+export type CaptureRecord = z.infer<typeof CaptureRecord>;
+export type StoreStatus = z.infer<typeof StoreStatus>;
+export type StoredEvent = z.infer<typeof StoredEvent>;
+export type StoredDelivery = z.infer<typeof StoredDelivery>;

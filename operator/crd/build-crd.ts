@@ -6,14 +6,15 @@ type JsonSchema = Record<string, unknown>;
 /** Kubernetes wants a structural OpenAPI v3.0 schema: no $schema, no refs, no formats it does not know. */
 function structural(schema: z.ZodType): JsonSchema {
   const json = z.toJSONSchema(schema, { target: "openapi-3.0", io: "input", unrepresentable: "any", reused: "inline" }) as JsonSchema;
-  const clean = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(clean);
+  // `fields`: the node is a `properties` map, whose keys are field names (an `id` field stays), not keywords.
+  const clean = (node: unknown, fields = false): unknown => {
+    if (Array.isArray(node)) return node.map((n) => clean(n));
     if (node && typeof node === "object") {
       const out: JsonSchema = {};
       for (const [k, v] of Object.entries(node)) {
-        if (k === "$schema" || k === "id" || k === "example" || k === "additionalProperties") continue;
-        if (k === "format" && v === "uri") continue;
-        out[k] = clean(v);
+        if (!fields && (k === "$schema" || k === "id" || k === "example" || k === "additionalProperties")) continue;
+        if (!fields && k === "format" && v === "uri") continue;
+        out[k] = clean(v, !fields && k === "properties");
       }
       return out;
     }

@@ -14,9 +14,9 @@ import { MemoryState } from "../../core/adapters/memory/memory-state.ts";
 import { newId } from "../../core/ids.ts";
 import { INSPECTION_RESOURCE as WHERE } from "../../core/schemas/inspection-resource.ts";
 import { systemClock } from "../../core/time.ts";
-import { inspectionCache } from "../../operator/inspection-cache.ts";
+import { inspectionCache } from "../../core/adapters/kubernetes/inspection-cache.ts";
 import { InspectionProjector } from "../../operator/inspection-projector.ts";
-import { desiredStatus, type InspectionResource, inspectionResource } from "../../operator/inspection-resource.ts";
+import { desiredStatus, type InspectionResource, inspectionResource } from "../../core/adapters/kubernetes/inspection-resource.ts";
 import { sampleInspection } from "../contract/fixtures.ts";
 import { startControlPlane } from "../helpers/kube-control-plane.ts";
 

@@ -2,7 +2,11 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InspectionRecords } from "../../core/adapters/kubernetes/inspection-records.ts";
+import { KubernetesEventStore } from "../../core/adapters/kubernetes/kubernetes-event-store.ts";
+import { KubernetesInspectionStore } from "../../core/adapters/kubernetes/kubernetes-inspection-store.ts";
 import { FsBlobStore } from "../../core/adapters/fs/fs-blob-store.ts";
 import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
 import { MemoryEventStore } from "../../core/adapters/memory/memory-event-store.ts";
@@ -33,11 +37,14 @@ import { newId } from "../../core/ids.ts";
 import { sampleInspection } from "./fixtures.ts";
 import { IDEMPOTENCY_RETENTION_MS } from "../../api/plugins/idempotency.ts";
 import { startNatsServer, startVersityGw, type NatsServer, type VersityGw } from "../helpers/go-servers.ts";
+import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
+
+const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
 
 /**
- * One contract suite per port, run against every adapter of it. The cluster adapters (NATS
- * JetStream KV, Kubernetes custom resources) join these lists when they land; S3's has, and NATS
- * KV's has for the two ports it serves (IDEMPOTENCY_ADAPTERS, KEY_ADAPTERS).
+ * One contract suite per port, run against every adapter of it: the cluster adapters beside the
+ * embedded ones (S3's for blobs, NATS KV's for the ports it serves, the Kubernetes custom
+ * resources' for inspections and events).
  */
 type Stores = {
   inspections: InspectionStore;
@@ -85,6 +92,59 @@ const STORE_ADAPTERS: { name: string; make: () => Stores }[] = [
     },
   },
 ];
+/**
+ * The inspection and event stores run against every store adapter and against the `Inspection`
+ * custom resources of a real kube-apiserver (with etcd): one control plane for the file, the CRD
+ * applied, a namespace for each test, and a second cache on it for what another process reads.
+ */
+let kube: Promise<{ plane: ControlPlane; kc: KubeConfig }> | undefined;
+const opened: InspectionRecords[] = [];
+let namespaces = 0;
+const startKube = async () => {
+  kube ??= (async () => {
+    const plane = await startControlPlane();
+    await plane.kubectl("apply", "--server-side", "-f", CRD);
+    await plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    const kc = new KubeConfig();
+    kc.loadFromFile(plane.kubeconfig);
+    return { plane, kc };
+  })();
+  await kube;
+};
+afterAll(async () => {
+  if (!kube) return;
+  const { plane } = await kube;
+  await Promise.all(opened.map((r) => r.close()));
+  await plane.close();
+});
+const openRecords = async (kc: KubeConfig, namespace: string) => {
+  const records = await InspectionRecords.open(kc, namespace);
+  opened.push(records);
+  return records;
+};
+const INSPECTION_ADAPTERS: {
+  name: string;
+  make: () => Maybe<{ inspections: InspectionStore; events: EventStore; reopen: () => Maybe<InspectionStore> }>;
+  before?: () => Promise<void>;
+}[] = [
+  ...STORE_ADAPTERS,
+  {
+    name: "kubernetes",
+    before: startKube,
+    make: async () => {
+      const { kc } = await kube!;
+      const namespace = `contract-${++namespaces}`;
+      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+      const records = await openRecords(kc, namespace);
+      return {
+        inspections: new KubernetesInspectionStore(records),
+        events: new KubernetesEventStore(records),
+        reopen: async () => new KubernetesInspectionStore(await openRecords(kc, namespace)),
+      };
+    },
+  },
+];
+
 /** An adapter of a network store runs against a real server, started for its suite (`before`). */
 let s3: VersityGw;
 const BLOB_ADAPTERS: { name: string; make: () => BlobStore; before?: () => Promise<void>; after?: () => Promise<void> }[] = [
@@ -201,10 +261,11 @@ function photoOf(r: InspectionRecord, angle: string, at = r.createdAt + 1): [Pho
   ];
 }
 
-for (const adapter of STORE_ADAPTERS) {
+for (const adapter of INSPECTION_ADAPTERS) {
   describe(`InspectionStore contract: ${adapter.name}`, () => {
+    if (adapter.before) beforeAll(adapter.before);
     it("creates with its event, and scopes reads by account and environment", async () => {
-      const { inspections, events } = adapter.make();
+      const { inspections, events } = await adapter.make();
       const r = sampleInspection();
       await inspections.create(r, "tok-hash", event());
       expect(await inspections.get(scope, r.id)).toEqual(r);
@@ -215,7 +276,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("create resolves once the inspection is durable, also for many at once, and a failing one fails alone", async () => {
-      const { inspections, reopen } = adapter.make();
+      const { inspections, reopen } = await adapter.make();
       const rows = Array.from({ length: 20 }, () => sampleInspection());
       const broken = sampleInspection();
       const results = await Promise.allSettled([
@@ -225,14 +286,14 @@ for (const adapter of STORE_ADAPTERS) {
         }),
       ]);
       expect(results.map((r) => r.status)).toEqual([...rows.map(() => "fulfilled"), "rejected"]);
-      const other = reopen();
+      const other = await reopen();
       for (const r of rows) expect(await other.get(scope, r.id)).toEqual(r);
       expect(await other.get(scope, broken.id)).toBeNull();
       expect(await inspections.get(scope, broken.id)).toBeNull();
     });
 
     it("a transition while creates are pending keeps both", async () => {
-      const { inspections, reopen } = adapter.make();
+      const { inspections, reopen } = await adapter.make();
       const first = sampleInspection();
       await inspections.create(first, "h1", event());
       const pending = sampleInspection();
@@ -242,13 +303,13 @@ for (const adapter of STORE_ADAPTERS) {
           ?.status,
       ).toBe("in_progress");
       await created;
-      const other = reopen();
+      const other = await reopen();
       expect((await other.get(scope, first.id))?.status).toBe("in_progress");
       expect((await other.get(scope, pending.id))?.status).toBe("created");
     });
 
     it("transition is a compare-and-set that appends exactly one event", async () => {
-      const { inspections, events } = adapter.make();
+      const { inspections, events } = await adapter.make();
       const r = sampleInspection();
       await inspections.create(r, "h", event());
       const moved = await inspections.transition(r.id, "created", "in_progress", r.createdAt + 1000, {}, event("inspection.in_progress"));
@@ -261,7 +322,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("counts inspections by status, every account's", async () => {
-      const { inspections } = adapter.make();
+      const { inspections } = await adapter.make();
       expect(await inspections.countByStatus()).toEqual(new Map());
       for (const status of ["created", "created", "processing"] as const) {
         await inspections.create(sampleInspection({ status, accountId: newId("acct") }), newId("insp"), event());
@@ -285,7 +346,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("feeds every account's inspections created or moved, in (updatedAt, id) order, from any position", async () => {
-      const { inspections } = adapter.make();
+      const { inspections } = await adapter.make();
       expect(await inspections.changedSince(null, 10)).toEqual([]);
       const base = Date.now();
       const a = sampleInspection({ accountId: "acct_x", createdAt: base, updatedAt: base });
@@ -308,7 +369,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("stores the summary with the completing move", async () => {
-      const { inspections } = adapter.make();
+      const { inspections } = await adapter.make();
       const r = sampleInspection({ status: "processing" });
       await inspections.create(r, "h", event());
       await inspections.transition(
@@ -323,7 +384,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("keyset pages by (created_at seconds, id) descending, and filters", async () => {
-      const { inspections } = adapter.make();
+      const { inspections } = await adapter.make();
       const t = Date.now();
       const rows = Array.from({ length: 7 }, (_, i) =>
         sampleInspection({ createdAt: t + Math.floor(i / 3) * 1000, reference: i % 2 ? "odd" : "even" }),
@@ -340,7 +401,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("filters by creation dates, from inclusive and before exclusive, with the other filters", async () => {
-      const { inspections } = adapter.make();
+      const { inspections } = await adapter.make();
       const day = 86_400_000;
       const t = Date.UTC(2026, 10, 20);
       const rows = [0, 1, 1, 2, 3].map((d, i) => sampleInspection({ createdAt: t + d * day + 5_000, reference: i % 2 ? "odd" : "even" }));
@@ -353,7 +414,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("pages each filter in the same order, ties within a second by id, from any cursor", async () => {
-      const { inspections } = adapter.make();
+      const { inspections } = await adapter.make();
       const t = Math.floor(Date.now() / 1000) * 1000;
       // Many inspections in each of three seconds, so that every page boundary falls among ties.
       const rows = Array.from({ length: 30 }, (_, i) =>
@@ -391,7 +452,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("a read repeated between writes sees each write at once, and another process's soon after", async () => {
-      const { inspections, reopen } = adapter.make();
+      const { inspections, reopen } = await adapter.make();
       const r = sampleInspection();
       expect(await inspections.get(scope, r.id)).toBeNull();
       await inspections.create(r, "h", event());
@@ -402,7 +463,7 @@ for (const adapter of STORE_ADAPTERS) {
       await inspections.transition(r.id, "created", "in_progress", r.createdAt + 2, {}, event("inspection.in_progress"));
       expect((await inspections.get(scope, r.id))!.status).toBe("in_progress");
       expect(await inspections.get({ ...scope, accountId: "acct_b" }, r.id)).toBeNull();
-      await reopen().transition(
+      await (await reopen()).transition(
         r.id,
         "in_progress",
         "canceled",
@@ -416,7 +477,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("records handed out stay as they were through later writes, and nothing keeps the caller's objects", async () => {
-      const { inspections, events } = adapter.make();
+      const { inspections, events } = await adapter.make();
       const r = sampleInspection({ notifyUrl: "https://example.com/h" });
       await inspections.create(r, "h", event());
       // The caller's own object, edited after create: the store must not have kept it.
@@ -436,7 +497,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("intents mark an inspection for reconcile until the controller clears that generation", async () => {
-      const { inspections } = adapter.make();
+      const { inspections } = await adapter.make();
       const r = sampleInspection();
       await inspections.create(r, "h", event());
       expect(await inspections.needingReconcile(Date.now(), 10)).toHaveLength(0);
@@ -456,8 +517,9 @@ for (const adapter of STORE_ADAPTERS) {
   });
 
   describe(`InspectionStore contract, putPhoto: ${adapter.name}`, () => {
+    if (adapter.before) beforeAll(adapter.before);
     it("stores while the capture is open; a retake replaces the photo and deletes its media row", async () => {
-      const { inspections } = adapter.make();
+      const { inspections } = await adapter.make();
       const r = sampleInspection();
       await inspections.create(r, "h", event());
       const [photo, media] = photoOf(r, "front");
@@ -471,30 +533,30 @@ for (const adapter of STORE_ADAPTERS) {
       expect(await inspections.getMedia(scope, retakeMedia.id)).toEqual(retakeMedia);
     });
 
-    const closings: [string, (store: InspectionStore, r: InspectionRecord) => void][] = [
+    const closings: [string, (store: InspectionStore, r: InspectionRecord) => Promise<void>][] = [
       ["a submit is requested", (store, r) => store.recordSubmitRequested(r.id, r.createdAt + 2)],
       ["a cancel is requested", (store, r) => store.recordCancelRequested(r.id, r.createdAt + 2)],
     ];
     for (const [what, close] of closings) {
       it(`refuses, storing and deleting nothing, once ${what}, before the controller has moved it`, async () => {
-        const { inspections, reopen } = adapter.make();
+        const { inspections, reopen } = await adapter.make();
         const r = sampleInspection({ status: "in_progress" });
         await inspections.create(r, "h", event());
         const [first, firstMedia] = photoOf(r, "front");
         await inspections.putPhoto(first, firstMedia);
-        close(inspections, r);
+        await close(inspections, r);
         for (const [photo, media] of [photoOf(r, "front", r.createdAt + 3), photoOf(r, "odometer", r.createdAt + 3)]) {
           expect(await inspections.putPhoto(photo, media)).toEqual({ accepted: false });
           expect(await inspections.getMedia(scope, media.id)).toBeNull();
         }
         expect(await inspections.photos(r.id)).toEqual([first]);
-        expect(await reopen().photos(r.id)).toEqual([first]);
+        expect(await (await reopen()).photos(r.id)).toEqual([first]);
         expect(await inspections.getMedia(scope, firstMedia.id)).toEqual(firstMedia);
       });
     }
 
     it("refuses at and after expires_at, even before the controller has moved it", async () => {
-      const { inspections } = adapter.make();
+      const { inspections } = await adapter.make();
       const r = sampleInspection({ status: "in_progress" });
       await inspections.create(r, "h", event());
       for (const at of [r.expiresAt, r.expiresAt + 1]) {
@@ -505,7 +567,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("refuses in every status but created and in_progress, and for an unknown inspection", async () => {
-      const { inspections } = adapter.make();
+      const { inspections } = await adapter.make();
       for (const status of ["processing", "completed", "canceled", "expired", "failed"] as const) {
         const r = sampleInspection({ status });
         await inspections.create(r, `h-${status}`, event());
@@ -520,8 +582,9 @@ for (const adapter of STORE_ADAPTERS) {
   });
 
   describe(`EventStore contract: ${adapter.name}`, () => {
+    if (adapter.before) beforeAll(adapter.before);
     it("lists newest first with a cursor, and settles deliveries by attempts", async () => {
-      const { inspections, events } = adapter.make();
+      const { inspections, events } = await adapter.make();
       const r = sampleInspection({ notifyUrl: "https://example.com/h" });
       await inspections.create(r, "h", event());
       await inspections.transition(r.id, "created", "in_progress", Date.now(), {}, event("inspection.in_progress"));
@@ -545,7 +608,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("gives an inspection's events oldest first, in its scope only", async () => {
-      const { inspections, events } = adapter.make();
+      const { inspections, events } = await adapter.make();
       const r = sampleInspection();
       const other = sampleInspection();
       await inspections.create(r, "h1", event());
@@ -561,14 +624,14 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("an inspection without notify_url has events with delivery none", async () => {
-      const { inspections, events } = adapter.make();
+      const { inspections, events } = await adapter.make();
       await inspections.create(sampleInspection(), "h", event());
       expect((await events.list(scope, 1))![0]!.deliveryStatus).toBe("none");
       expect(await events.due(Date.now(), 10)).toHaveLength(0);
     });
 
     it("resends: pending again, due now, the schedule counted from the attempts made; never an event with delivery none", async () => {
-      const { inspections, events } = adapter.make();
+      const { inspections, events } = await adapter.make();
       await inspections.create(sampleInspection({ notifyUrl: "https://example.com/h" }), "h", event());
       const [e] = (await events.list(scope, 1))!;
       expect(e!.scheduleFrom).toBe(0);
@@ -602,7 +665,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("keeps pending events unpublished until marked at their schedule start; a resend unpublishes again", async () => {
-      const { inspections, events } = adapter.make();
+      const { inspections, events } = await adapter.make();
       const withUrl = () => sampleInspection({ notifyUrl: "https://example.com/h" });
       await inspections.create(withUrl(), "h1", event());
       await inspections.create(sampleInspection(), "h2", event());
@@ -631,7 +694,7 @@ for (const adapter of STORE_ADAPTERS) {
     });
 
     it("finds published pending events whose next attempt is overdue, most overdue first", async () => {
-      const { inspections, events } = adapter.make();
+      const { inspections, events } = await adapter.make();
       const withUrl = () => sampleInspection({ notifyUrl: "https://example.com/h" });
       for (const h of ["a", "b", "c"]) await inspections.create(withUrl(), h, event());
       const [c, b, a] = (await events.list(scope, 10))!;

@@ -1,8 +1,8 @@
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { readFileSync, writeFileSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
-import { inspectionCache } from "../../operator/inspection-cache.ts";
-import type { InspectionResource } from "../../operator/inspection-resource.ts";
+import { inspectionCache } from "../../core/adapters/kubernetes/inspection-cache.ts";
+import type { InspectionResource } from "../../core/adapters/kubernetes/inspection-resource.ts";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ResourceCache } from "../../core/adapters/kubernetes/resource-cache.ts";

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { desiredStatus, idOfResource, inspectionResource, prunedAt, resourceName } from "../../operator/inspection-resource.ts";
+import {
+  desiredStatus,
+  idOfResource,
+  inspectionResource,
+  prunedAt,
+  resourceName,
+} from "../../core/adapters/kubernetes/inspection-resource.ts";
 import { sampleInspection } from "../contract/fixtures.ts";
 
 describe("an inspection as its Inspection resource", () => {

@@ -17,6 +17,8 @@ export type ResourceCacheOptions<T extends KubernetesObject> = {
 };
 
 const GONE = 410;
+/** How many delivered versions are remembered: far more than can arrive between a write and its answer. */
+const DELIVERED_WINDOW = 4096;
 const keyOf = (o: KubernetesObject) => `${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
 const statusOf = (error: unknown): number | undefined => (error as { statusCode?: number; code?: number } | null)?.statusCode;
 
@@ -35,6 +37,11 @@ const statusOf = (error: unknown): number | undefined => (error as { statusCode?
 export class ResourceCache<T extends KubernetesObject> {
   readonly #o: ResourceCacheOptions<T>;
   readonly #objects = new Map<string, T>();
+  /** Objects this process wrote, by key, until the watch shows that very version (see `wrote`). */
+  readonly #written = new Map<string, T>();
+  /** `key@resourceVersion` of the latest versions the watch delivered, oldest first (a bounded window). */
+  readonly #delivered = new Set<string>();
+  #changes = 0;
   #resourceVersion = "";
   #heardAt = 0;
   #synced = Promise.withResolvers<void>();
@@ -66,11 +73,36 @@ export class ResourceCache<T extends KubernetesObject> {
   }
 
   get(namespace: string, name: string): T | undefined {
-    return this.#objects.get(`${namespace}/${name}`);
+    const key = `${namespace}/${name}`;
+    return this.#written.get(key) ?? this.#objects.get(key);
   }
 
   list(): T[] {
-    return [...this.#objects.values()];
+    if (this.#written.size === 0) return [...this.#objects.values()];
+    return [...new Map([...this.#objects, ...this.#written]).values()];
+  }
+
+  /**
+   * Counts the changes the cache has taken in (events, lists, writes), so that a reader can keep
+   * what it derives from the objects (an index) until the next change.
+   */
+  get changes(): number {
+    return this.#changes;
+  }
+
+  /**
+   * An object as the API server answered a write of this process: reads show it at once, not when
+   * the watch gets to it, so a caller reads its own writes. It stands until the watch delivers that
+   * same resourceVersion (events before it are older; after it, newer), the object is deleted, or a
+   * list replaces everything. Only equality of versions is used, never their order, which
+   * Kubernetes leaves opaque.
+   */
+  wrote(object: T): void {
+    const key = keyOf(object);
+    // The watch may deliver a version before the write's answer arrives: then it is held already.
+    if (this.#delivered.has(`${key}@${object.metadata?.resourceVersion}`)) return;
+    this.#written.set(key, object);
+    this.#changes++;
   }
 
   /** Milliseconds since the API server last told this cache anything (an event, a bookmark, a list). */
@@ -119,6 +151,8 @@ export class ResourceCache<T extends KubernetesObject> {
       this.#objects.set(key, item);
     }
     for (const key of [...this.#objects.keys()]) if (!seen.has(key)) this.#objects.delete(key);
+    this.#written.clear();
+    this.#changes++;
     this.#resourceVersion = resourceVersion;
     this.#heardAt = Date.now();
     this.#synced.resolve();
@@ -152,6 +186,11 @@ export class ResourceCache<T extends KubernetesObject> {
         const key = keyOf(object);
         if (type === "DELETED") this.#objects.delete(key);
         else this.#objects.set(key, object);
+        this.#delivered.add(`${key}@${resourceVersion}`);
+        if (this.#delivered.size > DELIVERED_WINDOW) this.#delivered.delete(this.#delivered.values().next().value!);
+        const mine = this.#written.get(key);
+        if (mine && (type === "DELETED" || mine.metadata?.resourceVersion === resourceVersion)) this.#written.delete(key);
+        this.#changes++;
       },
       (error: unknown) => {
         if (this.#relistDue) {

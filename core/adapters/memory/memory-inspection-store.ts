@@ -1,4 +1,5 @@
-import { isCaptureOpen, type Status } from "../../domain/state-machine.ts";
+import { byChange, listed, moved, needsReconcile, newestFirst, takesPhotos } from "../../domain/inspection-queries.ts";
+import type { Status } from "../../domain/state-machine.ts";
 import {
   UNSTARTED,
   type EventFactory,
@@ -10,39 +11,6 @@ import {
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
 import { appendEvent } from "./memory-event-store.ts";
 import { constraint, snapshot, type MemoryState, type StoredPhoto } from "./memory-state.ts";
-
-const second = (ms: number) => Math.floor(ms / 1000);
-
-/** Lists' order: created_at in whole seconds, then id, both descending. Negative: `a` comes first. */
-function newestFirst(a: { createdAt: number; id: string }, b: { createdAt: number; id: string }): number {
-  return second(b.createdAt) - second(a.createdAt) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
-}
-
-/** The change feed's order: updatedAt, then id, both ascending. */
-function byChange(a: { updatedAt: number; id: string }, b: { updatedAt: number; id: string }): number {
-  return a.updatedAt - b.updatedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-}
-
-function listed(r: InspectionRecord, scope: Scope, f: ListFilter): boolean {
-  return (
-    r.accountId === scope.accountId &&
-    r.livemode === scope.livemode &&
-    (f.after === undefined || newestFirst(f.after, r) < 0) &&
-    (f.status === undefined || r.status === f.status) &&
-    (f.reference === undefined || r.reference === f.reference) &&
-    (f.vin === undefined || r.vin === f.vin) &&
-    // A date bound falls on the first whole second at or after it, as lists compare.
-    (f.createdFrom === undefined || second(r.createdAt) >= Math.ceil(f.createdFrom / 1000)) &&
-    (f.createdBefore === undefined || second(r.createdAt) < Math.ceil(f.createdBefore / 1000))
-  );
-}
-
-/** Whether the controller should look at it now: an intent not reconciled, a link past expiry, processing due. */
-function needsReconcile(r: InspectionRecord, now: number): boolean {
-  if (r.reconcileGeneration > 0) return true;
-  if (isCaptureOpen(r.status)) return r.expiresAt <= now;
-  return r.status === "processing" && (r.processingDueAt === null || r.processingDueAt <= now);
-}
 
 /** Inspections, photos and media in memory; moves append their events to the same state. */
 export class MemoryInspectionStore implements InspectionStore {
@@ -158,8 +126,7 @@ export class MemoryInspectionStore implements InspectionStore {
 
   async putPhoto(p: PhotoRecord, m: MediaRecord): Promise<PutPhotoResult> {
     const r = this.#state.inspections.get(p.inspectionId);
-    const open = r && isCaptureOpen(r.status) && r.submitRequestedAt === null && r.cancelRequestedAt === null && p.capturedAt < r.expiresAt;
-    if (!open) return { accepted: false };
+    if (!r || !takesPhotos(r, p.capturedAt)) return { accepted: false };
     constraint(!this.#state.media.has(m.id), "media.id");
     const angles = this.#state.photos.get(p.inspectionId) ?? new Map<string, StoredPhoto>();
     const earlier = angles.get(p.angle);
@@ -195,15 +162,4 @@ export class MemoryInspectionStore implements InspectionStore {
     const m = this.#state.media.get(id);
     return m && m.accountId === scope.accountId && m.livemode === scope.livemode ? m : null;
   }
-}
-
-/** The fields a move's patch sets: a summary or failure given replaces the one held; null leaves it. */
-function moved(patch: TransitionPatch): Partial<InspectionRecord> {
-  const set: Partial<InspectionRecord> = {};
-  if (patch.submittedAt !== undefined) set.submittedAt = patch.submittedAt;
-  if (patch.completedAt !== undefined) set.completedAt = patch.completedAt;
-  if (patch.canceledAt !== undefined) set.canceledAt = patch.canceledAt;
-  if (patch.summary) set.summary = patch.summary;
-  if (patch.failure) set.failure = patch.failure;
-  return set;
 }

@@ -1,7 +1,7 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { isTerminal, type Status } from "../core/domain/state-machine.ts";
-import type { InspectionRecord } from "../core/ports/records.ts";
-import { type Condition, INSPECTION_RESOURCE, type InspectionSpec, type InspectionStatus } from "../core/schemas/inspection-resource.ts";
+import { isTerminal, type Status } from "../../domain/state-machine.ts";
+import type { InspectionRecord } from "../../ports/records.ts";
+import { type Condition, INSPECTION_RESOURCE, type InspectionSpec, type InspectionStatus } from "../../schemas/inspection-resource.ts";
 
 /** An `Inspection` as the API server holds it. */
 export type InspectionResource = KubernetesObject & { spec: InspectionSpec; status?: InspectionStatus };

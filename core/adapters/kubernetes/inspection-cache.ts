@@ -1,6 +1,6 @@
 import { CustomObjectsApi, type KubeConfig, Watch } from "@kubernetes/client-node";
-import { ResourceCache, type ResourceCacheOptions } from "../core/adapters/kubernetes/resource-cache.ts";
-import { INSPECTION_RESOURCE } from "../core/schemas/inspection-resource.ts";
+import { ResourceCache, type ResourceCacheOptions } from "./resource-cache.ts";
+import { INSPECTION_RESOURCE } from "../../schemas/inspection-resource.ts";
 import type { InspectionResource } from "./inspection-resource.ts";
 
 /** A namespace's Inspection resources, listed and watched through `kc` (operator/inspection-projector.ts reads them). */

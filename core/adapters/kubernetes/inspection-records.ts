@@ -1,0 +1,335 @@
+import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import type { InspectionRecord } from "../../ports/records.ts";
+import {
+  CAPTURE_ANNOTATION,
+  CaptureRecord,
+  INSPECTION_RESOURCE,
+  type StoreStatus,
+  type StoredDelivery,
+  type StoredEvent,
+} from "../../schemas/inspection-resource.ts";
+import { apiStatus, CONFLICT, NOT_FOUND } from "./api-status.ts";
+import { inspectionCache } from "./inspection-cache.ts";
+import { desiredStatus, idOfResource, type InspectionResource, inspectionResource, resourceName } from "./inspection-resource.ts";
+import type { ResourceCache } from "./resource-cache.ts";
+
+/**
+ * One Inspection resource read as the store's data: the api's part (the capture annotation and the
+ * spec) and the controller's (status.store), with the record they make.
+ */
+export type InspectionView = {
+  readonly object: InspectionResource;
+  readonly capture: CaptureRecord;
+  readonly store: StoreStatus;
+  readonly record: InspectionRecord;
+};
+
+/** An event of the outbox with its delivery as it stands, the api's resends taken in. */
+export type EventView = { readonly event: StoredEvent; readonly delivery: StoredDelivery; readonly view: InspectionView };
+
+/** What a change decides: the resource to write (or none), and what the caller is answered. */
+export type Change<R> = { write?: InspectionResource; answer: R };
+
+/** The resource with its capture annotation replaced by `capture` (and its spec by `spec`, if given): what the api writes. */
+export function withCapture(v: InspectionView, capture: CaptureRecord, spec = v.object.spec): InspectionResource {
+  const annotations = { ...v.object.metadata?.annotations, [CAPTURE_ANNOTATION]: JSON.stringify(capture) };
+  return { ...v.object, metadata: { ...v.object.metadata, annotations }, spec };
+}
+
+/** The controller's part of a resource no controller has written yet. */
+function unmoved(c: CaptureRecord): StoreStatus {
+  return {
+    status: c.createdStatus,
+    updatedAt: c.updatedAt,
+    submittedAt: null,
+    completedAt: null,
+    canceledAt: null,
+    summary: null,
+    failure: null,
+    processingAttempts: 0,
+    processingDueAt: null,
+    reconciledIntents: 0,
+    reconciledGeneration: 1,
+    events: [],
+    deliveries: [],
+    media: [],
+  };
+}
+
+function recordOf(o: InspectionResource, c: CaptureRecord, s: StoreStatus): InspectionRecord {
+  const spec = o.spec;
+  const generation = o.metadata?.generation ?? 1;
+  return {
+    id: idOfResource(o.metadata!.name!),
+    accountId: spec.accountId,
+    livemode: spec.livemode,
+    status: s.status,
+    reference: spec.reference ?? null,
+    vin: spec.vehicle.vin,
+    make: c.make,
+    model: c.model,
+    year: c.year,
+    notifyUrl: spec.notify_url ?? null,
+    expiresAt: c.expiresAt,
+    createdAt: c.createdAt,
+    updatedAt: s.updatedAt,
+    submittedAt: s.submittedAt,
+    completedAt: s.completedAt,
+    canceledAt: s.canceledAt,
+    summary: s.summary,
+    failure: s.failure,
+    openedAt: c.openedAt,
+    submitRequestedAt: c.submitRequestedAt,
+    // A cancel set on the spec with kubectl carries no time of its own: it reads as asked at creation
+    // (what reads it asks only whether there is one; the controller cancels at its own clock).
+    cancelRequestedAt: c.cancelRequestedAt ?? (spec.cancelRequested ? c.createdAt : null),
+    vinObserved: c.vinObserved,
+    processingAttempts: s.processingAttempts,
+    processingDueAt: s.processingDueAt,
+    reconcileGeneration: c.intents - s.reconciledIntents + (generation - s.reconciledGeneration),
+  };
+}
+
+/** An event's delivery before the controller has recorded anything of it. */
+function firstDelivery(e: StoredEvent, notifyUrl: string | null): StoredDelivery {
+  const deliver = notifyUrl !== null;
+  return {
+    eventId: e.id,
+    status: deliver ? "pending" : "none",
+    nextAttemptAt: deliver ? e.createdAt : null,
+    attemptCount: 0,
+    scheduleFrom: 0,
+    publishedFrom: null,
+    resendsSeen: 0,
+    attempts: [],
+  };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+let lastStamp = 0;
+/**
+ * Orders events: the wall clock in microseconds, strictly rising within a process, so that events
+ * appended one after another list in that order; across processes they order by their clocks.
+ */
+export function eventStamp(): number {
+  lastStamp = Math.max(Date.now() * 1000, lastStamp + 1);
+  return lastStamp;
+}
+
+/** How many times a write met a newer version (409) and was made again on it before giving up. */
+const MAX_CONFLICTS = 20;
+
+/**
+ * The Inspection resources of a namespace as the inspection store's data, for
+ * KubernetesInspectionStore and KubernetesEventStore: reads from a list-watch cache (with this
+ * process's own writes seen at once), writes as compare-and-set replaces on the resourceVersion
+ * read, made again on the newer version after a 409. The api writes the resource (spec and the
+ * capture annotation) and the controller only its status, so RBAC can keep status to the
+ * operator's account.
+ */
+export class InspectionRecords {
+  readonly namespace: string;
+  readonly #api: CustomObjectsApi;
+  readonly #cache: ResourceCache<InspectionResource>;
+  readonly #views = new WeakMap<InspectionResource, InspectionView | null>();
+  #index: { at: number; tokens: Map<string, string>; media: Map<string, string>; events: Map<string, string> } | null = null;
+  /** Conflicts met and written through, for the tests and the log. */
+  conflicts = 0;
+
+  private constructor(api: CustomObjectsApi, cache: ResourceCache<InspectionResource>, namespace: string) {
+    this.#api = api;
+    this.#cache = cache;
+    this.namespace = namespace;
+  }
+
+  /** Starts the namespace's cache; resolves once it holds the first list. */
+  static async open(
+    kc: KubeConfig,
+    namespace: string,
+    options: { relistMs?: number; onError?: (error: unknown, retryInMs: number) => void } = {},
+  ): Promise<InspectionRecords> {
+    const cache = inspectionCache(kc, namespace, { relistMs: options.relistMs ?? 300_000, onError: options.onError });
+    await cache.start();
+    return new InspectionRecords(kc.makeApiClient(CustomObjectsApi), cache, namespace);
+  }
+
+  close(): Promise<void> {
+    return this.#cache.stop();
+  }
+
+  /** How long since the API server last told the cache anything (informer staleness). */
+  staleMs(): number {
+    return this.#cache.staleMs();
+  }
+
+  /** Every inspection's view; a resource that is not one of the store's (made by hand) is left out. */
+  all(): InspectionView[] {
+    const views: InspectionView[] = [];
+    for (const o of this.#cache.list()) {
+      const v = this.view(o);
+      if (v) views.push(v);
+    }
+    return views;
+  }
+
+  byId(id: string): InspectionView | null {
+    const o = this.#cache.get(this.namespace, resourceName(id));
+    return o ? this.view(o) : null;
+  }
+
+  byTokenHash(hash: string): InspectionView | null {
+    const id = this.#indexes().tokens.get(hash);
+    return id === undefined ? null : this.byId(id);
+  }
+
+  byMediaId(mediaId: string): InspectionView | null {
+    const id = this.#indexes().media.get(mediaId);
+    return id === undefined ? null : this.byId(id);
+  }
+
+  byEventId(eventId: string): InspectionView | null {
+    const id = this.#indexes().events.get(eventId);
+    return id === undefined ? null : this.byId(id);
+  }
+
+  /** The indexes by capture token, media and event, made again only after the cache has changed. */
+  #indexes() {
+    if (this.#index?.at === this.#cache.changes) return this.#index;
+    const index = {
+      at: this.#cache.changes,
+      tokens: new Map<string, string>(),
+      media: new Map<string, string>(),
+      events: new Map<string, string>(),
+    };
+    for (const v of this.all()) {
+      const id = v.record.id;
+      index.tokens.set(v.capture.tokenHash, id);
+      for (const p of v.capture.photos) index.media.set(p.mediaId, id);
+      for (const m of v.store.media) index.media.set(m.id, id);
+      for (const e of [v.capture.createdEvent, ...v.store.events]) index.events.set(e.id, id);
+    }
+    this.#index = index;
+    return index;
+  }
+
+  /** The resource read as the store's data (kept for the object, which the cache replaces, never edits). */
+  view(o: InspectionResource): InspectionView | null {
+    let v = this.#views.get(o);
+    if (v !== undefined) return v;
+    const raw = o.metadata?.annotations?.[CAPTURE_ANNOTATION];
+    const parsed = raw === undefined ? null : CaptureRecord.safeParse(parseJson(raw));
+    if (!parsed?.success) v = null;
+    else {
+      const capture = parsed.data;
+      const store = o.status?.store ?? unmoved(capture);
+      v = { object: o, capture, store, record: recordOf(o, capture, store) };
+    }
+    this.#views.set(o, v);
+    return v;
+  }
+
+  /** Each event of the inspection, oldest first, with its delivery; the api's resends not yet taken in count as made. */
+  events(v: InspectionView): EventView[] {
+    return [v.capture.createdEvent, ...v.store.events].map((event) => {
+      let delivery = v.store.deliveries.find((d) => d.eventId === event.id) ?? firstDelivery(event, v.record.notifyUrl);
+      const resend = v.capture.resends.find((r) => r.eventId === event.id);
+      if (resend && resend.count > delivery.resendsSeen && delivery.status !== "none") {
+        delivery = {
+          ...delivery,
+          status: "pending",
+          nextAttemptAt: resend.at,
+          scheduleFrom: resend.from,
+          publishedFrom: null,
+          resendsSeen: resend.count,
+        };
+      }
+      return { event, delivery, view: v };
+    });
+  }
+
+  /** Creates the resource of a new inspection; false when its name is taken. */
+  async create(r: InspectionRecord, capture: CaptureRecord): Promise<boolean> {
+    const body = inspectionResource(r, this.namespace);
+    body.metadata!.annotations = { [CAPTURE_ANNOTATION]: JSON.stringify(capture) };
+    try {
+      this.#cache.wrote((await this.#api.createNamespacedCustomObject({ ...this.#where(), body })) as InspectionResource);
+      return true;
+    } catch (error) {
+      if (apiStatus(error) === CONFLICT) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * The api's write: `change` is given the inspection as it stands and answers the resource to
+   * write (its spec and annotations; status is not the api's) or nothing to write. Made again on
+   * the newer version after a 409. `missing` is the answer for an inspection that does not exist.
+   */
+  updateResource<R>(id: string, missing: R, change: (v: InspectionView) => Change<R>): Promise<R> {
+    return this.#update(id, missing, change, (body, name) => this.#api.replaceNamespacedCustomObject({ ...this.#where(), name, body }));
+  }
+
+  /** The controller's write of status.store, the rest of the status made from the record it holds. */
+  updateStatus<R>(id: string, missing: R, change: (v: InspectionView) => { store?: StoreStatus; answer: R }): Promise<R> {
+    return this.#update(
+      id,
+      missing,
+      (v) => {
+        const { store, answer } = change(v);
+        if (!store) return { answer };
+        const record = recordOf(v.object, v.capture, store);
+        const shown = desiredStatus(record, store.reconciledGeneration, v.object.status?.conditions, Date.now());
+        return { answer, write: { ...v.object, status: { ...shown, store } } };
+      },
+      (body, name) => this.#api.replaceNamespacedCustomObjectStatus({ ...this.#where(), name, body }),
+    );
+  }
+
+  async #update<R>(
+    id: string,
+    missing: R,
+    change: (v: InspectionView) => Change<R>,
+    replace: (body: InspectionResource, name: string) => Promise<unknown>,
+  ): Promise<R> {
+    const name = resourceName(id);
+    let object = this.#cache.get(this.namespace, name) ?? (await this.#fetch(name));
+    for (let conflicts = 0; ; conflicts++) {
+      const v = object && this.view(object);
+      if (!v) return missing;
+      const { write, answer } = change(v);
+      if (!write) return answer;
+      try {
+        this.#cache.wrote((await replace(write, name)) as InspectionResource);
+        return answer;
+      } catch (error) {
+        const status = apiStatus(error);
+        if (status === NOT_FOUND) return missing;
+        if (status !== CONFLICT || conflicts >= MAX_CONFLICTS) throw error;
+        this.conflicts++;
+        // The cache may not have the newer version yet: read it from the API server.
+        object = await this.#fetch(name);
+      }
+    }
+  }
+
+  async #fetch(name: string): Promise<InspectionResource | undefined> {
+    try {
+      return (await this.#api.getNamespacedCustomObject({ ...this.#where(), name })) as InspectionResource;
+    } catch (error) {
+      if (apiStatus(error) === NOT_FOUND) return undefined;
+      throw error;
+    }
+  }
+
+  #where() {
+    const { group, version, plural } = INSPECTION_RESOURCE;
+    return { group, version, plural, namespace: this.namespace };
+  }
+}

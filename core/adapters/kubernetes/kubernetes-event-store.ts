@@ -1,0 +1,166 @@
+import type { EventStore } from "../../ports/event-store.ts";
+import type { DeliveryAttemptRecord, EventRecord, Scope } from "../../ports/records.ts";
+import type { StoredDelivery } from "../../schemas/inspection-resource.ts";
+import { type EventView, type InspectionRecords, withCapture } from "./inspection-records.ts";
+
+const inScope = (e: EventView, scope: Scope) => e.view.record.accountId === scope.accountId && e.view.record.livemode === scope.livemode;
+
+function eventRecord({ event, delivery, view }: EventView): EventRecord {
+  const r = view.record;
+  return {
+    id: event.id,
+    accountId: r.accountId,
+    livemode: r.livemode,
+    inspectionId: r.id,
+    type: event.type,
+    createdAt: event.createdAt,
+    data: event.data,
+    notifyUrl: r.notifyUrl,
+    deliveryStatus: delivery.status,
+    nextAttemptAt: delivery.nextAttemptAt,
+    attemptCount: delivery.attemptCount,
+    scheduleFrom: delivery.scheduleFrom,
+  };
+}
+
+const pending = (e: EventView) => e.delivery.status === "pending";
+const published = (e: EventView) => e.delivery.publishedFrom === e.delivery.scheduleFrom;
+
+/**
+ * The outbox of cluster mode, kept in the Inspection resources beside the moves that make the events
+ * (KubernetesInspectionStore appends them in the same write): the first event in the api's capture
+ * annotation, the rest and every delivery in status.store, which only the controller writes. A
+ * resend, asked for through the api, is recorded in the annotation and read as made until the
+ * controller's next write of that delivery takes it in. Events are ordered by their stamp.
+ */
+export class KubernetesEventStore implements EventStore {
+  readonly #records: InspectionRecords;
+
+  constructor(records: InspectionRecords) {
+    this.#records = records;
+  }
+
+  /** Every event, in the order appended (by stamp). */
+  #all(): EventView[] {
+    return this.#records
+      .all()
+      .flatMap((v) => this.#records.events(v))
+      .sort((a, b) => a.event.seq - b.event.seq);
+  }
+
+  #find(id: string): EventView | undefined {
+    const v = this.#records.byEventId(id);
+    return v ? this.#records.events(v).find((e) => e.event.id === id) : undefined;
+  }
+
+  async list(scope: Scope, limit: number, afterId?: string): Promise<EventRecord[] | null> {
+    let before = Number.POSITIVE_INFINITY;
+    if (afterId !== undefined) {
+      const cursor = this.#find(afterId);
+      if (!cursor || !inScope(cursor, scope)) return null;
+      before = cursor.event.seq;
+    }
+    return this.#all()
+      .filter((e) => inScope(e, scope) && e.event.seq < before)
+      .reverse()
+      .slice(0, limit)
+      .map(eventRecord);
+  }
+
+  async get(scope: Scope, id: string): Promise<EventRecord | null> {
+    const e = this.#find(id);
+    return e && inScope(e, scope) ? eventRecord(e) : null;
+  }
+
+  async forInspection(scope: Scope, inspectionId: string): Promise<EventRecord[]> {
+    const v = this.#records.byId(inspectionId);
+    return v
+      ? this.#records
+          .events(v)
+          .filter((e) => inScope(e, scope))
+          .map(eventRecord)
+      : [];
+  }
+
+  async attempts(eventIds: readonly string[]): Promise<Map<string, DeliveryAttemptRecord[]>> {
+    return new Map(
+      eventIds.map(
+        (id) => [id, (this.#find(id)?.delivery.attempts ?? []).map(({ attempt, ...a }) => ({ ...a, eventId: id, n: attempt }))] as const,
+      ),
+    );
+  }
+
+  async due(now: number, limit: number): Promise<EventRecord[]> {
+    return this.#all()
+      .filter((e) => pending(e) && e.delivery.nextAttemptAt !== null && e.delivery.nextAttemptAt <= now)
+      .sort((a, b) => a.delivery.nextAttemptAt! - b.delivery.nextAttemptAt!)
+      .slice(0, limit)
+      .map(eventRecord);
+  }
+
+  recordAttempt(a: DeliveryAttemptRecord, next: { nextAttemptAt: number } | { status: "succeeded" | "failed" }): Promise<void> {
+    const { eventId, n, ...made } = a;
+    return this.#updateDelivery(eventId, (d) => {
+      if (d.attempts.some((x) => x.attempt === n)) throw new Error("constraint failed: delivery_attempts (event_id, n)");
+      const moved = "status" in next ? { status: next.status, nextAttemptAt: null } : { nextAttemptAt: next.nextAttemptAt };
+      return {
+        ...d,
+        attemptCount: a.n,
+        ...moved,
+        attempts: [...d.attempts, { ...made, attempt: n }].sort((x, y) => x.attempt - y.attempt),
+      };
+    });
+  }
+
+  /** Asked for by the api, whose account may not write status: recorded in the capture annotation. */
+  async resend(scope: Scope, id: string, now: number): Promise<EventRecord | null> {
+    const found = this.#find(id);
+    if (!found || !inScope(found, scope)) return null;
+    return this.#records.updateResource(found.view.record.id, null, (v) => {
+      const e = this.#records.events(v).find((x) => x.event.id === id);
+      if (!e || e.delivery.status === "none") return { answer: null };
+      const count = Math.max(e.delivery.resendsSeen, ...v.capture.resends.filter((r) => r.eventId === id).map((r) => r.count)) + 1;
+      const resends = [
+        ...v.capture.resends.filter((r) => r.eventId !== id),
+        { eventId: id, count, at: now, from: e.delivery.attemptCount },
+      ];
+      const resent = eventRecord({
+        ...e,
+        delivery: { ...e.delivery, status: "pending", nextAttemptAt: now, scheduleFrom: e.delivery.attemptCount, publishedFrom: null },
+      });
+      return { answer: resent, write: withCapture(v, { ...v.capture, resends }) };
+    });
+  }
+
+  async unpublished(limit: number): Promise<EventRecord[]> {
+    return this.#all()
+      .filter((e) => pending(e) && !published(e))
+      .slice(0, limit)
+      .map(eventRecord);
+  }
+
+  async stalled(dueBefore: number, limit: number): Promise<EventRecord[]> {
+    return this.#all()
+      .filter((e) => pending(e) && published(e) && (e.delivery.nextAttemptAt ?? 0) < dueBefore)
+      .sort((a, b) => (a.delivery.nextAttemptAt ?? 0) - (b.delivery.nextAttemptAt ?? 0))
+      .slice(0, limit)
+      .map(eventRecord);
+  }
+
+  markPublished(id: string, scheduleFrom: number): Promise<void> {
+    return this.#updateDelivery(id, (d) => (d.scheduleFrom === scheduleFrom ? { ...d, publishedFrom: scheduleFrom } : null));
+  }
+
+  /** The controller's write of one event's delivery (the resends it takes in recorded as seen); null from `change`: nothing. */
+  async #updateDelivery(eventId: string, change: (d: StoredDelivery) => StoredDelivery | null): Promise<void> {
+    const v = this.#records.byEventId(eventId);
+    if (!v) return;
+    await this.#records.updateStatus(v.record.id, undefined, (now) => {
+      const e = this.#records.events(now).find((x) => x.event.id === eventId);
+      const d = e && change(e.delivery);
+      if (!d) return { answer: undefined };
+      const deliveries = [...now.store.deliveries.filter((x) => x.eventId !== eventId), d];
+      return { answer: undefined, store: { ...now.store, deliveries } };
+    });
+  }
+}

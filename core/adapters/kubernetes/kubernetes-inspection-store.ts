@@ -1,0 +1,232 @@
+import { byChange, listed, moved, needsReconcile, newestFirst, takesPhotos } from "../../domain/inspection-queries.ts";
+import type { Status } from "../../domain/state-machine.ts";
+import {
+  UNSTARTED,
+  type EventFactory,
+  type InspectionStore,
+  type ListFilter,
+  type PutPhotoResult,
+  type TransitionPatch,
+} from "../../ports/inspection-store.ts";
+import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
+import type { CaptureRecord } from "../../schemas/inspection-resource.ts";
+import { eventStamp, type InspectionRecords, withCapture } from "./inspection-records.ts";
+
+const inScope = (r: { accountId: string; livemode: boolean }, scope: Scope) =>
+  r.accountId === scope.accountId && r.livemode === scope.livemode;
+
+/**
+ * The inspection store of cluster mode: every inspection is an `Inspection` resource (its name the
+ * id with `_` as `-`, labelled with account and environment), read through a list-watch cache and
+ * written as compare-and-set replaces (core/adapters/kubernetes/inspection-records.ts). The api's
+ * writes (create, intents, photos) go to the resource, the controller's (moves, retries, evidence)
+ * to its status; each is atomic against every other write of that inspection, as the port asks.
+ * Lists, filters and the reconcile scan are answered from the cache, in the port's order.
+ */
+export class KubernetesInspectionStore implements InspectionStore {
+  readonly #records: InspectionRecords;
+
+  constructor(records: InspectionRecords) {
+    this.#records = records;
+  }
+
+  async create(r: InspectionRecord, captureTokenHash: string, event: EventFactory): Promise<void> {
+    const stored: InspectionRecord = { ...r, ...UNSTARTED };
+    const e = event(stored);
+    const capture: CaptureRecord = {
+      createdStatus: stored.status,
+      createdAt: stored.createdAt,
+      updatedAt: stored.updatedAt,
+      expiresAt: stored.expiresAt,
+      make: stored.make,
+      model: stored.model,
+      year: stored.year,
+      tokenHash: captureTokenHash,
+      createdEvent: { id: e.id, type: e.type, data: e.data, createdAt: stored.createdAt, seq: eventStamp() },
+      openedAt: null,
+      submitRequestedAt: null,
+      cancelRequestedAt: null,
+      vinObserved: null,
+      intents: 0,
+      photos: [],
+      resends: [],
+    };
+    if (!(await this.#records.create(stored, capture))) throw new Error("constraint failed: inspections.id");
+  }
+
+  async get(scope: Scope, id: string): Promise<InspectionRecord | null> {
+    const r = this.#records.byId(id)?.record;
+    return r && inScope(r, scope) ? structuredClone(r) : null;
+  }
+
+  async getById(id: string): Promise<InspectionRecord | null> {
+    const r = this.#records.byId(id)?.record;
+    return r ? structuredClone(r) : null;
+  }
+
+  async getByCaptureTokenHash(hash: string): Promise<InspectionRecord | null> {
+    const r = this.#records.byTokenHash(hash)?.record;
+    return r ? structuredClone(r) : null;
+  }
+
+  async list(scope: Scope, filter: ListFilter): Promise<InspectionRecord[]> {
+    return this.#records
+      .all()
+      .map((v) => v.record)
+      .filter((r) => listed(r, scope, filter))
+      .sort(newestFirst)
+      .slice(0, filter.limit)
+      .map((r) => structuredClone(r));
+  }
+
+  async countByStatus(): Promise<Map<Status, number>> {
+    const counts = new Map<Status, number>();
+    for (const { record } of this.#records.all()) counts.set(record.status, (counts.get(record.status) ?? 0) + 1);
+    return counts;
+  }
+
+  async changedSince(after: { updatedAt: number; id: string } | null, limit: number): Promise<InspectionRecord[]> {
+    return this.#records
+      .all()
+      .map((v) => v.record)
+      .filter((r) => after === null || byChange(r, after) > 0)
+      .sort(byChange)
+      .slice(0, limit)
+      .map((r) => structuredClone(r));
+  }
+
+  recordOpened(id: string, at: number): Promise<void> {
+    return this.#intent(id, (c) => ({ openedAt: c.openedAt ?? at }));
+  }
+
+  recordSubmitRequested(id: string, at: number): Promise<void> {
+    return this.#intent(id, (c) => ({ submitRequestedAt: c.submitRequestedAt ?? at }));
+  }
+
+  /** Sets the spec's cancelRequested too: what kubectl shows, and what a kubectl user would set. */
+  recordCancelRequested(id: string, at: number): Promise<void> {
+    return this.#records.updateResource(id, undefined, (v) => ({
+      answer: undefined,
+      write: withCapture(
+        v,
+        { ...v.capture, cancelRequestedAt: v.capture.cancelRequestedAt ?? at, intents: v.capture.intents + 1 },
+        { ...v.object.spec, cancelRequested: true },
+      ),
+    }));
+  }
+
+  /** Records an intent, the first one of its kind kept, and marks the inspection for reconcile. */
+  #intent(id: string, change: (c: CaptureRecord) => Partial<CaptureRecord>): Promise<void> {
+    return this.#records.updateResource(id, undefined, (v) => ({
+      answer: undefined,
+      write: withCapture(v, { ...v.capture, ...change(v.capture), intents: v.capture.intents + 1 }),
+    }));
+  }
+
+  recordVinObserved(id: string, vin: string): Promise<void> {
+    return this.#records.updateResource(id, undefined, (v) => ({
+      answer: undefined,
+      write: withCapture(v, { ...v.capture, vinObserved: vin }),
+    }));
+  }
+
+  async needingReconcile(now: number, limit: number): Promise<InspectionRecord[]> {
+    const due: InspectionRecord[] = [];
+    for (const { record } of this.#records.all()) {
+      if (due.length >= limit) break;
+      if (needsReconcile(record, now)) due.push(structuredClone(record));
+    }
+    return due;
+  }
+
+  clearReconcile(id: string, generation: number): Promise<void> {
+    // Only clears when no intent arrived since the controller read it; else it stays due.
+    return this.#records.updateStatus(id, undefined, (v) => ({
+      answer: undefined,
+      store:
+        v.record.reconcileGeneration === generation && generation > 0
+          ? { ...v.store, reconciledIntents: v.capture.intents, reconciledGeneration: v.object.metadata?.generation ?? 1 }
+          : undefined,
+    }));
+  }
+
+  transition(
+    id: string,
+    from: Status,
+    to: Status,
+    at: number,
+    patch: TransitionPatch,
+    event: EventFactory,
+  ): Promise<InspectionRecord | null> {
+    return this.#records.updateStatus(id, null, (v) => {
+      if (v.record.status !== from) return { answer: null };
+      const after: InspectionRecord = { ...v.record, status: to, updatedAt: at, ...moved(patch) };
+      const e = event(after);
+      const { submittedAt, completedAt, canceledAt, summary, failure } = after;
+      return {
+        answer: after,
+        store: {
+          ...v.store,
+          status: to,
+          updatedAt: at,
+          submittedAt,
+          completedAt,
+          canceledAt,
+          summary,
+          failure,
+          events: [...v.store.events, { id: e.id, type: e.type, data: e.data, createdAt: at, seq: eventStamp() }],
+        },
+      };
+    });
+  }
+
+  scheduleProcessingRetry(id: string, attempts: number, dueAt: number): Promise<void> {
+    return this.#records.updateStatus(id, undefined, (v) => ({
+      answer: undefined,
+      store: { ...v.store, processingAttempts: attempts, processingDueAt: dueAt },
+    }));
+  }
+
+  putPhoto(p: PhotoRecord, m: MediaRecord): Promise<PutPhotoResult> {
+    return this.#records.updateResource(p.inspectionId, { accepted: false } as PutPhotoResult, (v) => {
+      if (!takesPhotos(v.record, p.capturedAt)) return { answer: { accepted: false } };
+      if (this.#records.byMediaId(m.id)) throw new Error("constraint failed: media.id");
+      const earlier = v.capture.photos.find((x) => x.angle === p.angle);
+      // A retake counts one more try than the photo it replaces, whatever it says.
+      const photo = {
+        angle: p.angle,
+        mediaId: p.mediaId,
+        quality: p.quality,
+        tries: earlier ? earlier.tries + 1 : p.tries,
+        capturedAt: p.capturedAt,
+        media: m,
+      };
+      const photos = earlier ? v.capture.photos.map((x) => (x === earlier ? photo : x)) : [...v.capture.photos, photo];
+      return {
+        answer: { accepted: true, replaced: earlier ? { ...earlier.media } : null },
+        write: withCapture(v, { ...v.capture, photos }),
+      };
+    });
+  }
+
+  async photos(inspectionId: string): Promise<PhotoRecord[]> {
+    const v = this.#records.byId(inspectionId);
+    if (!v) return [];
+    return v.capture.photos
+      .map(({ media, ...p }) => ({ ...p, inspectionId, quality: structuredClone(p.quality), width: media.width, height: media.height }))
+      .sort((a, b) => a.capturedAt - b.capturedAt);
+  }
+
+  putMedia(m: MediaRecord): Promise<void> {
+    return this.#records.updateStatus(m.inspectionId, undefined, (v) => {
+      if (this.#records.byMediaId(m.id)) throw new Error("constraint failed: media.id");
+      return { answer: undefined, store: { ...v.store, media: [...v.store.media, m] } };
+    });
+  }
+
+  async getMedia(scope: Scope, id: string): Promise<MediaRecord | null> {
+    const v = this.#records.byMediaId(id);
+    const m = v && (v.capture.photos.find((p) => p.mediaId === id)?.media ?? v.store.media.find((x) => x.id === id));
+    return m && inScope(m, scope) ? { ...m } : null;
+  }
+}
