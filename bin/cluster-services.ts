@@ -13,9 +13,9 @@ export type WorkloadServices = EmbeddedServices & { nats: Nats | null };
  * The services of one workload of the cluster mode (`api`, `operator`): with NATS_URL, idempotency
  * keys, rate-limit counters, accounts, API keys, webhook secrets and dashboard users live in NATS KV
  * buckets every replica shares (bin/account-stores.ts), and so does the signing secret;
- * inspections and events stay in the SQLite store under DATA_DIR, shared by the processes of one
- * machine (the `Inspection` custom resources replace it in Kubernetes); blobs are where
- * config.blobs says (S3). Without NATS_URL this is the embedded set.
+ * inspections and events are the `Inspection` resources with INSPECTION_STORE=kubernetes
+ * (bin/kubernetes-stores.ts), else the SQLite store under DATA_DIR, shared by the processes of one
+ * machine; blobs are where config.blobs says (S3). Without NATS_URL this is the embedded set.
  */
 export async function workloadServices(config: Config, log: Logger, workload: string): Promise<WorkloadServices> {
   const base = embeddedServices(config, log, workload);
@@ -38,15 +38,22 @@ export async function workloadServices(config: Config, log: Logger, workload: st
       NatsRateLimitStore.open(nats.kvm, { bucket: "failed-auth", ttlMs: 3_600_000, watch: true, onWatchError }),
     ]);
     const { keys, users } = await natsAccountStores(nats, (err) => log.warn({ err }, "the API keys' KV watch failed; watching again"));
+    // Loaded only when asked for: bin/commands/kube-config.ts says why.
+    const kubernetes =
+      config.inspectionStore === "kubernetes"
+        ? await (await import("./kubernetes-stores.ts")).kubernetesStores(config, log, base.metrics)
+        : null;
     return {
       ...base,
       ...signingFrom(secret, config.publicUrl),
+      ...(kubernetes ? { inspections: kubernetes.inspections, events: kubernetes.events } : {}),
       idempotency,
       rateLimits: { requests, failedAuth },
       keys,
       users,
       nats,
       async close() {
+        await kubernetes?.close();
         await Promise.all([requests.close(), failedAuth.close(), keys.close()]);
         await nats.close();
         await base.close();

@@ -83,6 +83,10 @@ const EnvSchema = z.object({
   // spec), deleting a finished one's this long after it finished; its record stays readable.
   INSPECTION_RESOURCES: bool.default(false),
   INSPECTION_RESOURCES_RETENTION_SECONDS: z.coerce.number().int().min(1).max(31_536_000).default(86_400),
+  // Where inspections and their events are kept: the SQLite file under DATA_DIR (one machine), or
+  // the Inspection resources in POD_NAMESPACE, which every api and operator replica reads and
+  // writes (cluster mode in Kubernetes; needs NATS_URL and S3_BUCKET for what the replicas share besides).
+  INSPECTION_STORE: z.enum(["sqlite", "kubernetes"]).default("sqlite"),
   // The namespace the workloads run in (the chart sets it from the downward API).
   POD_NAMESPACE: z.string().min(1).default("default"),
   // An inference worker that has had no job for this long leaves with exit code 0: a Job's pod, done
@@ -170,6 +174,8 @@ export type Config = {
     stuckAfterMs: number;
   } | null;
   namespace: string;
+  /** Where inspections and events are kept (INSPECTION_STORE). */
+  inspectionStore: "sqlite" | "kubernetes";
   /** Inspection resources kept in `namespace` (operator/inspection-projector.ts); null: none. */
   inspectionResources: { retentionMs: number } | null;
   /** An inference worker idle this long exits 0 (a Job's pod); null: never. */
@@ -216,6 +222,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.DETECTION_JOB_TEMPLATE && (!e.NATS_URL || !e.S3_BUCKET)) {
     throw new ConfigError(
       "invalid configuration: DETECTION_JOB_TEMPLATE needs NATS_URL and S3_BUCKET (the Jobs' pods take their work from NATS, their photos from S3)",
+    );
+  }
+  // Replicas on other nodes share nothing under DATA_DIR: keys and limits go to NATS, blobs to S3.
+  if (e.INSPECTION_STORE === "kubernetes" && (!e.NATS_URL || !e.S3_BUCKET)) {
+    throw new ConfigError(
+      "invalid configuration: INSPECTION_STORE=kubernetes needs NATS_URL and S3_BUCKET (the replicas share keys through NATS, photos through S3)",
+    );
+  }
+  // With the resources as the records there is nothing to project them from.
+  if (e.INSPECTION_STORE === "kubernetes" && e.INSPECTION_RESOURCES) {
+    throw new ConfigError(
+      "invalid configuration: INSPECTION_RESOURCES keeps resources from the SQLite store; with INSPECTION_STORE=kubernetes they are the store",
     );
   }
   const [ownerKind, ownerName] = (e.DETECTION_JOB_OWNER?.split("/") ?? []) as ["Deployment" | "StatefulSet", string];
@@ -265,6 +283,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         }
       : null,
     namespace: e.POD_NAMESPACE,
+    inspectionStore: e.INSPECTION_STORE,
     inspectionResources: e.INSPECTION_RESOURCES ? { retentionMs: e.INSPECTION_RESOURCES_RETENTION_SECONDS * 1000 } : null,
     inferenceExitWhenIdleMs: e.INFERENCE_EXIT_WHEN_IDLE_MS ?? null,
     models: {

@@ -5,7 +5,9 @@ import { api } from "../../bin/commands/api.ts";
 import { inference } from "../../bin/commands/inference.ts";
 import { operator } from "../../bin/commands/operator.ts";
 import { start } from "../../bin/commands/start.ts";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { startNatsServer, startVersityGw } from "./go-servers.ts";
+import { type ControlPlane, startControlPlane } from "./kube-control-plane.ts";
 import { createKey, webhookSecret } from "../../bin/commands/keys.ts";
 import { DEFAULT_MODELS, loadConfig, type Config } from "../../core/config.ts";
 import { freePort } from "./free-port.ts";
@@ -53,7 +55,8 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
     ...env,
   };
   const port = await freePort();
-  const cluster = process.env.VI_TEST_COMPOSITION === "cluster" ? await clusterServers() : null;
+  const composed = process.env.VI_TEST_COMPOSITION;
+  const cluster = composed === "cluster" || composed === "kubernetes" ? await clusterServers(composed === "kubernetes") : null;
   const config = loadConfig({ ...baseEnv, ...cluster?.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
   const service = cluster ? await composition(config, cluster) : await start(config);
   const url = `http://127.0.0.1:${port}`;
@@ -117,17 +120,43 @@ export const OTHER_VALID_VIN = "5YJ3E1EA2KF317000";
  * VI_TEST_COMPOSITION=cluster runs the same tests against the cluster mode's composition: a real
  * nats-server and versitygw for each service, and the `api`, `operator` and `inference` workloads
  * (in this process, each with its own services, as separate processes would have; only the SQLite
- * store under DATA_DIR is shared, as on one machine). `npm test` runs the integration suite both ways.
+ * store under DATA_DIR is shared, as on one machine). VI_TEST_COMPOSITION=kubernetes keeps the
+ * inspections as Inspection resources instead (INSPECTION_STORE=kubernetes): a real kube-apiserver
+ * for the test file, a namespace for each service, and nothing shared under DATA_DIR. `npm test`
+ * runs the integration suite all three ways.
  */
-async function clusterServers() {
-  const [nats, s3] = await Promise.all([startNatsServer(), startVersityGw()]);
-  // The AWS SDK reads its credentials from this process's environment.
+async function clusterServers(kubernetes: boolean) {
+  const [nats, s3, namespace] = await Promise.all([startNatsServer(), startVersityGw(), kubernetes ? kubeNamespace() : null]);
+  // The AWS SDK reads its credentials from this process's environment, and the Kubernetes client its KUBECONFIG.
   Object.assign(process.env, { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey });
   return {
-    env: { NATS_URL: nats.url, ...s3.clientEnv },
+    env: { NATS_URL: nats.url, ...s3.clientEnv, ...(namespace ? { INSPECTION_STORE: "kubernetes", POD_NAMESPACE: namespace } : {}) },
     bucketDir: s3.bucketDir,
     close: () => Promise.all([nats.close(), s3.close()]),
   };
+}
+
+let controlPlane: Promise<ControlPlane> | undefined;
+let namespaces = 0;
+/**
+ * A new namespace on the test file's control plane, started on first use with the CRD applied. Its
+ * servers are killed when the file's process exits (test/helpers/go-servers.ts), as the file's
+ * services share it until then.
+ */
+async function kubeNamespace(): Promise<string> {
+  controlPlane ??= (async () => {
+    const plane = await startControlPlane();
+    await plane.kubectl("apply", "--server-side", "-f", join(import.meta.dirname, "../../crds/inspections.yaml"));
+    await plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    process.env.KUBECONFIG = plane.kubeconfig;
+    return plane;
+  })();
+  await controlPlane;
+  const namespace = `service-${++namespaces}`;
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+  return namespace;
 }
 
 async function composition(config: Config, servers: { close(): Promise<unknown> }): Promise<{ close(): Promise<void> }> {

@@ -59,6 +59,10 @@ describe("configuration: detection as Kubernetes Jobs, and the operator's lease"
       stuckAfterMs: 600_000,
     });
     expect(loadConfig({}).operatorLease).toEqual({ backend: "nats" });
+    expect(loadConfig({}).inspectionStore).toBe("sqlite");
+    expect(loadConfig({ INSPECTION_STORE: "kubernetes", NATS_URL: "nats://n:4222", S3_BUCKET: "inspections" }).inspectionStore).toBe(
+      "kubernetes",
+    );
     expect(loadConfig({ OPERATOR_LEASE_BACKEND: "kubernetes" }).operatorLease).toEqual({
       backend: "kubernetes",
       name: "vehicle-inspection-operator",
@@ -72,6 +76,13 @@ describe("configuration: detection as Kubernetes Jobs, and the operator's lease"
     [{ ...jobs, DETECTION_JOB_OWNER: "Pod/vi" }, /DETECTION_JOB_OWNER/],
     [{ OPERATOR_LEASE_BACKEND: "etcd" }, /OPERATOR_LEASE_BACKEND/],
     [{ INFERENCE_EXIT_WHEN_IDLE_MS: "10" }, /INFERENCE_EXIT_WHEN_IDLE_MS/],
+    [{ INSPECTION_STORE: "kubernetes", S3_BUCKET: "inspections" }, /INSPECTION_STORE=kubernetes needs NATS_URL and S3_BUCKET/],
+    [{ INSPECTION_STORE: "kubernetes", NATS_URL: "nats://nats:4222" }, /INSPECTION_STORE=kubernetes needs NATS_URL and S3_BUCKET/],
+    [
+      { INSPECTION_STORE: "kubernetes", NATS_URL: "nats://n:4222", S3_BUCKET: "inspections", INSPECTION_RESOURCES: "true" },
+      /they are the store/,
+    ],
+    [{ INSPECTION_STORE: "etcd" }, /INSPECTION_STORE/],
   ])("refuses %o at boot", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

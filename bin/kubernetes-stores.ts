@@ -1,0 +1,29 @@
+import type { Logger } from "pino";
+import { InspectionRecords } from "../core/adapters/kubernetes/inspection-records.ts";
+import { KubernetesEventStore } from "../core/adapters/kubernetes/kubernetes-event-store.ts";
+import { KubernetesInspectionStore } from "../core/adapters/kubernetes/kubernetes-inspection-store.ts";
+import type { Config } from "../core/config.ts";
+import type { Metrics } from "../core/metrics.ts";
+import { kubeConfig } from "./commands/kube-config.ts";
+
+/** A full relist this often besides the watch, as informers resync. */
+const RELIST_MS = 5 * 60_000;
+
+/**
+ * INSPECTION_STORE=kubernetes: inspections and their events as the Inspection resources of
+ * POD_NAMESPACE, every replica reading them through its own list-watch cache (its staleness on
+ * /metrics). Resolves once the cache holds its first list; until the API server answers, it waits.
+ */
+export async function kubernetesStores(config: Config, log: Logger, metrics: Metrics) {
+  const records = await InspectionRecords.open(kubeConfig(), config.namespace, {
+    relistMs: RELIST_MS,
+    onError: (err, retryInMs) => log.warn({ err, retry_in_ms: retryInMs }, "listing or watching Inspection resources failed; again"),
+  });
+  metrics.informerStaleness("inspections", () => records.staleMs() / 1000);
+  log.info({ namespace: config.namespace }, "inspections kept as Inspection resources");
+  return {
+    inspections: new KubernetesInspectionStore(records),
+    events: new KubernetesEventStore(records),
+    close: () => records.close(),
+  };
+}
