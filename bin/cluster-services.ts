@@ -4,10 +4,15 @@ import { connectNats, firstWriter, natsCall, type Nats } from "../core/adapters/
 import { NatsIdempotencyStore } from "../core/adapters/nats/nats-idempotency-store.ts";
 import { NatsRateLimitStore } from "../core/adapters/nats/nats-rate-limit-store.ts";
 import type { Config } from "../core/config.ts";
+import type { InspectionRecords } from "../core/adapters/kubernetes/inspection-records.ts";
 import { natsAccountStores } from "./account-stores.ts";
 import { embeddedServices, moveReports, localSecret, signingFrom, type EmbeddedServices } from "./embedded-services.ts";
 
-export type WorkloadServices = EmbeddedServices & { nats: Nats | null };
+export type WorkloadServices = EmbeddedServices & {
+  nats: Nats | null;
+  /** The Inspection resources, where they are the store (INSPECTION_STORE=kubernetes): what the operator prunes. */
+  inspectionRecords: InspectionRecords | null;
+};
 
 /**
  * The services of one workload of the cluster mode (`api`, `operator`): with NATS_URL, idempotency
@@ -20,7 +25,7 @@ export type WorkloadServices = EmbeddedServices & { nats: Nats | null };
 export async function workloadServices(config: Config, log: Logger, workload: string): Promise<WorkloadServices> {
   const base = embeddedServices(config, log, workload);
   await moveReports(base, log);
-  if (!config.natsUrl) return { ...base, nats: null };
+  if (!config.natsUrl) return { ...base, nats: null, inspectionRecords: null };
   const nats = await connectNats({
     url: config.natsUrl,
     name: `vehicle-inspection-${workload}`,
@@ -41,7 +46,7 @@ export async function workloadServices(config: Config, log: Logger, workload: st
     // Loaded only when asked for: bin/commands/kube-config.ts says why.
     const kubernetes =
       config.inspectionStore === "kubernetes"
-        ? await (await import("./kubernetes-stores.ts")).kubernetesStores(config, log, base.metrics)
+        ? await (await import("./kubernetes-stores.ts")).kubernetesStores(config, log, base.metrics, base.blobs)
         : null;
     return {
       ...base,
@@ -52,6 +57,7 @@ export async function workloadServices(config: Config, log: Logger, workload: st
       keys,
       users,
       nats,
+      inspectionRecords: kubernetes?.records ?? null,
       async close() {
         await kubernetes?.close();
         await Promise.all([requests.close(), failedAuth.close(), keys.close()]);

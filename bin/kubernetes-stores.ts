@@ -4,6 +4,7 @@ import { KubernetesEventStore } from "../core/adapters/kubernetes/kubernetes-eve
 import { KubernetesInspectionStore } from "../core/adapters/kubernetes/kubernetes-inspection-store.ts";
 import type { Config } from "../core/config.ts";
 import type { Metrics } from "../core/metrics.ts";
+import type { BlobStore } from "../core/ports/blob-store.ts";
 import { kubeConfig } from "./commands/kube-config.ts";
 
 /** A full relist this often besides the watch, as informers resync. */
@@ -12,16 +13,19 @@ const RELIST_MS = 5 * 60_000;
 /**
  * INSPECTION_STORE=kubernetes: inspections and their events as the Inspection resources of
  * POD_NAMESPACE, every replica reading them through its own list-watch cache (its staleness on
- * /metrics). Resolves once the cache holds its first list; until the API server answers, it waits.
+ * /metrics), and pruned inspections archived to the blob store, from which they are still read.
+ * Resolves once the cache holds its first list; until the API server answers, it waits.
  */
-export async function kubernetesStores(config: Config, log: Logger, metrics: Metrics) {
+export async function kubernetesStores(config: Config, log: Logger, metrics: Metrics, archive: BlobStore) {
   const records = await InspectionRecords.open(kubeConfig(), config.namespace, {
     relistMs: RELIST_MS,
+    archive,
     onError: (err, retryInMs) => log.warn({ err, retry_in_ms: retryInMs }, "listing or watching Inspection resources failed; again"),
   });
   metrics.informerStaleness("inspections", () => records.staleMs() / 1000);
   log.info({ namespace: config.namespace }, "inspections kept as Inspection resources");
   return {
+    records,
     inspections: new KubernetesInspectionStore(records),
     events: new KubernetesEventStore(records),
     close: () => records.close(),

@@ -80,7 +80,8 @@ const EnvSchema = z.object({
     .regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, "a Kubernetes object name")
     .default("vehicle-inspection-operator"),
   // Keep an Inspection resource for every inspection (kubectl get inspections; a cancel set on its
-  // spec), deleting a finished one's this long after it finished; its record stays readable.
+  // spec), deleting a finished one's this long after it finished; its record stays readable. The
+  // retention applies to INSPECTION_STORE=kubernetes too, which archives the record to the blob store.
   INSPECTION_RESOURCES: bool.default(false),
   INSPECTION_RESOURCES_RETENTION_SECONDS: z.coerce.number().int().min(1).max(31_536_000).default(86_400),
   // Where inspections and their events are kept: the SQLite file under DATA_DIR (one machine), or
@@ -176,6 +177,8 @@ export type Config = {
   namespace: string;
   /** Where inspections and events are kept (INSPECTION_STORE). */
   inspectionStore: "sqlite" | "kubernetes";
+  /** How long a finished inspection's resource stays before it is pruned, as the store or as its projection. */
+  resourceRetentionMs: number;
   /** Inspection resources kept in `namespace` (operator/inspection-projector.ts); null: none. */
   inspectionResources: { retentionMs: number } | null;
   /** An inference worker idle this long exits 0 (a Job's pod); null: never. */
@@ -284,6 +287,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : null,
     namespace: e.POD_NAMESPACE,
     inspectionStore: e.INSPECTION_STORE,
+    resourceRetentionMs: e.INSPECTION_RESOURCES_RETENTION_SECONDS * 1000,
     inspectionResources: e.INSPECTION_RESOURCES ? { retentionMs: e.INSPECTION_RESOURCES_RETENTION_SECONDS * 1000 } : null,
     inferenceExitWhenIdleMs: e.INFERENCE_EXIT_WHEN_IDLE_MS ?? null,
     models: {

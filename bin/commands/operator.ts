@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import type { Logger } from "pino";
 import type { Nats } from "../../core/adapters/nats/nats-connection.ts";
 import type { LeaderLease } from "../../core/ports/leader-lease.ts";
 import type { Config } from "../../core/config.ts";
@@ -12,7 +13,7 @@ import { workloadServices } from "../cluster-services.ts";
 import { storeAnswers } from "../../core/net/probe-routes.ts";
 import { startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
-import { startOperator } from "./workloads.ts";
+import { startOperator, startPruning } from "./workloads.ts";
 
 /**
  * `vehicle-inspection operator`: the controller and webhook delivery, alone. With NATS_URL,
@@ -26,7 +27,7 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
   // Before the lease: a standby answers its probes too. Ready while the store answers.
   const probes = await startProbeServer(config, s.metrics, () => storeAnswers(s), log);
   // Replicas wait here while another leads: one controller writes status at a time.
-  const lease = await operatorLease(config, s.nats);
+  const lease = await operatorLease(config, s.nats, log);
   if (lease) {
     log.info({ lease_ms: config.operatorLeaseMs }, "waiting to lead");
     await lease.acquire((why) => {
@@ -48,6 +49,7 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
   const resources = config.inspectionResources
     ? (await import("./inspection-resources.ts")).startInspectionResources(config, s, log)
     : null;
+  const pruner = startPruning(s, config, log);
   log.info({ nats: config.natsUrl !== null, blobs: config.blobs.kind, metrics_port: probes.port }, "operator workload started");
   return {
     port: probes.port,
@@ -55,6 +57,7 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
       await probes.close();
       await jobs?.stop();
       await resources?.stop();
+      await pruner?.stop();
       await loops.close();
       await bus?.close();
       await lease?.release();
@@ -69,7 +72,7 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
  * so, else a NATS KV key when there is NATS; none
  * for a lone operator on one machine.
  */
-async function operatorLease(config: Config, nats: Nats | null): Promise<LeaderLease | null> {
+async function operatorLease(config: Config, nats: Nats | null, log: Logger): Promise<LeaderLease | null> {
   // In a pod its name (the host name) says which replica holds the lease, as client-go's election records it.
   const identity = `${hostname()}_${process.pid}`;
   if (config.operatorLease.backend === "kubernetes") {
@@ -84,6 +87,8 @@ async function operatorLease(config: Config, nats: Nats | null): Promise<LeaderL
       name: config.operatorLease.name,
       identity,
       ttlMs: config.operatorLeaseMs,
+      // Else a replica whose account may not read its Lease would wait to lead forever, silently.
+      onError: (err) => log.warn({ err }, "taking the operator lease failed; trying again"),
     });
   }
   return nats ? NatsLeaderLease.open(nats.kvm, { identity, ttlMs: config.operatorLeaseMs }) : null;

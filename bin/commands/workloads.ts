@@ -9,6 +9,8 @@ import { deleteInspectionModelInputs } from "../../inference/detection/model-inp
 import { BusWebhookDispatcher } from "../../operator/bus-webhook-dispatcher.ts";
 import { consumeIntents } from "../../core/intents-over-bus.ts";
 import { Controller } from "../../operator/controller.ts";
+import { startInspectionPruner } from "../../operator/inspection-pruner.ts";
+import type { WorkloadServices } from "../cluster-services.ts";
 import { type DispatcherOptions, WebhookDispatcher } from "../../operator/webhook-dispatcher.ts";
 
 /**
@@ -89,4 +91,23 @@ export async function startOperator(
       await dispatcher.stop();
     },
   };
+}
+
+/** How often finished inspections are looked for to prune. */
+const PRUNE_EVERY_MS = 5_000;
+
+/** Where the Inspection resources are the store, the pruning of finished ones (operator/inspection-pruner.ts); else nothing. */
+export function startPruning(
+  s: Pick<WorkloadServices, "inspectionRecords" | "clock">,
+  config: Config,
+  log: Logger,
+): { stop(): Promise<void> } | null {
+  if (!s.inspectionRecords) return null;
+  return startInspectionPruner({
+    records: s.inspectionRecords,
+    retentionMs: config.resourceRetentionMs,
+    everyMs: PRUNE_EVERY_MS,
+    clock: s.clock,
+    log: log.child({ component: "pruner" }),
+  });
 }

@@ -122,6 +122,28 @@ describe("the Inspection CRD on a real API server", () => {
     expect(warned.stderr).toContain('would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false');
   });
 
+  it("takes cluster mode's rendered objects in a server-side dry run, Pod Security restricted, with and without detection Jobs", async () => {
+    await k.kubectl("create", "namespace", "vi-cluster");
+    await k.kubectl("label", "namespace", "vi-cluster", "pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/warn=restricted");
+    const { helm } = kubeTools();
+    const cluster = ["publicUrl=https://inspect.example.com", "mode=cluster", "nats.url=nats://nats:4222", "s3.bucket=inspections"];
+    for (const values of [[...cluster, "networkPolicy.enabled=true"], [...cluster, "detection.jobs.enabled=true"]]) {
+      const manifest = execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-cluster", ...sets(values)], { encoding: "utf8" });
+      const dryRun = await k.kubectlResult(["apply", "--dry-run=server", "-n", "vi-cluster", "-f", "-"], manifest);
+      expect(dryRun.code, dryRun.stderr).toBe(0);
+      expect(dryRun.stderr).not.toContain("PodSecurity");
+      for (const made of [
+        "deployment.apps/r-vehicle-inspection-api",
+        "deployment.apps/r-vehicle-inspection-operator",
+        "poddisruptionbudget.policy/r-vehicle-inspection-api",
+        "role.rbac.authorization.k8s.io/r-vehicle-inspection-operator",
+      ]) {
+        expect(dryRun.stdout).toContain(`${made} created (server dry run)`);
+      }
+      expect(dryRun.stdout).not.toContain("statefulset");
+    }
+  });
+
   it("gives the service's account what detection Jobs and Inspection resources need and nothing more (checked by impersonating it)", async () => {
     const { helm } = kubeTools();
     await k.kubectl("create", "namespace", "vi-rbac");

@@ -194,4 +194,106 @@ describe("the Helm chart", () => {
     ]);
     expect(docs.find((d: any) => d.kind === "ServiceAccount").automountServiceAccountToken).toBe(true);
   });
+
+  describe("cluster mode", () => {
+    const CLUSTER = ["publicUrl=https://inspect.example.com", "mode=cluster", "nats.url=nats://nats:4222", "s3.bucket=vi-photos"];
+    const container = (docs: any[], name: string) =>
+      docs.find((d) => d.kind === "Deployment" && d.metadata.name === name).spec.template.spec;
+
+    it("runs api, operator and inference Deployments over the Inspection resources, and no StatefulSet", () => {
+      const docs = render(...CLUSTER, "inspectionResources.retentionHours=48");
+      expect(docs.filter((d: any) => d.kind === "Deployment").map((d: any) => [d.metadata.name, d.spec.replicas])).toEqual([
+        ["r-vehicle-inspection-api", 2],
+        ["r-vehicle-inspection-inference", 1],
+        ["r-vehicle-inspection-operator", 2],
+      ]);
+      expect(docs.some((d: any) => d.kind === "StatefulSet")).toBe(false);
+      const api = container(docs, "r-vehicle-inspection-api");
+      const operator = container(docs, "r-vehicle-inspection-operator");
+      const inference = container(docs, "r-vehicle-inspection-inference");
+      expect([api, operator, inference].map((p) => p.containers[0].args)).toEqual([["api"], ["operator"], ["inference"]]);
+      for (const pod of [api, operator]) {
+        const env = pod.containers[0].env;
+        expect(env).toContainEqual({ name: "INSPECTION_STORE", value: "kubernetes" });
+        expect(env).toContainEqual({ name: "INSPECTION_RESOURCES_RETENTION_SECONDS", value: "172800" });
+        expect(env).toContainEqual({ name: "NATS_URL", value: "nats://nats:4222" });
+        expect(env).toContainEqual({ name: "S3_BUCKET", value: "vi-photos" });
+        expect(env).toContainEqual({ name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } });
+        expect(env.some((e: any) => e.name === "INSPECTION_RESOURCES")).toBe(false);
+      }
+      expect(operator.containers[0].env).toContainEqual({ name: "OPERATOR_LEASE_BACKEND", value: "kubernetes" });
+      expect(operator.containers[0].env).toContainEqual({ name: "OPERATOR_LEASE_NAME", value: "r-vehicle-inspection-operator" });
+      // Each its own account: the workers' mounts no token.
+      expect([api, operator, inference].map((p) => p.serviceAccountName)).toEqual([
+        "r-vehicle-inspection-api",
+        "r-vehicle-inspection-operator",
+        "r-vehicle-inspection-inference",
+      ]);
+      const accounts = docs.filter((d: any) => d.kind === "ServiceAccount");
+      expect(accounts.map((a: any) => [a.metadata.name, a.automountServiceAccountToken])).toEqual([
+        ["r-vehicle-inspection-api", true],
+        ["r-vehicle-inspection-operator", true],
+        ["r-vehicle-inspection-inference", false],
+      ]);
+      // The api drains before it stops; probes on its HTTP port, the others' on their metrics port.
+      expect(api.containers[0].lifecycle.preStop.sleep.seconds).toBe(5);
+      expect(api.containers[0].readinessProbe.httpGet).toEqual({ path: "/readyz", port: "http" });
+      expect(operator.containers[0].readinessProbe.httpGet).toEqual({ path: "/readyz", port: "metrics" });
+      // Only the api's pods behind the client-facing Service.
+      const service = docs.find((d: any) => d.kind === "Service" && d.metadata.name === "r-vehicle-inspection");
+      expect(service.spec.selector["app.kubernetes.io/component"]).toBe("api");
+      expect(docs.filter((d: any) => d.kind === "PodDisruptionBudget").map((d: any) => [d.metadata.name, d.spec.maxUnavailable])).toEqual([
+        ["r-vehicle-inspection-api", 1],
+        ["r-vehicle-inspection-operator", 1],
+      ]);
+    });
+
+    it("writes status from the operator's account only, and gives the api's what it writes on the resource", () => {
+      const roles = Object.fromEntries(
+        render(...CLUSTER)
+          .filter((d: any) => d.kind === "Role")
+          .map((d: any) => [d.metadata.name, d.rules]),
+      );
+      expect(roles["r-vehicle-inspection-api"]).toEqual([
+        { apiGroups: ["inspection.dev"], resources: ["inspections"], verbs: ["get", "list", "watch", "create", "update"] },
+      ]);
+      const operator = roles["r-vehicle-inspection-operator"];
+      expect(operator).toContainEqual({ apiGroups: ["inspection.dev"], resources: ["inspections/status"], verbs: ["update"] });
+      expect(operator).toContainEqual({
+        apiGroups: ["coordination.k8s.io"],
+        resources: ["leases"],
+        resourceNames: ["r-vehicle-inspection-operator"],
+        verbs: ["get", "update"],
+      });
+      expect(operator.some((r: any) => r.resources.includes("jobs"))).toBe(false);
+    });
+
+    it("makes detection Jobs from the operator, owned by its Deployment, and then runs no inference Deployment", () => {
+      const docs = render(...CLUSTER, "detection.jobs.enabled=true");
+      expect(docs.filter((d: any) => d.kind === "Deployment").map((d: any) => d.metadata.name)).toEqual([
+        "r-vehicle-inspection-api",
+        "r-vehicle-inspection-operator",
+      ]);
+      const operator = container(docs, "r-vehicle-inspection-operator");
+      expect(operator.containers[0].env).toContainEqual({ name: "DETECTION_JOB_OWNER", value: "Deployment/r-vehicle-inspection-operator" });
+      expect(operator.volumes).toContainEqual({ name: "detection-job", configMap: { name: "r-vehicle-inspection-detection-job" } });
+      const rules = docs.find((d: any) => d.kind === "Role" && d.metadata.name === "r-vehicle-inspection-operator").rules;
+      expect(rules).toContainEqual({ apiGroups: ["batch"], resources: ["jobs"], verbs: ["list", "create", "patch"] });
+      expect(rules).toContainEqual({
+        apiGroups: ["apps"],
+        resources: ["deployments"],
+        resourceNames: ["r-vehicle-inspection-operator"],
+        verbs: ["get"],
+      });
+    });
+
+    it("refuses cluster mode without NATS or S3, and a mode it does not know, saying why", () => {
+      const refused = (...set: string[]) =>
+        spawnSync(helm, ["template", "r", CHART, ...set.flatMap((s) => ["--set", s])], { encoding: "utf8" }).stderr;
+      expect(refused(...CLUSTER.filter((v) => !v.startsWith("nats.")))).toContain("mode=cluster needs nats.url");
+      expect(refused(...CLUSTER.filter((v) => !v.startsWith("s3.")))).toContain("mode=cluster needs s3.bucket");
+      expect(refused(...CLUSTER, "mode=replicated")).toContain("/mode");
+      expect(refused(...CLUSTER, "api.replica=3")).toContain("additional properties 'replica' not allowed");
+    });
+  });
 });

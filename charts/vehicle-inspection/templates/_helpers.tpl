@@ -56,3 +56,51 @@ envFrom:
       name: {{ . }}
 {{- end }}
 {{- end -}}
+
+{{/* The service account of a cluster-mode workload: the release's name and the workload's. */}}
+{{- define "vi.workloadAccount" -}}
+{{- printf "%s-%s" (include "vi.fullname" .root) .workload | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* What every workload of the service is told, embedded or cluster: where it listens, its URL, its limits. */}}
+{{- define "vi.serviceEnv" -}}
+- { name: PORT, value: "8080" }
+- { name: METRICS_PORT, value: {{ .Values.metrics.port | quote }} }
+- { name: DATA_DIR, value: /data }
+- { name: PUBLIC_URL, value: {{ required "publicUrl is required: the base URL customers and clients reach the service at" .Values.publicUrl | quote }} }
+- { name: RATE_LIMIT_LIVE_PER_SECOND, value: {{ .Values.rateLimit.livePerSecond | quote }} }
+- { name: RATE_LIMIT_TEST_PER_SECOND, value: {{ .Values.rateLimit.testPerSecond | quote }} }
+- { name: WEBHOOKS_ALLOW_PRIVATE_TARGETS, value: {{ .Values.webhooks.allowPrivateTargets | quote }} }
+- { name: DETECTION_THREADS, value: {{ .Values.detection.threads | quote }} }
+- { name: ONNX_PROVIDER, value: {{ .Values.detection.provider | quote }} }
+- { name: LOG_LEVEL, value: {{ .Values.logLevel | quote }} }
+{{ include "vi.sharedEnv" . }}
+{{- if eq .Values.mode "cluster" }}
+- { name: INSPECTION_STORE, value: kubernetes }
+- { name: INSPECTION_RESOURCES_RETENTION_SECONDS, value: {{ mul .Values.inspectionResources.retentionHours 3600 | quote }} }
+{{- end }}
+{{- end -}}
+
+{{/* The namespace, from the downward API: where the Inspection resources, the Lease and the Jobs are. */}}
+{{- define "vi.podNamespace" -}}
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef: { fieldPath: metadata.namespace }
+{{- end -}}
+
+{{/* Cluster mode needs what its replicas share: NATS for keys and limits, S3 for photos. */}}
+{{- define "vi.clusterRequires" -}}
+{{- $_ := required "mode=cluster needs nats.url: the replicas share API keys, limits and events through NATS" .Values.nats.url -}}
+{{- $_ := required "mode=cluster needs s3.bucket: the replicas share photos and reports through S3" .Values.s3.bucket -}}
+{{- end -}}
+
+{{/* Detection as Jobs, made by the workload `owner` (Kind/name) from the chart's template, which it mounts at /etc/vehicle-inspection. */}}
+{{- define "vi.detectionJobsEnv" -}}
+{{- $jobs := .root.Values.detection.jobs -}}
+- { name: DETECTION_JOB_TEMPLATE, value: /etc/vehicle-inspection/detection-job.yaml }
+- { name: DETECTION_JOB_OWNER, value: {{ .owner | quote }} }
+- { name: DETECTION_JOBS_MIN, value: {{ $jobs.minParallelism | quote }} }
+- { name: DETECTION_JOBS_MAX, value: {{ $jobs.maxParallelism | quote }} }
+- { name: DETECTION_JOBS_INSPECTIONS_PER_POD, value: {{ $jobs.inspectionsPerPod | quote }} }
+- { name: DETECTION_JOBS_STUCK_AFTER_MS, value: {{ mul $jobs.stuckAfterSeconds 1000 | quote }} }
+{{- end -}}

@@ -1,4 +1,6 @@
 import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { isTerminal } from "../../domain/state-machine.ts";
+import type { BlobStore } from "../../ports/blob-store.ts";
 import type { InspectionRecord } from "../../ports/records.ts";
 import {
   CAPTURE_ANNOTATION,
@@ -123,6 +125,16 @@ export function eventStamp(): number {
   return lastStamp;
 }
 
+/**
+ * Where a pruned inspection's resource is kept (as JSON, in the blob store beside its photos and
+ * report), and which inspection a media or event id belongs to once its resource is gone.
+ */
+export const ARCHIVE = {
+  inspection: (id: string) => `records/inspections/${id}.json`,
+  media: (id: string) => `records/media/${id}`,
+  event: (id: string) => `records/events/${id}`,
+};
+
 /** How many times a write met a newer version (409) and was made again on it before giving up. */
 const MAX_CONFLICTS = 20;
 
@@ -138,26 +150,31 @@ export class InspectionRecords {
   readonly namespace: string;
   readonly #api: CustomObjectsApi;
   readonly #cache: ResourceCache<InspectionResource>;
+  readonly #archive: BlobStore | null;
   readonly #views = new WeakMap<InspectionResource, InspectionView | null>();
   #index: { at: number; tokens: Map<string, string>; media: Map<string, string>; events: Map<string, string> } | null = null;
   /** Conflicts met and written through, for the tests and the log. */
   conflicts = 0;
 
-  private constructor(api: CustomObjectsApi, cache: ResourceCache<InspectionResource>, namespace: string) {
+  private constructor(api: CustomObjectsApi, cache: ResourceCache<InspectionResource>, namespace: string, archive: BlobStore | null) {
     this.#api = api;
     this.#cache = cache;
     this.namespace = namespace;
+    this.#archive = archive;
   }
 
-  /** Starts the namespace's cache; resolves once it holds the first list. */
+  /**
+   * Starts the namespace's cache; resolves once it holds the first list. With `archive`, pruned
+   * inspections are kept there and read from there (`prune`, `find`).
+   */
   static async open(
     kc: KubeConfig,
     namespace: string,
-    options: { relistMs?: number; onError?: (error: unknown, retryInMs: number) => void } = {},
+    options: { relistMs?: number; onError?: (error: unknown, retryInMs: number) => void; archive?: BlobStore } = {},
   ): Promise<InspectionRecords> {
     const cache = inspectionCache(kc, namespace, { relistMs: options.relistMs ?? 300_000, onError: options.onError });
     await cache.start();
-    return new InspectionRecords(kc.makeApiClient(CustomObjectsApi), cache, namespace);
+    return new InspectionRecords(kc.makeApiClient(CustomObjectsApi), cache, namespace, options.archive ?? null);
   }
 
   close(): Promise<void> {
@@ -182,6 +199,84 @@ export class InspectionRecords {
   byId(id: string): InspectionView | null {
     const o = this.#cache.get(this.namespace, resourceName(id));
     return o ? this.view(o) : null;
+  }
+
+  /**
+   * The inspection wherever it is: in the cache; else on the API server (made by another replica a
+   * moment ago, its watch event not here yet); else in the archive (pruned).
+   */
+  async find(id: string): Promise<InspectionView | null> {
+    const cached = this.byId(id);
+    if (cached) return cached;
+    const fetched = await this.#fetch(resourceName(id));
+    if (fetched) return this.view(fetched);
+    return this.#archived(id);
+  }
+
+  /** The inspection a media id belongs to, live or pruned. */
+  async findByMediaId(mediaId: string): Promise<InspectionView | null> {
+    return this.byMediaId(mediaId) ?? this.#archivedBy(ARCHIVE.media(mediaId));
+  }
+
+  /** The inspection an event id belongs to, live or pruned. */
+  async findByEventId(eventId: string): Promise<InspectionView | null> {
+    return this.byEventId(eventId) ?? this.#archivedBy(ARCHIVE.event(eventId));
+  }
+
+  async #archived(id: string): Promise<InspectionView | null> {
+    const bytes = await this.#archive?.get(ARCHIVE.inspection(id));
+    return bytes ? this.view(JSON.parse(bytes.toString("utf8")) as InspectionResource) : null;
+  }
+
+  async #archivedBy(pointer: string): Promise<InspectionView | null> {
+    const id = await this.#archive?.get(pointer);
+    return id ? this.#archived(id.toString("utf8")) : null;
+  }
+
+  /**
+   * Finished inspections whose resources may go: finished `retentionMs` ago or more, with no
+   * webhook still to deliver (its attempts are recorded in the resource).
+   */
+  prunable(now: number, retentionMs: number): InspectionView[] {
+    return this.all().filter(
+      (v) =>
+        isTerminal(v.record.status) &&
+        v.record.updatedAt + retentionMs <= now &&
+        this.events(v).every((e) => e.delivery.status !== "pending"),
+    );
+  }
+
+  /**
+   * Keeps the inspection in the archive, then deletes its resource if it has not changed since:
+   * what is archived is what was deleted. False when it had changed (a later pass tries again).
+   * Pointers first, then the record, then the delete: a crash between leaves the resource, and a
+   * later pass writes the same blobs again.
+   */
+  async prune(v: InspectionView): Promise<boolean> {
+    if (!this.#archive) throw new Error("pruning needs an archive: the inspection's record must stay readable");
+    const id = v.record.id;
+    const text = (s: string) => Buffer.from(s, "utf8");
+    const pointers = [
+      ...v.capture.photos.map((p) => ARCHIVE.media(p.mediaId)),
+      ...v.store.media.map((m) => ARCHIVE.media(m.id)),
+      ...[v.capture.createdEvent, ...v.store.events].map((e) => ARCHIVE.event(e.id)),
+    ];
+    await Promise.all(pointers.map((key) => this.#archive!.put(key, text(id), "text/plain")));
+    const { managedFields: _, ...metadata } = v.object.metadata ?? {};
+    await this.#archive.put(ARCHIVE.inspection(id), text(JSON.stringify({ ...v.object, metadata })), "application/json");
+    try {
+      await this.#api.deleteNamespacedCustomObject({
+        ...this.#where(),
+        name: resourceName(id),
+        body: { preconditions: { resourceVersion: v.object.metadata?.resourceVersion } },
+      });
+      return true;
+    } catch (error) {
+      const status = apiStatus(error);
+      if (status === NOT_FOUND) return true;
+      if (status === CONFLICT) return false;
+      throw error;
+    }
   }
 
   byTokenHash(hash: string): InspectionView | null {

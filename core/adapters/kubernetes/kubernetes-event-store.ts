@@ -48,15 +48,16 @@ export class KubernetesEventStore implements EventStore {
       .sort((a, b) => a.event.seq - b.event.seq);
   }
 
-  #find(id: string): EventView | undefined {
-    const v = this.#records.byEventId(id);
+  /** The event, live or of a pruned inspection. */
+  async #find(id: string): Promise<EventView | undefined> {
+    const v = await this.#records.findByEventId(id);
     return v ? this.#records.events(v).find((e) => e.event.id === id) : undefined;
   }
 
   async list(scope: Scope, limit: number, afterId?: string): Promise<EventRecord[] | null> {
     let before = Number.POSITIVE_INFINITY;
     if (afterId !== undefined) {
-      const cursor = this.#find(afterId);
+      const cursor = await this.#find(afterId);
       if (!cursor || !inScope(cursor, scope)) return null;
       before = cursor.event.seq;
     }
@@ -68,7 +69,7 @@ export class KubernetesEventStore implements EventStore {
   }
 
   async get(scope: Scope, id: string): Promise<EventRecord | null> {
-    const e = this.#find(id);
+    const e = await this.#find(id);
     return e && inScope(e, scope) ? eventRecord(e) : null;
   }
 
@@ -83,10 +84,9 @@ export class KubernetesEventStore implements EventStore {
   }
 
   async attempts(eventIds: readonly string[]): Promise<Map<string, DeliveryAttemptRecord[]>> {
+    const found = await Promise.all(eventIds.map((id) => this.#find(id)));
     return new Map(
-      eventIds.map(
-        (id) => [id, (this.#find(id)?.delivery.attempts ?? []).map(({ attempt, ...a }) => ({ ...a, eventId: id, n: attempt }))] as const,
-      ),
+      eventIds.map((id, i) => [id, (found[i]?.delivery.attempts ?? []).map(({ attempt, ...a }) => ({ ...a, eventId: id, n: attempt }))]),
     );
   }
 
@@ -114,7 +114,7 @@ export class KubernetesEventStore implements EventStore {
 
   /** Asked for by the api, whose account may not write status: recorded in the capture annotation. */
   async resend(scope: Scope, id: string, now: number): Promise<EventRecord | null> {
-    const found = this.#find(id);
+    const found = await this.#find(id);
     if (!found || !inScope(found, scope)) return null;
     return this.#records.updateResource(found.view.record.id, null, (v) => {
       const e = this.#records.events(v).find((x) => x.event.id === id);

@@ -21,7 +21,9 @@ const inScope = (r: { accountId: string; livemode: boolean }, scope: Scope) =>
  * written as compare-and-set replaces (core/adapters/kubernetes/inspection-records.ts). The api's
  * writes (create, intents, photos) go to the resource, the controller's (moves, retries, evidence)
  * to its status; each is atomic against every other write of that inspection, as the port asks.
- * Lists, filters and the reconcile scan are answered from the cache, in the port's order.
+ * Lists, filters and the reconcile scan are answered from the cache, in the port's order; a read by
+ * id that the cache misses asks the API server (another replica's create) and then the archive (an
+ * inspection whose resource was pruned: InspectionRecords.prune).
  */
 export class KubernetesInspectionStore implements InspectionStore {
   readonly #records: InspectionRecords;
@@ -55,12 +57,12 @@ export class KubernetesInspectionStore implements InspectionStore {
   }
 
   async get(scope: Scope, id: string): Promise<InspectionRecord | null> {
-    const r = this.#records.byId(id)?.record;
+    const r = (await this.#records.find(id))?.record;
     return r && inScope(r, scope) ? structuredClone(r) : null;
   }
 
   async getById(id: string): Promise<InspectionRecord | null> {
-    const r = this.#records.byId(id)?.record;
+    const r = (await this.#records.find(id))?.record;
     return r ? structuredClone(r) : null;
   }
 
@@ -210,7 +212,7 @@ export class KubernetesInspectionStore implements InspectionStore {
   }
 
   async photos(inspectionId: string): Promise<PhotoRecord[]> {
-    const v = this.#records.byId(inspectionId);
+    const v = await this.#records.find(inspectionId);
     if (!v) return [];
     return v.capture.photos
       .map(({ media, ...p }) => ({ ...p, inspectionId, quality: structuredClone(p.quality), width: media.width, height: media.height }))
@@ -225,7 +227,7 @@ export class KubernetesInspectionStore implements InspectionStore {
   }
 
   async getMedia(scope: Scope, id: string): Promise<MediaRecord | null> {
-    const v = this.#records.byMediaId(id);
+    const v = await this.#records.findByMediaId(id);
     const m = v && (v.capture.photos.find((p) => p.mediaId === id)?.media ?? v.store.media.find((x) => x.id === id));
     return m && inScope(m, scope) ? { ...m } : null;
   }

@@ -9,6 +9,8 @@ export type KubernetesLeaderLeaseOptions = {
   identity: string;
   /** How long a lease not renewed stays its holder's (leaseDurationSeconds). */
   ttlMs: number;
+  /** A failed try to take the lease (the API server away, or this account not allowed): it is tried again. */
+  onError?: (error: unknown) => void;
 };
 
 /** After a failed renewal, the next try comes this soon (not a third of the lease later). */
@@ -41,7 +43,11 @@ export class KubernetesLeaderLease implements LeaderLease {
 
   async acquire(lost: (why: string) => void): Promise<void> {
     const every = Math.max(100, Math.floor(this.#o.ttlMs / 3));
-    while (!this.#stopped && !(await this.#tryAcquireOrRenew().catch(() => false))) {
+    const failed = (error: unknown) => {
+      this.#o.onError?.(error);
+      return false;
+    };
+    while (!this.#stopped && !(await this.#tryAcquireOrRenew().catch(failed))) {
       await new Promise((r) => setTimeout(r, every));
     }
     if (this.#stopped) return;
