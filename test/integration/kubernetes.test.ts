@@ -124,10 +124,19 @@ describe("the Inspection CRD on a real API server", () => {
 
   it("takes cluster mode's rendered objects in a server-side dry run, Pod Security restricted, with and without detection Jobs", async () => {
     await k.kubectl("create", "namespace", "vi-cluster");
-    await k.kubectl("label", "namespace", "vi-cluster", "pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/warn=restricted");
+    await k.kubectl(
+      "label",
+      "namespace",
+      "vi-cluster",
+      "pod-security.kubernetes.io/enforce=restricted",
+      "pod-security.kubernetes.io/warn=restricted",
+    );
     const { helm } = kubeTools();
     const cluster = ["publicUrl=https://inspect.example.com", "mode=cluster", "nats.url=nats://nats:4222", "s3.bucket=inspections"];
-    for (const values of [[...cluster, "networkPolicy.enabled=true"], [...cluster, "detection.jobs.enabled=true"]]) {
+    for (const values of [
+      [...cluster, "networkPolicy.enabled=true"],
+      [...cluster, "detection.jobs.enabled=true"],
+    ]) {
       const manifest = execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-cluster", ...sets(values)], { encoding: "utf8" });
       const dryRun = await k.kubectlResult(["apply", "--dry-run=server", "-n", "vi-cluster", "-f", "-"], manifest);
       expect(dryRun.code, dryRun.stderr).toBe(0);

@@ -74,7 +74,7 @@ export class KubernetesEventStore implements EventStore {
   }
 
   async forInspection(scope: Scope, inspectionId: string): Promise<EventRecord[]> {
-    const v = this.#records.byId(inspectionId);
+    const v = await this.#records.find(inspectionId);
     return v
       ? this.#records
           .events(v)

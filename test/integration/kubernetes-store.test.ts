@@ -1,0 +1,167 @@
+import { join } from "node:path";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InspectionRecords } from "../../core/adapters/kubernetes/inspection-records.ts";
+import { KubernetesEventStore } from "../../core/adapters/kubernetes/kubernetes-event-store.ts";
+import { KubernetesInspectionStore } from "../../core/adapters/kubernetes/kubernetes-inspection-store.ts";
+import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
+import { newId } from "../../core/ids.ts";
+import type { MediaRecord, PhotoRecord } from "../../core/ports/records.ts";
+import { sampleInspection } from "../contract/fixtures.ts";
+import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
+import { until } from "../helpers/webhook-receiver.ts";
+
+const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
+const event =
+  (type = "inspection.created") =>
+  () => ({ id: newId("evt"), type, data: "{}" });
+const scope = { accountId: "acct_a", livemode: false };
+
+/**
+ * What the InspectionStore contract does not reach in the Kubernetes store, on a real
+ * kube-apiserver: two replicas writing one inspection at once (409s, made again), a cancel set with
+ * kubectl, and pruning to the archive, which refuses to delete what changed after it was archived.
+ */
+describe("the Kubernetes inspection store beyond its contract", () => {
+  let k: ControlPlane;
+  let kc: KubeConfig;
+  const opened: InspectionRecords[] = [];
+  let namespaces = 0;
+  const archive = new MemoryBlobStore();
+
+  /** Two replicas' records over a new namespace. */
+  const replicas = async () => {
+    const namespace = `store-${++namespaces}`;
+    await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+    const two = await Promise.all([0, 1].map(() => InspectionRecords.open(kc, namespace, { archive })));
+    opened.push(...two);
+    return { namespace, a: two[0]!, b: two[1]! };
+  };
+
+  beforeAll(async () => {
+    k = await startControlPlane();
+    await k.kubectl("apply", "--server-side", "-f", CRD);
+    await k.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    kc = new KubeConfig();
+    kc.loadFromFile(k.kubeconfig);
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(opened.map((r) => r.close()));
+    await k?.close();
+  });
+
+  const photoOf = (inspectionId: string, angle: string): [PhotoRecord, MediaRecord] => {
+    const mediaId = newId("med");
+    const quality = { brightness: 0.5, sharpness: 100, glare: 0, passed: true, problems: [] };
+    const at = Date.now();
+    return [
+      { inspectionId, angle, mediaId, width: 640, height: 480, quality, tries: 1, capturedAt: at },
+      {
+        id: mediaId,
+        ...scope,
+        inspectionId,
+        kind: "photo",
+        blobKey: `photos/${inspectionId}/${mediaId}.jpg`,
+        bytes: 1,
+        etag: "e",
+        width: 640,
+        height: 480,
+        createdAt: at,
+      },
+    ];
+  };
+
+  it("lands every write of two replicas racing on one inspection, making each again after a 409", async () => {
+    const { a, b } = await replicas();
+    const [onA, onB] = [new KubernetesInspectionStore(a), new KubernetesInspectionStore(b)];
+    const r = sampleInspection();
+    await onA.create(r, "h", event());
+    const angles = Array.from({ length: 24 }, (_, i) => `angle_${i}`);
+    const results = await Promise.all([
+      ...angles.map((angle, i) => (i % 2 ? onA : onB).putPhoto(...photoOf(r.id, angle))),
+      onB.recordOpened(r.id, r.createdAt + 1),
+      onA.recordVinObserved(r.id, r.vin),
+      onB.transition(r.id, "created", "in_progress", r.createdAt + 2, {}, event("inspection.in_progress")),
+    ]);
+    expect(results.slice(0, angles.length)).toEqual(angles.map(() => ({ accepted: true, replaced: null })));
+    expect(a.conflicts + b.conflicts).toBeGreaterThan(0);
+    await until(
+      "both replicas see every photo",
+      async () => [await onA.photos(r.id), await onB.photos(r.id)],
+      (seen) => seen.every((p) => p.length === angles.length),
+    );
+    const after = (await onA.getById(r.id))!;
+    expect(after).toMatchObject({ status: "in_progress", vinObserved: r.vin });
+    expect(after.openedAt).not.toBeNull();
+    const events = await new KubernetesEventStore(a).forInspection(scope, r.id);
+    expect(events.map((e) => e.type)).toEqual(["inspection.created", "inspection.in_progress"]);
+  });
+
+  it("reads on one replica what the other made a moment ago, before its own watch brings it", async () => {
+    const { a, b } = await replicas();
+    const [onA, onB] = [new KubernetesInspectionStore(a), new KubernetesInspectionStore(b)];
+    for (let i = 0; i < 10; i++) {
+      const r = sampleInspection();
+      await onA.create(r, `h${i}`, event());
+      expect((await onB.get(scope, r.id))?.id).toBe(r.id);
+    }
+  });
+
+  it("takes a cancel set on the spec with kubectl as an intent, until the controller has reconciled that generation", async () => {
+    const { namespace, a } = await replicas();
+    const store = new KubernetesInspectionStore(a);
+    const r = sampleInspection();
+    await store.create(r, "h", event());
+    await k.kubectl(
+      "patch",
+      "inspection",
+      r.id.replace("_", "-"),
+      "-n",
+      namespace,
+      "--type=merge",
+      "-p",
+      '{"spec":{"cancelRequested":true}}',
+    );
+    const [due] = await until(
+      "the cancel seen",
+      () => store.needingReconcile(Date.now(), 10),
+      (d) => d.length === 1,
+    );
+    expect(due!.cancelRequestedAt).not.toBeNull();
+    await store.transition(r.id, "created", "canceled", Date.now(), { canceledAt: Date.now() }, event("inspection.canceled"));
+    await store.clearReconcile(r.id, due!.reconcileGeneration);
+    expect(await store.needingReconcile(Date.now(), 10)).toEqual([]);
+    const shown = JSON.parse(await k.kubectl("get", "inspection", r.id.replace("_", "-"), "-n", namespace, "-o", "json"));
+    expect(shown.metadata.generation).toBe(2);
+    expect(shown.status.observedGeneration).toBe(2);
+    expect(shown.status.phase).toBe("canceled");
+  });
+
+  it("prunes to the archive only what has not changed since it was archived, and reads it from there after", async () => {
+    const { namespace, a, b } = await replicas();
+    const store = new KubernetesInspectionStore(a);
+    const r = sampleInspection({ status: "completed" });
+    await store.create(r, "h", event());
+    const [photo, media] = photoOf(r.id, "front");
+    const stale = a.byId(r.id)!;
+    // A change after the view was read: the prune must not delete what it did not archive.
+    await store.recordVinObserved(r.id, r.vin);
+    expect(await a.prune(stale)).toBe(false);
+    expect((await k.kubectlResult(["get", "inspection", r.id.replace("_", "-"), "-n", namespace])).code).toBe(0);
+    expect(a.prunable(r.updatedAt + 1000, 1000).map((v) => v.record.id)).toEqual([r.id]);
+    expect(await a.prune(a.byId(r.id)!)).toBe(true);
+    await until(
+      "the resource gone from the other replica's cache",
+      () => b.byId(r.id),
+      (v) => v === null,
+    );
+    const other = new KubernetesInspectionStore(b);
+    expect(await other.getById(r.id)).toEqual({ ...r, vinObserved: r.vin });
+    const [created] = await new KubernetesEventStore(b).forInspection(scope, r.id);
+    expect(created?.type).toBe("inspection.created");
+    expect((await new KubernetesEventStore(b).get(scope, created!.id))?.inspectionId).toBe(r.id);
+    // A photo could not be taken on a completed inspection: its media is not in the archive.
+    expect(await other.putPhoto(photo, media)).toEqual({ accepted: false });
+    expect(await other.getMedia(scope, media.id)).toBeNull();
+  });
+});
