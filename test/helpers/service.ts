@@ -5,7 +5,6 @@ import { api } from "../../bin/commands/api.ts";
 import { inference } from "../../bin/commands/inference.ts";
 import { operator } from "../../bin/commands/operator.ts";
 import { start } from "../../bin/commands/start.ts";
-import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { startNatsServer, startVersityGw } from "./go-servers.ts";
 import { type ControlPlane, startControlPlane } from "./kube-control-plane.ts";
 import { createKey, webhookSecret } from "../../bin/commands/keys.ts";
@@ -153,6 +152,8 @@ async function kubeNamespace(): Promise<string> {
   })();
   await controlPlane;
   const namespace = `service-${++namespaces}`;
+  // Loaded here, not at the top: the other compositions' test processes need none of it.
+  const { CoreV1Api, KubeConfig } = await import("@kubernetes/client-node");
   const kc = new KubeConfig();
   kc.loadFromDefault();
   await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });

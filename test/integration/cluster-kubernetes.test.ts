@@ -175,6 +175,7 @@ describe("cluster mode with the Inspection resources as the store, under the cha
 
     // The record is the resource: kubectl shows it with its printer columns, moved by the operator.
     const table = await k.kubectl("get", "inspections", "-n", NAMESPACE);
+    console.log(`kubectl get inspections -n ${NAMESPACE} (the store itself):\n${table}`);
     const row = table
       .trim()
       .split("\n")

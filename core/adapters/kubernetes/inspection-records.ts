@@ -152,6 +152,7 @@ export class InspectionRecords {
   readonly #cache: ResourceCache<InspectionResource>;
   readonly #archive: BlobStore | null;
   readonly #views = new WeakMap<InspectionResource, InspectionView | null>();
+  #ordered: { at: number; events: EventView[] } | null = null;
   #index: { at: number; tokens: Map<string, string>; media: Map<string, string>; events: Map<string, string> } | null = null;
   /** Conflicts met and written through, for the tests and the log. */
   conflicts = 0;
@@ -292,6 +293,17 @@ export class InspectionRecords {
   byEventId(eventId: string): InspectionView | null {
     const id = this.#indexes().events.get(eventId);
     return id === undefined ? null : this.byId(id);
+  }
+
+  /** Every event of every inspection in the order appended (by stamp), sorted again only after the cache has changed. */
+  eventsInOrder(): readonly EventView[] {
+    if (this.#ordered?.at !== this.#cache.changes) {
+      const events = this.all()
+        .flatMap((v) => this.events(v))
+        .sort((a, b) => a.event.seq - b.event.seq);
+      this.#ordered = { at: this.#cache.changes, events };
+    }
+    return this.#ordered.events;
   }
 
   /** The indexes by capture token, media and event, made again only after the cache has changed. */

@@ -41,11 +41,8 @@ export class KubernetesEventStore implements EventStore {
   }
 
   /** Every event, in the order appended (by stamp). */
-  #all(): EventView[] {
-    return this.#records
-      .all()
-      .flatMap((v) => this.#records.events(v))
-      .sort((a, b) => a.event.seq - b.event.seq);
+  #all(): readonly EventView[] {
+    return this.#records.eventsInOrder();
   }
 
   /** The event, live or of a pruned inspection. */
