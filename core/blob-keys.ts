@@ -15,3 +15,12 @@ export function checkedBlobKey(key: string): string {
   if (key === "" || key.startsWith("/") || key.split("/").includes("..")) throw new Error(`blob key escapes the store: ${key}`);
   return key;
 }
+
+/** Names in byte order (as S3 lists keys), after `startAfter`, at most `limit`. */
+export function byteOrder(names: string[], startAfter: string | null, limit: number): string[] {
+  const order = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+  return names
+    .filter((n) => startAfter === null || order(n, startAfter) > 0)
+    .sort(order)
+    .slice(0, limit);
+}

@@ -13,4 +13,9 @@ export interface BlobStore {
   /** The blob as a stream, to answer a download without holding it whole; null when there is no such blob. */
   open(key: string): Promise<{ stream: Readable; bytes: number } | null>;
   delete(key: string): Promise<void>;
+  /**
+   * The names of the blobs directly in `folder` (a key prefix ending in "/"), in byte order, after
+   * `startAfter` (a name) where given, at most `limit`: an index kept as keys, read in its order.
+   */
+  list(folder: string, startAfter: string | null, limit: number): Promise<string[]>;
 }

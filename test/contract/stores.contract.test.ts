@@ -943,6 +943,19 @@ for (const adapter of BLOB_ADAPTERS) {
       await expect(blobs.put("photos/../../x.jpg", Buffer.from("x"), "image/jpeg")).rejects.toThrow();
     });
 
+    it("lists the names directly in a folder in byte order, after a name, at most a limit", async () => {
+      const blobs = adapter.make();
+      const folder = `index/${newId("acct")}/`;
+      const names = ["b~2", "a~1", "B~0", "c~3", "a~10"];
+      for (const n of names) await blobs.put(folder + n, Buffer.from(n), "text/plain");
+      await blobs.put(`${folder}deeper/x`, Buffer.from("x"), "text/plain");
+      await blobs.put(`index/${newId("acct")}/other`, Buffer.from("o"), "text/plain");
+      expect(await blobs.list(folder, null, 10)).toEqual(["B~0", "a~1", "a~10", "b~2", "c~3"]);
+      expect(await blobs.list(folder, "a~1", 2)).toEqual(["a~10", "b~2"]);
+      expect(await blobs.list(folder, "c~3", 10)).toEqual([]);
+      expect(await blobs.list(`index/${newId("acct")}/`, null, 10)).toEqual([]);
+    });
+
     it("gives back exactly the bytes it was given", async () => {
       const blobs = adapter.make();
       // Binary and larger than one network chunk: framing or re-encoding on the way would show.

@@ -230,6 +230,9 @@ describe("cluster mode with the Inspection resources as the store, under the cha
       const photo = (await report.json()).photos[0];
       expect((await fetch(photo.url, { headers: { authorization: `Bearer ${made.key}` } })).status).toBe(200);
     }
+    // Listed still, with what is in the cluster.
+    const list = await (await at(urls[0]!, made.key)("/v1/inspections?limit=10")).json();
+    expect(list.data.map((i: { id: string }) => i.id)).toContain(made.id);
     const events = at(urls[1]!, made.key);
     // Its events went with the resource: out of the list (which covers the retention), found by id.
     const listed = await (await events("/v1/events?limit=100")).json();

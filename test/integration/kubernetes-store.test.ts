@@ -164,4 +164,61 @@ describe("the Kubernetes inspection store beyond its contract", () => {
     expect(await other.putPhoto(photo, media)).toEqual({ accepted: false });
     expect(await other.getMedia(scope, media.id)).toBeNull();
   });
+
+  it("lists live and pruned inspections together, in the list's order, with every filter and from any cursor", async () => {
+    const { a } = await replicas();
+    const store = new KubernetesInspectionStore(a);
+    // An account of its own: the archive is shared by the file's tests.
+    const mine = { accountId: newId("acct"), livemode: false };
+    const t = Math.floor(Date.now() / 1000) * 1000 - 10_000;
+    const rows = Array.from({ length: 12 }, (_, i) =>
+      sampleInspection({
+        ...mine,
+        status: i % 3 ? "completed" : "canceled",
+        createdAt: t + (i % 3) * 1000 + i,
+        updatedAt: t + 3000,
+        reference: i % 2 ? "odd" : "even",
+      }),
+    );
+    for (const [i, r] of rows.entries()) await store.create(r, `h${i}`, event());
+    // Eight pruned, four still in the cluster, spread over every second.
+    for (const r of rows.filter((_, i) => i % 5 < 3 || i === 11)) expect(await a.prune(a.byId(r.id)!)).toBe(true);
+    await until(
+      "the pruned ones gone from the cache",
+      () => a.all().length,
+      (n) => n === 4,
+    );
+    const order = (x: { createdAt: number; id: string }, y: { createdAt: number; id: string }) =>
+      Math.floor(y.createdAt / 1000) - Math.floor(x.createdAt / 1000) || (x.id < y.id ? 1 : -1);
+    for (const filter of [
+      {},
+      { reference: "odd" },
+      { status: "canceled" as const },
+      { createdFrom: t + 1000 },
+      { createdBefore: t + 2000 },
+    ]) {
+      const expected = rows
+        .filter((r) =>
+          Object.entries(filter).every(([k, v]) =>
+            k === "createdFrom"
+              ? r.createdAt >= (v as number)
+              : k === "createdBefore"
+                ? r.createdAt < (v as number)
+                : r[k as "status"] === v,
+          ),
+        )
+        .sort(order)
+        .map((r) => r.id);
+      const seen: string[] = [];
+      for (let after: { createdAt: number; id: string } | undefined; ; ) {
+        const page = await store.list(mine, { limit: 3, after, ...filter });
+        seen.push(...page.map((r) => r.id));
+        if (page.length < 3) break;
+        after = { createdAt: page.at(-1)!.createdAt, id: page.at(-1)!.id };
+      }
+      expect(seen, JSON.stringify(filter)).toEqual(expected);
+    }
+    // A pruned one reads back whole.
+    expect(await store.get(mine, rows[0]!.id)).toEqual(rows[0]);
+  });
 });

@@ -69,8 +69,13 @@ describe("webhook delivery", () => {
     const r = receiver.received[0]!;
     expect(() => verifier.verify(r.body.replace("inspection", "inspectiom"), r.headers as Record<string, string>)).toThrow();
 
-    // Each event shows its delivery and attempts over the API.
-    const events = await (await svc.api(key, "/v1/events?limit=10")).json();
+    // Each event shows its delivery and attempts over the API, once the dispatcher has recorded the
+    // attempt, which it does after the receiver has answered (and, in a cluster, another replica reads).
+    const events = await until(
+      "every delivery recorded",
+      async () => (await svc.api(key, "/v1/events?limit=10")).json(),
+      (listed: any) => listed.data.length === 4 && listed.data.every((e: any) => e.delivery.status !== "pending"),
+    );
     expect(events.data).toHaveLength(4);
     for (const e of events.data) {
       expect(e.delivery.status).toBe("succeeded");

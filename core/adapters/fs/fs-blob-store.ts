@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { link, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { link, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
 import { Readable } from "node:stream";
+import { byteOrder } from "../../blob-keys.ts";
 import type { BlobStore } from "../../ports/blob-store.ts";
 
 const missing = (error: unknown) => (error as NodeJS.ErrnoException).code === "ENOENT";
@@ -70,5 +71,21 @@ export class FsBlobStore implements BlobStore {
 
   async delete(key: string): Promise<void> {
     await rm(this.#path(key), { force: true });
+  }
+
+  async list(folder: string, startAfter: string | null, limit: number): Promise<string[]> {
+    let entries: import("node:fs").Dirent[];
+    try {
+      entries = await readdir(this.#path(folder), { withFileTypes: true });
+    } catch (error) {
+      if (missing(error)) return [];
+      throw error;
+    }
+    // Files only, and not a write in progress (#written's temporary names).
+    return byteOrder(
+      entries.filter((e) => e.isFile() && !e.name.endsWith(".tmp")).map((e) => e.name),
+      startAfter,
+      limit,
+    );
   }
 }

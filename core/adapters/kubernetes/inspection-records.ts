@@ -1,7 +1,10 @@
 import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { isTerminal } from "../../domain/state-machine.ts";
+import { isId } from "../../ids.ts";
 import type { BlobStore } from "../../ports/blob-store.ts";
-import type { InspectionRecord } from "../../ports/records.ts";
+import type { ListFilter } from "../../ports/inspection-store.ts";
+import type { InspectionRecord, Scope } from "../../ports/records.ts";
+import { archiveFolder, entryMatches, entryName, parseEntry, pastTheEnd, startAfter } from "./archive-index.ts";
 import {
   CAPTURE_ANNOTATION,
   CaptureRecord,
@@ -135,6 +138,9 @@ export const ARCHIVE = {
   event: (id: string) => `records/events/${id}`,
 };
 
+/** Names read from the archive's index at a time. */
+const INDEX_PAGE = 1000;
+
 /** How many times a write met a newer version (409) and was made again on it before giving up. */
 const MAX_CONFLICTS = 20;
 
@@ -209,6 +215,8 @@ export class InspectionRecords {
   async find(id: string): Promise<InspectionView | null> {
     const cached = this.byId(id);
     if (cached) return cached;
+    // What is not an id names nothing: never a name for the API server or a key for the archive.
+    if (!isId("insp", id)) return null;
     const fetched = await this.#fetch(resourceName(id));
     if (fetched) return this.view(fetched);
     return this.#archived(id);
@@ -216,12 +224,12 @@ export class InspectionRecords {
 
   /** The inspection a media id belongs to, live or pruned. */
   async findByMediaId(mediaId: string): Promise<InspectionView | null> {
-    return this.byMediaId(mediaId) ?? this.#archivedBy(ARCHIVE.media(mediaId));
+    return this.byMediaId(mediaId) ?? (isId("med", mediaId) ? this.#archivedBy(ARCHIVE.media(mediaId)) : null);
   }
 
   /** The inspection an event id belongs to, live or pruned. */
   async findByEventId(eventId: string): Promise<InspectionView | null> {
-    return this.byEventId(eventId) ?? this.#archivedBy(ARCHIVE.event(eventId));
+    return this.byEventId(eventId) ?? (isId("evt", eventId) ? this.#archivedBy(ARCHIVE.event(eventId)) : null);
   }
 
   async #archived(id: string): Promise<InspectionView | null> {
@@ -232,6 +240,33 @@ export class InspectionRecords {
   async #archivedBy(pointer: string): Promise<InspectionView | null> {
     const id = await this.#archive?.get(pointer);
     return id ? this.#archived(id.toString("utf8")) : null;
+  }
+
+  /**
+   * The pruned inspections a list of `scope` with `filter` shows, in its order, at most its limit:
+   * their position (created, id) only, read from the archive's index by name, page by page.
+   */
+  async archivedPage(scope: Scope, filter: ListFilter): Promise<{ createdAt: number; id: string }[]> {
+    if (!this.#archive) return [];
+    const folder = archiveFolder(scope);
+    const found: { createdAt: number; id: string }[] = [];
+    for (let after = startAfter(filter); ; ) {
+      const names = await this.#archive.list(folder, after, INDEX_PAGE);
+      for (const name of names) {
+        const entry = parseEntry(name);
+        if (!entry) continue;
+        if (pastTheEnd(entry, filter)) return found;
+        if (entryMatches(entry, filter)) found.push({ createdAt: entry.second * 1000, id: entry.id });
+        if (found.length >= filter.limit) return found;
+      }
+      if (names.length < INDEX_PAGE) return found;
+      after = names.at(-1)!;
+    }
+  }
+
+  /** The pruned inspection, from the archive. */
+  archived(id: string): Promise<InspectionView | null> {
+    return this.#archived(id);
   }
 
   /**
@@ -262,7 +297,11 @@ export class InspectionRecords {
       ...v.store.media.map((m) => ARCHIVE.media(m.id)),
       ...[v.capture.createdEvent, ...v.store.events].map((e) => ARCHIVE.event(e.id)),
     ];
-    await Promise.all(pointers.map((key) => this.#archive!.put(key, text(id), "text/plain")));
+    await Promise.all([
+      ...pointers.map((key) => this.#archive!.put(key, text(id), "text/plain")),
+      // Listed from here once pruned (archive-index.ts): the name is the entry.
+      this.#archive.put(archiveFolder(v.record) + entryName(v.record), Buffer.alloc(0), "application/octet-stream"),
+    ]);
     const { managedFields: _, ...metadata } = v.object.metadata ?? {};
     await this.#archive.put(ARCHIVE.inspection(id), text(JSON.stringify({ ...v.object, metadata })), "application/json");
     try {

@@ -71,14 +71,23 @@ export class KubernetesInspectionStore implements InspectionStore {
     return r ? structuredClone(r) : null;
   }
 
+  /**
+   * What is in the cluster and what was pruned (the archive's index), merged in the list's order;
+   * only the page's pruned inspections are read from the archive. One both live and archived (its
+   * prune under way) is the live one.
+   */
   async list(scope: Scope, filter: ListFilter): Promise<InspectionRecord[]> {
-    return this.#records
+    const live = this.#records
       .all()
       .map((v) => v.record)
       .filter((r) => listed(r, scope, filter))
       .sort(newestFirst)
-      .slice(0, filter.limit)
-      .map((r) => structuredClone(r));
+      .slice(0, filter.limit);
+    const liveIds = new Set(live.map((r) => r.id));
+    const archived = (await this.#records.archivedPage(scope, filter)).filter((a) => !liveIds.has(a.id));
+    const page: ({ createdAt: number; id: string } | InspectionRecord)[] = [...live, ...archived].sort(newestFirst).slice(0, filter.limit);
+    const records = await Promise.all(page.map(async (p) => ("status" in p ? p : (await this.#records.archived(p.id))?.record)));
+    return records.filter((r): r is InspectionRecord => r !== undefined).map((r) => structuredClone(r));
   }
 
   async countByStatus(): Promise<Map<Status, number>> {

@@ -1,5 +1,5 @@
 import { Readable } from "node:stream";
-import { checkedBlobKey } from "../../blob-keys.ts";
+import { byteOrder, checkedBlobKey } from "../../blob-keys.ts";
 import type { BlobStore } from "../../ports/blob-store.ts";
 
 /** Blobs in a map: for evaluation runs and tests, where nothing needs to outlive the process. */
@@ -28,6 +28,15 @@ export class MemoryBlobStore implements BlobStore {
 
   async delete(key: string): Promise<void> {
     this.#blobs.delete(checkedBlobKey(key));
+  }
+
+  async list(folder: string, startAfter: string | null, limit: number): Promise<string[]> {
+    const inFolder = [...this.#blobs.keys()].filter((k) => k.startsWith(folder) && !k.slice(folder.length).includes("/"));
+    return byteOrder(
+      inFolder.map((k) => k.slice(folder.length)),
+      startAfter,
+      limit,
+    );
   }
 
   get size(): number {

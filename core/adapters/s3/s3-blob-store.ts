@@ -1,4 +1,4 @@
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import type { Readable } from "node:stream";
 import { checkedBlobKey } from "../../blob-keys.ts";
 import type { S3Config } from "../../config.ts";
@@ -129,5 +129,21 @@ export class S3BlobStore implements BlobStore {
     const Key = checkedBlobKey(key);
     // S3 answers a delete of a missing key with success, as the other adapters do.
     await this.#call(() => this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key })));
+  }
+  async list(folder: string, startAfter: string | null, limit: number): Promise<string[]> {
+    const Prefix = checkedBlobKey(folder);
+    const listed = await this.#call(() =>
+      this.#client.send(
+        new ListObjectsV2Command({
+          Bucket: this.#bucket,
+          Prefix,
+          // Only what is directly in the folder: deeper keys are rolled up under CommonPrefixes.
+          Delimiter: "/",
+          StartAfter: startAfter === null ? undefined : Prefix + startAfter,
+          MaxKeys: limit,
+        }),
+      ),
+    );
+    return (listed.Contents ?? []).map((o) => o.Key!.slice(Prefix.length));
   }
 }
