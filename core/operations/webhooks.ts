@@ -54,8 +54,15 @@ export async function resendEvent(s: Pick<Services, "events" | "clock" | "signal
     s.signals.deliveryDue();
     return resent;
   }
-  if (!(await s.events.get(scope, eventId))) throw notFound("event", eventId);
-  throw new ApiError("event_not_deliverable", `The event ${eventId} cannot be sent: its inspection has no notify_url.`);
+  const found = await s.events.get(scope, eventId);
+  if (!found) throw notFound("event", eventId);
+  throw new ApiError(
+    "event_not_deliverable",
+    found.notifyUrl === null
+      ? `The event ${eventId} cannot be sent: its inspection has no notify_url.`
+      : // Only the cluster's store refuses one with a URL: its inspection's resource is pruned.
+        `The event ${eventId} can no longer be sent: its inspection finished longer ago than the retention period and is archived.`,
+  );
 }
 
 /**

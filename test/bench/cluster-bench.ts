@@ -2,8 +2,9 @@
  * `npm run bench:cluster`: the cluster mode on one machine against the embedded mode, in one run.
  * Real servers (nats-server and versitygw, built from the Go module proxy as the tests build them),
  * real photos, the shipped models. Prints inspections completed per minute and p50/p99 from submit to
- * the completed webhook with 1, 2 and 4 inference workers and with the embedded mode; then create and
- * GET-by-id throughput of the cluster API beside the embedded one. A benchmark: it asserts nothing.
+ * the completed webhook with 1, 2 and 4 inference workers, with the inspections as Inspection
+ * resources on a real kube-apiserver (INSPECTION_STORE=kubernetes), and with the embedded mode; then
+ * create and GET-by-id throughput of the cluster APIs beside the embedded one. A benchmark: it asserts nothing.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,6 +16,7 @@ import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { buildGoServers, startNatsServer, startVersityGw } from "../helpers/go-servers.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
 import { freePort, VALID_VIN, withModels } from "../helpers/service.ts";
+import { startControlPlane } from "../helpers/kube-control-plane.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
 import { WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
@@ -69,14 +71,21 @@ async function embedded(): Promise<Setup> {
   };
 }
 
-async function cluster(workers: number): Promise<Setup> {
-  const [nats, s3] = await Promise.all([startNatsServer(), startVersityGw()]);
+/** The cluster mode; with `kubernetes`, its inspections kept as Inspection resources on a real kube-apiserver. */
+async function cluster(workers: number, kubernetes = false): Promise<Setup> {
+  const [nats, s3, plane] = await Promise.all([startNatsServer(), startVersityGw(), kubernetes ? startControlPlane() : null]);
+  if (plane) {
+    await plane.kubectl("apply", "--server-side", "-f", join(import.meta.dirname, "../../crds/inspections.yaml"));
+    await plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    await plane.kubectl("create", "namespace", "bench");
+  }
   const { env: base, url, dataDir } = await baseEnv();
   const env = {
     ...base,
     NATS_URL: nats.url,
     METRICS_PORT: "0",
     ...s3.clientEnv,
+    ...(plane ? { KUBECONFIG: plane.kubeconfig, INSPECTION_STORE: "kubernetes", POD_NAMESPACE: "bench" } : {}),
   };
   const processes = await Promise.all([
     started(env, "api", "api workload started"),
@@ -89,7 +98,7 @@ async function cluster(workers: number): Promise<Setup> {
     processes,
     cleanup: async () => {
       await Promise.all(processes.map((p) => p.stop()));
-      await Promise.all([nats.close(), s3.close()]);
+      await Promise.all([nats.close(), s3.close(), plane?.close()]);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
@@ -164,6 +173,7 @@ for (const [name, make] of [
   ["cluster, 1 inference worker", () => cluster(1)],
   ["cluster, 2 inference workers", () => cluster(2)],
   ["cluster, 4 inference workers", () => cluster(4)],
+  ["cluster, Inspection resources as the store, 1 inference worker", () => cluster(1, true)],
 ] as const) {
   const setup = await make();
   try {
@@ -173,7 +183,7 @@ for (const [name, make] of [
     if (name.includes("embedded") || name.includes("1 inference")) {
       const a = await apiLoad(setup, key);
       apiRows.push(
-        `| ${name.split(",")[0]!.split(" (")[0]} | ${a.createRps.toFixed(0)} | ${a.createP99} | ${a.getRps.toFixed(0)} | ${a.getP99} |`,
+        `| ${name.replace(", 1 inference worker", "").split(" (")[0]} | ${a.createRps.toFixed(0)} | ${a.createP99} | ${a.getRps.toFixed(0)} | ${a.getP99} |`,
       );
     }
   } finally {

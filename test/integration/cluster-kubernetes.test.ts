@@ -241,5 +241,9 @@ describe("cluster mode with the Inspection resources as the store, under the cha
     const event = await events(`/v1/events/${delivered.id}`);
     expect(event.status).toBe(200);
     expect((await event.json()).id).toBe(delivered.id);
+    // Found, but not sent again: its deliveries were settled before the prune, and the record is archived.
+    const resend = await events(`/v1/events/${delivered.id}/resend`, { method: "POST" });
+    expect(resend.status).toBe(409);
+    expect((await resend.json()).error).toMatchObject({ code: "event_not_deliverable", message: expect.stringContaining("archived") });
   });
 });

@@ -20,10 +20,13 @@ const render = (...set: string[]) => {
 };
 
 describe("the Helm chart", () => {
-  it("passes helm lint --strict", () => {
-    const r = spawnSync(helm, ["lint", "--strict", CHART, "--set", "publicUrl=https://inspect.example.com"], { encoding: "utf8" });
-    expect(r.stdout + r.stderr).toContain("0 chart(s) failed");
-    expect(r.status).toBe(0);
+  it("passes helm lint --strict, in embedded and in cluster mode", () => {
+    const cluster = ["mode=cluster", "nats.url=nats://nats:4222", "s3.bucket=vi-photos", "detection.jobs.enabled=true"];
+    for (const values of [["publicUrl=https://inspect.example.com"], ["publicUrl=https://inspect.example.com", ...cluster]]) {
+      const r = spawnSync(helm, ["lint", "--strict", CHART, ...values.flatMap((v) => ["--set", v])], { encoding: "utf8" });
+      expect(r.stdout + r.stderr).toContain("0 chart(s) failed");
+      expect(r.status).toBe(0);
+    }
   });
 
   it("refuses values its schema does not know or allow, saying which (values.schema.json)", () => {
