@@ -13,7 +13,7 @@ import { workloadServices } from "../cluster-services.ts";
 import { storeAnswers } from "../../core/net/probe-routes.ts";
 import { startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
-import { startOperator, startPruning } from "./workloads.ts";
+import { startOperator, startUpkeep } from "./workloads.ts";
 
 /**
  * `vehicle-inspection operator`: the controller and webhook delivery, alone. With NATS_URL,
@@ -49,7 +49,7 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
   const resources = config.inspectionResources
     ? (await import("./inspection-resources.ts")).startInspectionResources(config, s, log)
     : null;
-  const pruner = startPruning(s, config, log);
+  const upkeep = startUpkeep(s, config, log);
   log.info({ nats: config.natsUrl !== null, blobs: config.blobs.kind, metrics_port: probes.port }, "operator workload started");
   return {
     port: probes.port,
@@ -57,7 +57,7 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
       await probes.close();
       await jobs?.stop();
       await resources?.stop();
-      await pruner?.stop();
+      await upkeep?.stop();
       await loops.close();
       await bus?.close();
       await lease?.release();

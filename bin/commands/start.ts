@@ -6,7 +6,7 @@ import { workloadServices } from "../cluster-services.ts";
 import { storeAnswers } from "../../core/net/probe-routes.ts";
 import { startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
-import { startHttp, startOperator, startPruning } from "./workloads.ts";
+import { startHttp, startOperator, startUpkeep } from "./workloads.ts";
 
 /**
  * `vehicle-inspection start`: the whole service in one process (embedded mode). With NATS_URL its
@@ -27,7 +27,7 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
   const resources = config.inspectionResources
     ? (await import("./inspection-resources.ts")).startInspectionResources(config, s, log)
     : null;
-  const pruner = startPruning(s, config, log);
+  const upkeep = startUpkeep(s, config, log);
   const http = await startHttp(s, config, log);
   const probes = await startProbeServer(config, s.metrics, () => storeAnswers(s), log);
   const started = { port: http.port, metrics_port: probes.port, data_dir: config.dataDir, public_url: config.publicUrl };
@@ -39,7 +39,7 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
     await probes.close();
     await jobs?.stop();
     await resources?.stop();
-    await pruner?.stop();
+    await upkeep?.stop();
     await operator.close();
     await s.close();
     log.info("vehicle inspection service stopped");

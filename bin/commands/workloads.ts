@@ -9,7 +9,7 @@ import { deleteInspectionModelInputs } from "../../inference/detection/model-inp
 import { BusWebhookDispatcher } from "../../operator/bus-webhook-dispatcher.ts";
 import { consumeIntents } from "../../core/intents-over-bus.ts";
 import { Controller } from "../../operator/controller.ts";
-import { startInspectionPruner } from "../../operator/inspection-pruner.ts";
+import { startInspectionUpkeep } from "../../operator/inspection-upkeep.ts";
 import type { WorkloadServices } from "../cluster-services.ts";
 import { type DispatcherOptions, WebhookDispatcher } from "../../operator/webhook-dispatcher.ts";
 
@@ -93,21 +93,21 @@ export async function startOperator(
   };
 }
 
-/** How often finished inspections are looked for to prune. */
-const PRUNE_EVERY_MS = 5_000;
+/** How often the Inspection resources are looked over (new ones to show, finished ones to prune). */
+const UPKEEP_EVERY_MS = 2_000;
 
-/** Where the Inspection resources are the store, the pruning of finished ones (operator/inspection-pruner.ts); else nothing. */
-export function startPruning(
+/** Where the Inspection resources are the store, their upkeep (operator/inspection-upkeep.ts); else nothing. */
+export function startUpkeep(
   s: Pick<WorkloadServices, "inspectionRecords" | "clock">,
   config: Config,
   log: Logger,
 ): { stop(): Promise<void> } | null {
   if (!s.inspectionRecords) return null;
-  return startInspectionPruner({
+  return startInspectionUpkeep({
     records: s.inspectionRecords,
     retentionMs: config.resourceRetentionMs,
-    everyMs: PRUNE_EVERY_MS,
+    everyMs: UPKEEP_EVERY_MS,
     clock: s.clock,
-    log: log.child({ component: "pruner" }),
+    log: log.child({ component: "inspection-upkeep" }),
   });
 }

@@ -137,6 +137,13 @@ describe("cluster mode with the Inspection resources as the store, under the cha
     const created = await a("/v1/inspections", { method: "POST", body });
     expect(created.status).toBe(201);
     const inspection = await created.json();
+    // The api cannot write status: the operator gives the new resource its phase, for kubectl.
+    await until(
+      "the new resource's phase shown",
+      () => k.kubectlResult(["get", "inspection", inspection.id.replace("_", "-"), "-n", NAMESPACE, "-o", "jsonpath={.status.phase}"]),
+      (r) => r.stdout === "created",
+      10_000,
+    );
     // The other replica serves it at once, before its own watch may have brought it.
     const onB = await b(`/v1/inspections/${inspection.id}`);
     expect(onB.status).toBe(200);

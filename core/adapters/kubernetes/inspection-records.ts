@@ -242,6 +242,16 @@ export class InspectionRecords {
     return id ? this.#archived(id.toString("utf8")) : null;
   }
 
+  /** Inspections whose resource has no status yet: made by the api, not yet written by the controller. */
+  unshown(): InspectionView[] {
+    return this.all().filter((v) => v.object.status === undefined);
+  }
+
+  /** Writes the status of an inspection that has none: what `kubectl get` shows for it. */
+  show(id: string): Promise<void> {
+    return this.updateStatus(id, undefined, (v) => ({ answer: undefined, store: v.object.status === undefined ? v.store : undefined }));
+  }
+
   /**
    * The pruned inspections a list of `scope` with `filter` shows, in its order, at most its limit:
    * their position (created, id) only, read from the archive's index by name, page by page.

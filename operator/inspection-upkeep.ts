@@ -1,0 +1,36 @@
+import type { Logger } from "pino";
+import type { InspectionRecords } from "../core/adapters/kubernetes/inspection-records.ts";
+import type { Clock } from "../core/time.ts";
+import { repeat } from "./repeat.ts";
+
+export type InspectionUpkeepOptions = {
+  records: Pick<InspectionRecords, "unshown" | "show" | "prunable" | "prune">;
+  /** How long a finished inspection's resource stays. */
+  retentionMs: number;
+  everyMs: number;
+  clock: Clock;
+  log: Logger;
+};
+
+/**
+ * Where the Inspection resources are the store (INSPECTION_STORE=kubernetes), what the leading
+ * operator does for them besides moving them:
+ * - a resource the api has just made has no status (the api's account may not write it), so
+ *   `kubectl get inspections` would show no phase until its first move: its status is written;
+ * - a finished one is pruned after the retention, so etcd holds what is current and not every
+ *   inspection ever made. Each is archived to the blob store first and read from there from then on:
+ *   its record, report, photos and events stay readable through the API.
+ */
+export function startInspectionUpkeep(o: InspectionUpkeepOptions): { stop(): Promise<void> } {
+  return repeat(
+    async () => {
+      for (const v of o.records.unshown()) await o.records.show(v.record.id);
+      for (const v of o.records.prunable(o.clock.now(), o.retentionMs)) {
+        const pruned = await o.records.prune(v);
+        if (pruned) o.log.info({ inspection_id: v.record.id }, "finished inspection's resource pruned; its record is archived");
+      }
+    },
+    o.everyMs,
+    (err) => o.log.warn({ err }, "keeping the Inspection resources failed; trying again"),
+  );
+}
