@@ -1,4 +1,5 @@
 import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { newestFirst } from "../../domain/inspection-queries.ts";
 import { isTerminal } from "../../domain/state-machine.ts";
 import { isId } from "../../ids.ts";
 import type { BlobStore } from "../../ports/blob-store.ts";
@@ -159,6 +160,7 @@ export class InspectionRecords {
   readonly #archive: BlobStore | null;
   readonly #views = new WeakMap<InspectionResource, InspectionView | null>();
   #ordered: { at: number; events: EventView[] } | null = null;
+  #newest: { at: number; records: InspectionRecord[] } | null = null;
   #index: { at: number; tokens: Map<string, string>; media: Map<string, string>; events: Map<string, string> } | null = null;
   /** Conflicts met and written through, for the tests and the log. */
   conflicts = 0;
@@ -342,6 +344,19 @@ export class InspectionRecords {
   byEventId(eventId: string): InspectionView | null {
     const id = this.#indexes().events.get(eventId);
     return id === undefined ? null : this.byId(id);
+  }
+
+  /** Every inspection in the list's order (newest first), sorted again only after the cache has changed. */
+  newestFirst(): readonly InspectionRecord[] {
+    if (this.#newest?.at !== this.#cache.changes) {
+      this.#newest = {
+        at: this.#cache.changes,
+        records: this.all()
+          .map((v) => v.record)
+          .sort(newestFirst),
+      };
+    }
+    return this.#newest.records;
   }
 
   /** Every event of every inspection in the order appended (by stamp), sorted again only after the cache has changed. */

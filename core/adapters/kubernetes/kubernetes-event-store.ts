@@ -58,11 +58,14 @@ export class KubernetesEventStore implements EventStore {
       if (!cursor || !inScope(cursor, scope)) return null;
       before = cursor.event.seq;
     }
-    return this.#all()
-      .filter((e) => inScope(e, scope) && e.event.seq < before)
-      .reverse()
-      .slice(0, limit)
-      .map(eventRecord);
+    // Newest first: from the end, until the page is full.
+    const all = this.#all();
+    const page: EventRecord[] = [];
+    for (let i = all.length - 1; i >= 0 && page.length < limit; i--) {
+      const e = all[i]!;
+      if (e.event.seq < before && inScope(e, scope)) page.push(eventRecord(e));
+    }
+    return page;
   }
 
   async get(scope: Scope, id: string): Promise<EventRecord | null> {

@@ -77,12 +77,11 @@ export class KubernetesInspectionStore implements InspectionStore {
    * prune under way) is the live one.
    */
   async list(scope: Scope, filter: ListFilter): Promise<InspectionRecord[]> {
-    const live = this.#records
-      .all()
-      .map((v) => v.record)
-      .filter((r) => listed(r, scope, filter))
-      .sort(newestFirst)
-      .slice(0, filter.limit);
+    const live: InspectionRecord[] = [];
+    for (const r of this.#records.newestFirst()) {
+      if (live.length >= filter.limit) break;
+      if (listed(r, scope, filter)) live.push(r);
+    }
     const liveIds = new Set(live.map((r) => r.id));
     const archived = (await this.#records.archivedPage(scope, filter)).filter((a) => !liveIds.has(a.id));
     const page: ({ createdAt: number; id: string } | InspectionRecord)[] = [...live, ...archived].sort(newestFirst).slice(0, filter.limit);
