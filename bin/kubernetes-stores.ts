@@ -5,10 +5,7 @@ import { KubernetesInspectionStore } from "../core/adapters/kubernetes/kubernete
 import type { Config } from "../core/config.ts";
 import type { Metrics } from "../core/metrics.ts";
 import type { BlobStore } from "../core/ports/blob-store.ts";
-import { kubeConfig } from "./commands/kube-config.ts";
-
-/** A full relist this often besides the watch, as informers resync. */
-const RELIST_MS = 5 * 60_000;
+import { kubeConfig, logCacheErrors } from "./commands/kube-config.ts";
 
 /**
  * INSPECTION_STORE=kubernetes: inspections and their events as the Inspection resources of
@@ -18,9 +15,8 @@ const RELIST_MS = 5 * 60_000;
  */
 export async function kubernetesStores(config: Config, log: Logger, metrics: Metrics, archive: BlobStore) {
   const records = await InspectionRecords.open(kubeConfig(), config.namespace, {
-    relistMs: RELIST_MS,
     archive,
-    onError: (err, retryInMs) => log.warn({ err, retry_in_ms: retryInMs }, "listing or watching Inspection resources failed; again"),
+    onError: logCacheErrors(log, "Inspection resources"),
   });
   metrics.informerStaleness("inspections", () => records.staleMs() / 1000);
   log.info({ namespace: config.namespace }, "inspections kept as Inspection resources");

@@ -180,7 +180,7 @@ export type Config = {
   /** How long a finished inspection's resource stays before it is pruned, as the store or as its projection. */
   resourceRetentionMs: number;
   /** Inspection resources kept in `namespace` (operator/inspection-projector.ts); null: none. */
-  inspectionResources: { retentionMs: number } | null;
+  inspectionResources: boolean;
   /** An inference worker idle this long exits 0 (a Job's pod); null: never. */
   inferenceExitWhenIdleMs: number | null;
   models: {
@@ -288,7 +288,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     namespace: e.POD_NAMESPACE,
     inspectionStore: e.INSPECTION_STORE,
     resourceRetentionMs: e.INSPECTION_RESOURCES_RETENTION_SECONDS * 1000,
-    inspectionResources: e.INSPECTION_RESOURCES ? { retentionMs: e.INSPECTION_RESOURCES_RETENTION_SECONDS * 1000 } : null,
+    inspectionResources: e.INSPECTION_RESOURCES,
     inferenceExitWhenIdleMs: e.INFERENCE_EXIT_WHEN_IDLE_MS ?? null,
     models: {
       damageModel: modelPath(e.DAMAGE_MODEL),

@@ -1,5 +1,5 @@
 import { CustomObjectsApi } from "@kubernetes/client-node";
-import { kubeConfig } from "./kube-config.ts";
+import { kubeConfig, logCacheErrors } from "./kube-config.ts";
 import type { Logger } from "pino";
 import type { Config } from "../../core/config.ts";
 import type { Metrics } from "../../core/metrics.ts";
@@ -7,9 +7,6 @@ import type { InspectionStore } from "../../core/ports/inspection-store.ts";
 import type { Clock } from "../../core/time.ts";
 import { InspectionProjector } from "../../operator/inspection-projector.ts";
 import { inspectionCache } from "../../core/adapters/kubernetes/inspection-cache.ts";
-
-/** A full relist this often besides the watch. */
-const RELIST_MS = 5 * 60_000;
 
 /**
  * The Inspection resources (INSPECTION_RESOURCES), kept by the leading `operator` or by `start`: the
@@ -22,10 +19,7 @@ export function startInspectionResources(
   log: Logger,
 ): { stop(): Promise<void> } {
   const kc = kubeConfig();
-  const cache = inspectionCache(kc, config.namespace, {
-    relistMs: RELIST_MS,
-    onError: (err, retryInMs) => log.warn({ err, retry_in_ms: retryInMs }, "listing or watching Inspection resources failed; again"),
-  });
+  const cache = inspectionCache(kc, config.namespace, { onError: logCacheErrors(log, "Inspection resources") });
   // Not awaited: the service starts while the API server is away (or the CRD not installed yet); the
   // projector waits for the first list, and the failures are logged as they happen.
   void cache.start();
@@ -35,7 +29,7 @@ export function startInspectionResources(
     api: kc.makeApiClient(CustomObjectsApi),
     cache,
     namespace: config.namespace,
-    retentionMs: config.inspectionResources!.retentionMs,
+    retentionMs: config.resourceRetentionMs,
     pollMs: Math.max(config.controllerPollMs, 250),
     clock: s.clock,
     log: log.child({ component: "inspection-resources" }),

@@ -9,6 +9,10 @@ import { isCaptureOpen } from "./state-machine.ts";
 
 const second = (ms: number) => Math.floor(ms / 1000);
 
+/** Whether a record (an inspection, an event, a media) belongs to the scope: its account and environment. */
+export const inScope = (owned: { accountId: string; livemode: boolean }, scope: Scope): boolean =>
+  owned.accountId === scope.accountId && owned.livemode === scope.livemode;
+
 /** Lists' order: created_at in whole seconds, then id, both descending. Negative: `a` comes first. */
 export function newestFirst(a: { createdAt: number; id: string }, b: { createdAt: number; id: string }): number {
   return second(b.createdAt) - second(a.createdAt) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
@@ -22,8 +26,7 @@ export function byChange(a: { updatedAt: number; id: string }, b: { updatedAt: n
 /** Whether a list of the scope with filter `f` holds `r`. */
 export function listed(r: InspectionRecord, scope: Scope, f: ListFilter): boolean {
   return (
-    r.accountId === scope.accountId &&
-    r.livemode === scope.livemode &&
+    inScope(r, scope) &&
     (f.after === undefined || newestFirst(f.after, r) < 0) &&
     (f.status === undefined || r.status === f.status) &&
     (f.reference === undefined || r.reference === f.reference) &&

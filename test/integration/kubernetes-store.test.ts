@@ -85,10 +85,15 @@ describe("the Kubernetes inspection store beyond its contract", () => {
     ]);
     expect(results.slice(0, angles.length)).toEqual(angles.map(() => ({ accepted: true, replaced: null })));
     expect(a.conflicts + b.conflicts).toBeGreaterThan(0);
+    // Each replica's cache gets the last of the writes, whichever it was, a moment later.
     await until(
-      "both replicas see every photo",
-      async () => [await onA.photos(r.id), await onB.photos(r.id)],
-      (seen) => seen.every((p) => p.length === angles.length),
+      "both replicas see every write",
+      async () => [await onA.photos(r.id), await onB.photos(r.id), await onA.getById(r.id)] as const,
+      ([onAPhotos, onBPhotos, seen]) =>
+        onAPhotos.length === angles.length &&
+        onBPhotos.length === angles.length &&
+        seen?.openedAt !== null &&
+        seen?.status === "in_progress",
     );
     const after = (await onA.getById(r.id))!;
     expect(after).toMatchObject({ status: "in_progress", vinObserved: r.vin });

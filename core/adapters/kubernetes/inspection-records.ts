@@ -142,8 +142,15 @@ export const ARCHIVE = {
 /** Names read from the archive's index at a time. */
 const INDEX_PAGE = 1000;
 
-/** How many times a write met a newer version (409) and was made again on it before giving up. */
-const MAX_CONFLICTS = 20;
+/**
+ * A write that meets a newer version (409) is made again on it after a jittered pause (up to
+ * CONFLICT_PAUSE_MS, doubling from 10 ms), so that writers racing on one inspection spread out
+ * instead of colliding again at once, as client-go's RetryOnConflict does; it gives up only once
+ * CONFLICT_GIVE_UP_MS have passed. A count alone gave up: 27 writers racing on one inspection
+ * can each lose 26 times.
+ */
+const CONFLICT_PAUSE_MS = 200;
+const CONFLICT_GIVE_UP_MS = 15_000;
 
 /**
  * The Inspection resources of a namespace as the inspection store's data, for
@@ -179,9 +186,9 @@ export class InspectionRecords {
   static async open(
     kc: KubeConfig,
     namespace: string,
-    options: { relistMs?: number; onError?: (error: unknown, retryInMs: number) => void; archive?: BlobStore } = {},
+    options: { onError?: (error: unknown, retryInMs: number) => void; archive?: BlobStore } = {},
   ): Promise<InspectionRecords> {
-    const cache = inspectionCache(kc, namespace, { relistMs: options.relistMs ?? 300_000, onError: options.onError });
+    const cache = inspectionCache(kc, namespace, { onError: options.onError });
     await cache.start();
     return new InspectionRecords(kc.makeApiClient(CustomObjectsApi), cache, namespace, options.archive ?? null);
   }
@@ -221,7 +228,7 @@ export class InspectionRecords {
     if (!isId("insp", id)) return null;
     const fetched = await this.#fetch(resourceName(id));
     if (fetched) return this.view(fetched);
-    return this.#archived(id);
+    return this.archived(id);
   }
 
   /** The inspection a media id belongs to, live or pruned. */
@@ -234,14 +241,15 @@ export class InspectionRecords {
     return this.byEventId(eventId) ?? (isId("evt", eventId) ? this.#archivedBy(ARCHIVE.event(eventId)) : null);
   }
 
-  async #archived(id: string): Promise<InspectionView | null> {
+  /** The pruned inspection, from the archive. */
+  async archived(id: string): Promise<InspectionView | null> {
     const bytes = await this.#archive?.get(ARCHIVE.inspection(id));
     return bytes ? this.view(JSON.parse(bytes.toString("utf8")) as InspectionResource) : null;
   }
 
   async #archivedBy(pointer: string): Promise<InspectionView | null> {
     const id = await this.#archive?.get(pointer);
-    return id ? this.#archived(id.toString("utf8")) : null;
+    return id ? this.archived(id.toString("utf8")) : null;
   }
 
   /** Inspections whose resource has no status yet: made by the api, not yet written by the controller. */
@@ -274,11 +282,6 @@ export class InspectionRecords {
       if (names.length < INDEX_PAGE) return found;
       after = names.at(-1)!;
     }
-  }
-
-  /** The pruned inspection, from the archive. */
-  archived(id: string): Promise<InspectionView | null> {
-    return this.#archived(id);
   }
 
   /**
@@ -471,6 +474,7 @@ export class InspectionRecords {
   ): Promise<R> {
     const name = resourceName(id);
     let object = this.#cache.get(this.namespace, name) ?? (await this.#fetch(name));
+    const giveUpAt = Date.now() + CONFLICT_GIVE_UP_MS;
     for (let conflicts = 0; ; conflicts++) {
       const v = object && this.view(object);
       if (!v) return missing;
@@ -482,8 +486,10 @@ export class InspectionRecords {
       } catch (error) {
         const status = apiStatus(error);
         if (status === NOT_FOUND) return missing;
-        if (status !== CONFLICT || conflicts >= MAX_CONFLICTS) throw error;
+        if (status !== CONFLICT || Date.now() > giveUpAt) throw error;
         this.conflicts++;
+        const pause = Math.min(10 * 2 ** conflicts, CONFLICT_PAUSE_MS);
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * pause));
         // The cache may not have the newer version yet: read it from the API server.
         object = await this.#fetch(name);
       }

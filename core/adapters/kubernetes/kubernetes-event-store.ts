@@ -1,9 +1,10 @@
+import { inScope as ownedBy } from "../../domain/inspection-queries.ts";
 import type { EventStore } from "../../ports/event-store.ts";
 import type { DeliveryAttemptRecord, EventRecord, Scope } from "../../ports/records.ts";
 import type { StoredDelivery } from "../../schemas/inspection-resource.ts";
 import { type EventView, type InspectionRecords, withCapture } from "./inspection-records.ts";
 
-const inScope = (e: EventView, scope: Scope) => e.view.record.accountId === scope.accountId && e.view.record.livemode === scope.livemode;
+const inScope = (e: EventView, scope: Scope) => ownedBy(e.view.record, scope);
 
 function eventRecord({ event, delivery, view }: EventView): EventRecord {
   const r = view.record;
@@ -40,11 +41,6 @@ export class KubernetesEventStore implements EventStore {
     this.#records = records;
   }
 
-  /** Every event, in the order appended (by stamp). */
-  #all(): readonly EventView[] {
-    return this.#records.eventsInOrder();
-  }
-
   /** The event, live or of a pruned inspection. */
   async #find(id: string): Promise<EventView | undefined> {
     const v = await this.#records.findByEventId(id);
@@ -59,7 +55,7 @@ export class KubernetesEventStore implements EventStore {
       before = cursor.event.seq;
     }
     // Newest first: from the end, until the page is full.
-    const all = this.#all();
+    const all = this.#records.eventsInOrder();
     const page: EventRecord[] = [];
     for (let i = all.length - 1; i >= 0 && page.length < limit; i--) {
       const e = all[i]!;
@@ -91,7 +87,8 @@ export class KubernetesEventStore implements EventStore {
   }
 
   async due(now: number, limit: number): Promise<EventRecord[]> {
-    return this.#all()
+    return this.#records
+      .eventsInOrder()
       .filter((e) => pending(e) && e.delivery.nextAttemptAt !== null && e.delivery.nextAttemptAt <= now)
       .sort((a, b) => a.delivery.nextAttemptAt! - b.delivery.nextAttemptAt!)
       .slice(0, limit)
@@ -133,14 +130,16 @@ export class KubernetesEventStore implements EventStore {
   }
 
   async unpublished(limit: number): Promise<EventRecord[]> {
-    return this.#all()
+    return this.#records
+      .eventsInOrder()
       .filter((e) => pending(e) && !published(e))
       .slice(0, limit)
       .map(eventRecord);
   }
 
   async stalled(dueBefore: number, limit: number): Promise<EventRecord[]> {
-    return this.#all()
+    return this.#records
+      .eventsInOrder()
       .filter((e) => pending(e) && published(e) && (e.delivery.nextAttemptAt ?? 0) < dueBefore)
       .sort((a, b) => (a.delivery.nextAttemptAt ?? 0) - (b.delivery.nextAttemptAt ?? 0))
       .slice(0, limit)

@@ -1,4 +1,4 @@
-import { byChange, listed, moved, needsReconcile, newestFirst, takesPhotos } from "../../domain/inspection-queries.ts";
+import { byChange, inScope, listed, moved, needsReconcile, newestFirst, takesPhotos } from "../../domain/inspection-queries.ts";
 import type { Status } from "../../domain/state-machine.ts";
 import {
   UNSTARTED,
@@ -11,9 +11,6 @@ import {
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
 import type { CaptureRecord } from "../../schemas/inspection-resource.ts";
 import { eventStamp, type InspectionRecords, withCapture } from "./inspection-records.ts";
-
-const inScope = (r: { accountId: string; livemode: boolean }, scope: Scope) =>
-  r.accountId === scope.accountId && r.livemode === scope.livemode;
 
 /**
  * The inspection store of cluster mode: every inspection is an `Inspection` resource (its name the
@@ -57,8 +54,8 @@ export class KubernetesInspectionStore implements InspectionStore {
   }
 
   async get(scope: Scope, id: string): Promise<InspectionRecord | null> {
-    const r = (await this.#records.find(id))?.record;
-    return r && inScope(r, scope) ? structuredClone(r) : null;
+    const r = await this.getById(id);
+    return r && inScope(r, scope) ? r : null;
   }
 
   async getById(id: string): Promise<InspectionRecord | null> {

@@ -1,8 +1,7 @@
+import { inScope } from "../../domain/inspection-queries.ts";
 import type { EventStore } from "../../ports/event-store.ts";
 import type { DeliveryAttemptRecord, EventRecord, InspectionRecord, Scope } from "../../ports/records.ts";
 import { constraint, snapshot, type MemoryState } from "./memory-state.ts";
-
-const inScope = (e: EventRecord, scope: Scope) => e.accountId === scope.accountId && e.livemode === scope.livemode;
 
 /**
  * Appends an event to the outbox, delivered where the inspection has a notify_url. Checks before it
