@@ -94,6 +94,52 @@ def whole_car_negatives(root, size):
     return [_letterboxed(Image.open(os.path.join(folder, f)).convert("RGB"), size) for f in files]
 
 
+# inference/detection/tiles.ts's overlap: the tiles trained on are the tiles the product searches.
+TILE_OVERLAP = 0.2
+
+
+def tile_regions(width, height, n):
+    """tiles.ts's tileRegions: the n x n tiles of a photo, each overlapping its neighbours."""
+    if n < 2:
+        return []
+    tw = min(width, math.ceil(width / (n - (n - 1) * TILE_OVERLAP)))
+    th = min(height, math.ceil(height / (n - (n - 1) * TILE_OVERLAP)))
+    at = lambda i, length, t: round(i * (length - t) / (n - 1))  # noqa: E731
+    return [(at(col, width, tw), at(row, height, th), tw, th) for row in range(n) for col in range(n)]
+
+
+def tiles(photo, boxes, n, size):
+    """A whole-car photo's n x n tiles, each letterboxed as the product letterboxes a tile, with the
+    boxes (class and normalised xyxy of the photo) that show enough in it, in the tile's square.
+    With DETECTION_TILES the product searches these; trained only on whole frames, the model fires
+    on clean panels seen that large, and misses damage it has never seen at that scale."""
+    W, H = photo.size
+    out = []
+    for left, top, w, h in tile_regions(W, H, n):
+        r = size / max(w, h)
+        nw, nh = max(1, round(w * r)), max(1, round(h * r))
+        px, py = (size - nw) // 2, (size - nh) // 2
+        canvas = Image.new("RGB", (size, size), (114, 114, 114))
+        canvas.paste(photo.crop((left, top, left + w, top + h)).resize((nw, nh), Image.BILINEAR), (px, py))
+        kept = []
+        for c, x1, y1, x2, y2 in boxes:
+            bx = [x1 * W, y1 * H, x2 * W, y2 * H]
+            cx1, cy1 = max(bx[0], left), max(bx[1], top)
+            cx2, cy2 = min(bx[2], left + w), min(bx[3], top + h)
+            if cx2 <= cx1 or cy2 <= cy1 or (cx2 - cx1) * (cy2 - cy1) < 0.35 * (bx[2] - bx[0]) * (bx[3] - bx[1]):
+                continue
+            kept.append([c, ((cx1 - left) * r + px) / size, ((cy1 - top) * r + py) / size, ((cx2 - left) * r + px) / size, ((cy2 - top) * r + py) / size])
+        out.append((torch.from_numpy(np.array(canvas)).permute(2, 0, 1).contiguous(), torch.tensor(kept, dtype=torch.float32).reshape(-1, 5)))
+    return out
+
+
+def whole_car_tiles(root, n, size):
+    """whole_car_negatives' photos as n x n tiles, no boxes."""
+    folder = os.path.join(root, "JPEGImages")
+    files = sorted(f for f in os.listdir(folder) if f.lower().endswith((".jpg", ".jpeg", ".png")))
+    return [img for f in files for img, _ in tiles(Image.open(os.path.join(folder, f)).convert("RGB"), [], n, size)]
+
+
 def held_out(file_name):
     """inference/evaluation/held-out.ts's rule: a fifth of car-damage-severity's source photos,
     by hash of the source name, is never trained on."""
@@ -104,10 +150,11 @@ def held_out(file_name):
     return hashlib.sha256(source.encode()).digest()[0] % 5 == 0
 
 
-def severity_folder(root, size, class_of):
+def severity_folder(root, size, class_of, n_tiles=0):
     """car-damage-severity's photos not held out, with its dent and scratch boxes as those classes
     (`class_of` maps "dent" and "scratch" to class ids). Its "broken" boxes are not CarDD classes:
-    a photo with one is left out whole, rather than teaching that a broken part is background."""
+    a photo with one is left out whole, rather than teaching that a broken part is background.
+    With `n_tiles` over 1, each photo's n x n tiles (`tiles`) are added too."""
     d = json.load(open(os.path.join(root, "annotations.json")))
     cats = {c["id"]: c["name"] for c in d["categories"]}
     by_image = {}
@@ -133,6 +180,10 @@ def severity_folder(root, size, class_of):
         img, _ = _load(os.path.join(root, "images", im["file_name"]), size)
         images.append(img)
         targets.append(torch.tensor(boxes, dtype=torch.float32).reshape(-1, 5))
+        if n_tiles > 1:
+            for tile, tile_boxes in tiles(Image.open(os.path.join(root, "images", im["file_name"])).convert("RGB"), boxes, n_tiles, size):
+                images.append(tile)
+                targets.append(tile_boxes)
     return images, targets, skipped
 
 
@@ -166,22 +217,15 @@ def background_strips(root, size, margin=8, min_px=96):
     return strips
 
 
-def augment(img, boxes, size, flip_map=None, zoom_max=1.25):
-    """Random zoom (crop in or pad out), horizontal flip and colour jitter. `flip_map` swaps class
-    ids on a flip (left_door <-> right_door for parts). A `zoom_max` over 1.25 makes half the samples
-    close-ups, zoomed in 1.25 to `zoom_max` times, as damage is photographed."""
-    img = img.float()
-    boxes = boxes.clone()
-    s = random.uniform(0.6, 1.25) if zoom_max <= 1.25 or random.random() < 0.5 else random.uniform(1.25, zoom_max)
-    new = max(8, int(size * s))
+def _place(img, boxes, size, new, ox, oy):
+    """img (3, S, S) scaled to new x new and put on a size x size canvas: cropped from (ox, oy) where
+    larger, else placed at (ox, oy) on grey. Boxes (class, normalised xyxy of img) follow it."""
     scaled = torch.nn.functional.interpolate(img[None], size=(new, new), mode="bilinear", align_corners=False)[0]
     canvas = torch.full((3, size, size), 114.0)
     if new >= size:
-        ox, oy = random.randint(0, new - size), random.randint(0, new - size)
         canvas = scaled[:, oy:oy + size, ox:ox + size]
         shift = (-ox, -oy)
     else:
-        ox, oy = random.randint(0, size - new), random.randint(0, size - new)
         canvas[:, oy:oy + new, ox:ox + new] = scaled
         shift = (ox, oy)
     if len(boxes):
@@ -195,6 +239,80 @@ def augment(img, boxes, size, flip_map=None, zoom_max=1.25):
         # the frame: on a close-up of a door, the door is still the door.
         keep = ((area1 > 0.35 * area0) | (area1 > 0.15 * size * size)) & (xyxy[:, 2] - xyxy[:, 0] > 2) & (xyxy[:, 3] - xyxy[:, 1] > 2)
         boxes = torch.cat([boxes[:, :1], xyxy / size], 1)[keep]
+    return canvas, boxes
+
+
+def mosaic(images, targets, indices, size, scale):
+    """YOLOv8's mosaic: four photos around a random centre of a 2 x size canvas, scaled by a factor
+    from `scale` about the canvas's centre and cut to size x size there, so each shows at 0.5 to 1.5
+    times its size and a damage meets other cars' panels and backgrounds around it."""
+    big = 2 * size
+    canvas = torch.full((3, big, big), 114.0)
+    xc, yc = (int(random.uniform(0.5 * size, 1.5 * size)) for _ in range(2))
+    placed = []
+    for k, j in enumerate(indices):
+        img = images[j].float()
+        s = img.shape[-1]
+        if k == 0:
+            x1a, y1a, x2a, y2a = max(xc - s, 0), max(yc - s, 0), xc, yc
+            x1b, y1b = s - (x2a - x1a), s - (y2a - y1a)
+        elif k == 1:
+            x1a, y1a, x2a, y2a = xc, max(yc - s, 0), min(xc + s, big), yc
+            x1b, y1b = 0, s - (y2a - y1a)
+        elif k == 2:
+            x1a, y1a, x2a, y2a = max(xc - s, 0), yc, xc, min(big, yc + s)
+            x1b, y1b = s - (x2a - x1a), 0
+        else:
+            x1a, y1a, x2a, y2a = xc, yc, min(xc + s, big), min(big, yc + s)
+            x1b, y1b = 0, 0
+        canvas[:, y1a:y2a, x1a:x2a] = img[:, y1b:y1b + (y2a - y1a), x1b:x1b + (x2a - x1a)]
+        t = targets[j]
+        if len(t):
+            xyxy = t[:, 1:] * s
+            xyxy[:, [0, 2]] += x1a - x1b
+            xyxy[:, [1, 3]] += y1a - y1b
+            # Parts of a photo outside its quadrant are not on the canvas: a box keeps what shows.
+            xyxy[:, [0, 2]] = xyxy[:, [0, 2]].clamp(x1a, x2a)
+            xyxy[:, [1, 3]] = xyxy[:, [1, 3]].clamp(y1a, y2a)
+            placed.append(torch.cat([t[:, :1], xyxy / big], 1))
+    boxes = torch.cat(placed) if placed else torch.zeros(0, 5)
+    f = random.uniform(*scale)
+    new = max(8, int(big * f))
+    jitter = lambda: random.uniform(-0.1, 0.1) * size  # noqa: E731
+    if new >= size:
+        ox, oy = (int(min(max(new / 2 - size / 2 + jitter(), 0), new - size)) for _ in range(2))
+    else:
+        ox, oy = (int(min(max(size / 2 - new / 2 + jitter(), 0), size - new)) for _ in range(2))
+    return _place(canvas, boxes, size, new, ox, oy)
+
+
+# RGB to YIQ, whose I and Q turned about Y turn the hue and keep the brightness.
+_YIQ = torch.tensor([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]])
+_RGB = torch.linalg.inv(_YIQ)
+
+
+def hue_turn(canvas, fraction):
+    """The hue turned by `fraction` of a full turn."""
+    a = 2 * math.pi * fraction
+    turn = torch.tensor([[1.0, 0.0, 0.0], [0.0, math.cos(a), -math.sin(a)], [0.0, math.sin(a), math.cos(a)]])
+    return torch.einsum("ij,jhw->ihw", _RGB @ turn @ _YIQ, canvas)
+
+
+def augment(img, boxes, size, flip_map=None, zoom_max=1.25, scale=(0.6, 1.25), hue=0.0, mosaic_from=None):
+    """Random zoom (crop in or pad out, by a factor from `scale`), horizontal flip and colour jitter.
+    `flip_map` swaps class ids on a flip (left_door <-> right_door for parts). A `zoom_max` over
+    1.25 makes half the samples close-ups, zoomed in 1.25 to `zoom_max` times, as damage is
+    photographed. `hue` turns the hue by up to that fraction of a turn. `mosaic_from`, a callable
+    giving (canvas, boxes), replaces the zoom with a mosaic."""
+    if mosaic_from is not None:
+        canvas, boxes = mosaic_from()
+    else:
+        img = img.float()
+        boxes = boxes.clone()
+        s = random.uniform(*scale) if zoom_max <= 1.25 or random.random() < 0.5 else random.uniform(1.25, zoom_max)
+        new = max(8, int(size * s))
+        ox, oy = (random.randint(0, abs(new - size)) for _ in range(2))
+        canvas, boxes = _place(img, boxes, size, new, ox, oy)
     if random.random() < 0.5:
         canvas = canvas.flip(2)
         if len(boxes):
@@ -210,21 +328,46 @@ def augment(img, boxes, size, flip_map=None, zoom_max=1.25):
     canvas = (canvas - mean) * c + mean * b
     grey = canvas.mean(0, keepdim=True)
     canvas = grey + (canvas - grey) * random.uniform(0.6, 1.4)
+    if hue > 0:
+        canvas = hue_turn(canvas, random.uniform(-hue, hue))
     return canvas.clamp(0, 255), boxes
 
 
-def batches(images, targets, batch_size, size, train=True, flip_map=None, zoom_max=1.25):
+class Augmented(torch.utils.data.Dataset):
+    """The training images, each drawn augmented (a mosaic with probability `mosaic`), for a
+    DataLoader whose workers augment while the device trains."""
+
+    def __init__(self, images, targets, size, flip_map=None, zoom_max=1.25, scale=(0.6, 1.25), hue=0.0, mosaic=0.0):
+        self.images, self.targets, self.size = images, targets, size
+        self.options = dict(flip_map=flip_map, zoom_max=zoom_max, scale=scale, hue=hue)
+        self.mosaic = mosaic
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, j):
+        mosaic_from = None
+        if self.mosaic > 0 and random.random() < self.mosaic:
+            others = random.sample(range(len(self.images)), 3)
+            mosaic_from = lambda: mosaic(self.images, self.targets, [j] + others, self.size, self.options["scale"])  # noqa: E731
+        img, boxes = augment(self.images[j], self.targets[j], self.size, mosaic_from=mosaic_from, **self.options)
+        return img, boxes, j
+
+
+def _collate(items):
+    return torch.stack([i[0] for i in items]) / 255.0, [i[1] for i in items], [i[2] for i in items]
+
+
+def batches(images, targets, batch_size, size, train=True, flip_map=None, zoom_max=1.25, scale=(0.6, 1.25), hue=0.0, mosaic=0.0, workers=0):
+    """An epoch's batches: (images scaled to 0-1, targets, indices). The order is drawn from Python's
+    random, so with no workers the samples are those drawn before the DataLoader came in."""
     order = list(range(len(images)))
     if train:
         random.shuffle(order)
-    for i in range(0, len(order), batch_size):
-        idx = order[i:i + batch_size]
-        imgs, tgts = [], []
-        for j in idx:
-            if train:
-                im, bx = augment(images[j], targets[j], size, flip_map, zoom_max)
-            else:
-                im, bx = images[j].float(), targets[j]
-            imgs.append(im)
-            tgts.append(bx)
-        yield torch.stack(imgs) / 255.0, tgts, idx
+    chunks = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    if not train:
+        for idx in chunks:
+            yield torch.stack([images[j].float() for j in idx]) / 255.0, [targets[j] for j in idx], idx
+        return
+    dataset = Augmented(images, targets, size, flip_map, zoom_max, scale, hue, mosaic)
+    yield from torch.utils.data.DataLoader(dataset, batch_sampler=chunks, num_workers=workers, collate_fn=_collate, pin_memory=torch.cuda.is_available())

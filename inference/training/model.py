@@ -64,10 +64,13 @@ class SPPF(nn.Module):
 class Detector(nn.Module):
     STRIDES = (8, 16, 32)
 
-    def __init__(self, num_classes, width=(16, 32, 64, 96, 160), depth=(1, 2, 2, 1)):
+    def __init__(self, num_classes, width=(16, 32, 64, 96, 160), depth=(1, 2, 2, 1), reg_max=1):
+        """reg_max 1: each side's distance is softplus of one number (the shipped models); more: a
+        distribution over that many bins, read as its expectation (YOLOv8's DFL head)."""
         super().__init__()
         w = width
         self.nc = num_classes
+        self.reg_max = reg_max
         self.stem = nn.Sequential(Conv(3, w[0], 3, 2), Conv(w[0], w[1], 3, 2), C2f(w[1], w[1], depth[0]))
         self.p3 = nn.Sequential(Conv(w[1], w[2], 3, 2), C2f(w[2], w[2], depth[1]))
         self.p4 = nn.Sequential(Conv(w[2], w[3], 3, 2), C2f(w[3], w[3], depth[2]))
@@ -80,7 +83,7 @@ class Detector(nn.Module):
         self.down4 = Conv(w[3], w[3], 3, 2)
         self.bu5 = C2f(w[3] + w[4], w[4], 1, False)
         hid = max(w[2], 64)
-        self.box_heads = nn.ModuleList(nn.Sequential(Conv(c, hid, 3), Conv(hid, hid, 3), nn.Conv2d(hid, 4, 1)) for c in (w[2], w[3], w[4]))
+        self.box_heads = nn.ModuleList(nn.Sequential(Conv(c, hid, 3), Conv(hid, hid, 3), nn.Conv2d(hid, 4 * reg_max, 1)) for c in (w[2], w[3], w[4]))
         self.cls_heads = nn.ModuleList(nn.Sequential(Conv(c, hid, 3), Conv(hid, hid, 3), nn.Conv2d(hid, num_classes, 1)) for c in (w[2], w[3], w[4]))
         for head in self.cls_heads:
             nn.init.constant_(head[-1].bias, -4.6)  # prior probability 0.01: training starts calm
@@ -110,7 +113,11 @@ class Detector(nn.Module):
             ys, xs = torch.meshgrid(torch.arange(h, dtype=box.dtype), torch.arange(w, dtype=box.dtype), indexing="ij")
             cx = (xs + 0.5).reshape(1, 1, -1)
             cy = (ys + 0.5).reshape(1, 1, -1)
-            d = torch.nn.functional.softplus(box).reshape(b, 4, -1)
+            if self.reg_max == 1:
+                d = torch.nn.functional.softplus(box).reshape(b, 4, -1)
+            else:
+                bins = torch.arange(self.reg_max, dtype=box.dtype).reshape(1, 1, -1, 1)
+                d = (box.reshape(b, 4, self.reg_max, -1).softmax(2) * bins).sum(2)
             x1, y1, x2, y2 = cx - d[:, 0:1], cy - d[:, 1:2], cx + d[:, 2:3], cy + d[:, 3:4]
             boxes.append(torch.cat([(x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1], 1) * stride)
             scores.append(cls.reshape(b, self.nc, -1).sigmoid())

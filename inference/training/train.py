@@ -1,10 +1,17 @@
 """Trains the detector on a YOLO-format folder (car damage) or the car-parts COCO folder, selects the
 checkpoint on the validation split, and exports it to ONNX (opset 17) with Ultralytics-style
-metadata. CPU with Debian's torch by default; a CUDA GPU when one is present.
+metadata. CPU with Debian's torch by default; a CUDA GPU when one is present, where the loss and its
+assigner run on the device, the forward pass in bf16, and DataLoader workers augment the next
+batches meanwhile.
 
   /usr/bin/python3 inference/training/train.py --data ../shared/datasets/car-damage --out models/damage --minutes 55
   /usr/bin/python3 inference/training/train.py --parts ../shared/datasets/car-parts --out models/parts --minutes 15
+
+The YOLOv8 recipe's pieces are options, off by default, so the commands in the model cards train as
+they did (the same samples drawn; the batched loss equals the per-image one to float rounding): --mosaic with --close-mosaic, --scale 0.5 1.5, --hue, --reg-max 16 (DFL and CIoU), and a
+wider network (--width).
 """
+import inspect
 import argparse
 import copy
 import json
@@ -16,7 +23,7 @@ import time
 import torch
 import torchvision
 
-from data import background_strips, batches, coco_folder, severity_folder, whole_car_negatives, yolo_folder
+from data import background_strips, batches, coco_folder, severity_folder, whole_car_negatives, whole_car_tiles, yolo_folder
 from loss import detection_loss
 from metrics import evaluate
 from model import Detector
@@ -39,14 +46,27 @@ p.add_argument("--negatives", action="store_true", help="car parts: also train o
 p.add_argument("--whole-cars", help="car damage: also train on this car-parts folder's photos (trainingset) as whole-car negatives")
 p.add_argument("--whole-cars-repeat", type=int, default=1, help="how many times each whole-car negative appears in an epoch")
 p.add_argument("--severity", help="car damage: also train on car-damage-severity's photos that are not held out (dent and scratch boxes)")
+p.add_argument("--tiles", type=int, default=0, help="car damage: also train on the n x n tiles (as DETECTION_TILES=n searches them) of the --whole-cars and --severity photos")
 p.add_argument("--freeze-bn", action="store_true", help="keep BatchNorm statistics fixed (continuing from a checkpoint rebuilt from ONNX: from_onnx.py)")
 p.add_argument("--zoom-max", type=float, default=1.25, help="over 1.25: half the training samples are close-ups zoomed in up to this much")
+p.add_argument("--scale", type=float, nargs=2, default=(0.6, 1.25), metavar=("LOW", "HIGH"), help="the random zoom's range (YOLOv8: 0.5 1.5)")
+p.add_argument("--hue", type=float, default=0.0, help="turn the hue by up to this fraction of a turn (YOLOv8: 0.015)")
+p.add_argument("--mosaic", type=float, default=0.0, help="the share of samples drawn as a mosaic of four (YOLOv8: 1.0)")
+p.add_argument("--close-mosaic", type=int, default=0, help="the last this many epochs without mosaic (YOLOv8: 10)")
+p.add_argument("--width", help="the network's five widths, comma-separated (default 16,32,64,96,160, or the --init checkpoint's)")
+p.add_argument("--reg-max", type=int, help="box bins per side: 1 (softplus, GIoU; the default) or 16 (YOLOv8's DFL and CIoU)")
+p.add_argument("--workers", type=int, help="DataLoader workers augmenting batches (default: 0 on CPU, 8 on a GPU)")
+p.add_argument("--amp", choices=["bf16", "off"], help="the forward pass in bf16 (default on a GPU)")
 args = p.parse_args()
 
 random.seed(args.seed)
 torch.manual_seed(args.seed)
 device = "cuda" if torch.cuda.is_available() else "cpu"
 torch.set_num_threads(max(1, os.cpu_count() or 1))
+workers = args.workers if args.workers is not None else (min(8, os.cpu_count() or 1) if device == "cuda" else 0)
+amp = (args.amp or ("bf16" if device == "cuda" else "off")) == "bf16"
+if device == "cuda":
+    torch.backends.cudnn.benchmark = True
 os.makedirs(args.out, exist_ok=True)
 t0 = time.time()
 
@@ -64,10 +84,14 @@ if args.data:
         negatives = whole_car_negatives(args.whole_cars, args.size) * args.whole_cars_repeat
         train_imgs, train_tgts = train_imgs + negatives, train_tgts + [torch.zeros(0, 5)] * len(negatives)
         print(f"{len(negatives)} whole-car photos added as negatives ({args.whole_cars_repeat} times each)", flush=True)
+        if args.tiles > 1:
+            negative_tiles = whole_car_tiles(args.whole_cars, args.tiles, args.size)
+            train_imgs, train_tgts = train_imgs + negative_tiles, train_tgts + [torch.zeros(0, 5)] * len(negative_tiles)
+            print(f"{len(negative_tiles)} tiles of them added as negatives ({args.tiles} x {args.tiles} each)", flush=True)
     if args.severity:
-        sev_imgs, sev_tgts, skipped = severity_folder(args.severity, args.size, {"dent": names.index("dent"), "scratch": names.index("scratch")})
+        sev_imgs, sev_tgts, skipped = severity_folder(args.severity, args.size, {"dent": names.index("dent"), "scratch": names.index("scratch")}, args.tiles)
         train_imgs, train_tgts = train_imgs + sev_imgs, train_tgts + sev_tgts
-        print(f"{len(sev_imgs)} car-damage-severity photos added ({skipped} with broken parts left out, the held-out fifth never read)", flush=True)
+        print(f"{len(sev_imgs)} car-damage-severity photos and tiles added ({skipped} with broken parts left out, the held-out fifth never read)", flush=True)
 else:
     train_imgs, train_tgts, names = coco_folder(os.path.join(args.parts, "trainingset"), args.size)
     valid_imgs, valid_tgts, _ = coco_folder(os.path.join(args.parts, "testset"), args.size)
@@ -85,10 +109,14 @@ else:
 nc = len(names)
 print(f"{len(train_imgs)} train / {len(valid_imgs)} valid images, {nc} classes {names}, loaded in {time.time() - t0:.0f} s", flush=True)
 
-model = Detector(nc).to(device)
+init = torch.load(args.init, map_location="cpu") if args.init else {}
+width = tuple(int(w) for w in args.width.split(",")) if args.width else tuple(init.get("width", (16, 32, 64, 96, 160)))
+reg_max = args.reg_max or init.get("reg_max", 1)
+model = Detector(nc, width=width, reg_max=reg_max).to(device)
 if args.init:
-    model.load_state_dict(torch.load(args.init)["state_dict"])
+    model.load_state_dict(init["state_dict"])
     print(f"starting from {args.init}", flush=True)
+print(f"device {device}, widths {width}, reg_max {reg_max}, {workers} data workers, bf16 {amp}", flush=True)
 print(f"parameters: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M", flush=True)
 ema = copy.deepcopy(model).eval()
 for p_ in ema.parameters():
@@ -142,15 +170,17 @@ while epoch < planned_epochs:
                 m_.eval()
     e0 = time.time()
     total = 0.0
-    for x, tgts, _ in batches(train_imgs, train_tgts, args.batch, args.size, True, flip_map, args.zoom_max):
+    mosaic = args.mosaic if epoch < planned_epochs - args.close_mosaic else 0.0
+    for x, tgts, _ in batches(train_imgs, train_tgts, args.batch, args.size, True, flip_map, args.zoom_max, tuple(args.scale), args.hue, mosaic, workers):
         progress = min(1.0, (epoch * steps_per_epoch + step % steps_per_epoch) / max(planned_epochs * steps_per_epoch, 1))
         lr = args.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
         if step < warmup:
             lr *= (step + 1) / warmup
         for g in opt.param_groups:
             g["lr"] = lr
-        feats = model(x.to(device))
-        loss, lbox, lcls = detection_loss([(b.cpu(), c.cpu()) for b, c in feats] if device == "cuda" else feats, tgts, Detector.STRIDES, nc, args.size)
+        with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=amp):
+            feats = model(x.to(device, non_blocking=True))
+        loss, lbox, lcls = detection_loss(feats, tgts, Detector.STRIDES, nc, args.size, reg_max=reg_max)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
@@ -179,14 +209,14 @@ while epoch < planned_epochs:
         line.update(map50=round(r["map50"], 4), map50_95=round(r["map50_95"], 4))
         if fit > best_fit:
             best_fit, best = fit, copy.deepcopy(ema.state_dict())
-            torch.save({"state_dict": best, "names": names, "size": args.size, "epoch": epoch, "metrics": r}, os.path.join(args.out, "best.pt"))
+            torch.save({"state_dict": best, "names": names, "size": args.size, "epoch": epoch, "metrics": r, "width": width, "reg_max": reg_max}, os.path.join(args.out, "best.pt"))
             line["best"] = True
     history.append(line)
     print(json.dumps(line), flush=True)
 
 if best is None:
     best = ema.state_dict()
-    torch.save({"state_dict": best, "names": names, "size": args.size, "epoch": 0}, os.path.join(args.out, "best.pt"))
+    torch.save({"state_dict": best, "names": names, "size": args.size, "epoch": 0, "width": width, "reg_max": reg_max}, os.path.join(args.out, "best.pt"))
 ema.load_state_dict(best)
 final = validate(ema)
 print("selected:", json.dumps({"map50": final["map50"], "map50_95": final["map50_95"], "per_class": {names[c]: v for c, v in final["per_class"].items()}}), flush=True)
@@ -194,8 +224,11 @@ print("selected:", json.dumps({"map50": final["map50"], "map50_95": final["map50
 # Export: Ultralytics' layout and metadata, so the product treats it like any Ultralytics export.
 ema.export_mode = True
 onnx_path = os.path.join(args.out, "model.onnx")
-torch.onnx.export(ema.cpu(), torch.zeros(1, 3, args.size, args.size), onnx_path, opset_version=17,
-                  input_names=["images"], output_names=["output0"], dynamic_axes={"images": {0: "batch"}, "output0": {0: "batch"}})
+# torch 2.9 and later export through dynamo unless told otherwise; the TorchScript exporter is the
+# one these models were made and checked with (1.13 has no such argument).
+legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+torch.onnx.export(ema.cpu().float(), torch.zeros(1, 3, args.size, args.size), onnx_path, opset_version=17,
+                  input_names=["images"], output_names=["output0"], dynamic_axes={"images": {0: "batch"}, "output0": {0: "batch"}}, **legacy)
 import onnx  # noqa: E402
 
 m = onnx.load(onnx_path)
@@ -211,6 +244,6 @@ for k, v in meta.items():
     e = m.metadata_props.add()
     e.key, e.value = k, v
 onnx.save(m, onnx_path)
-json.dump({"history": history, "selected_epoch": torch.load(os.path.join(args.out, "best.pt"))["epoch"], "train_minutes": round((time.time() - train_start) / 60, 1),
+json.dump({"history": history, "selected_epoch": torch.load(os.path.join(args.out, "best.pt"), map_location="cpu")["epoch"], "train_minutes": round((time.time() - train_start) / 60, 1),
            "images": {"train": len(train_imgs), "valid": len(valid_imgs)}, "size": args.size, "names": names}, open(os.path.join(args.out, "training.json"), "w"), indent=1)
 print(f"exported {onnx_path} ({os.path.getsize(onnx_path) / 1e6:.1f} MB) in {(time.time() - t0) / 60:.1f} min", flush=True)
