@@ -140,6 +140,123 @@ def whole_car_tiles(root, n, size):
     return [img for f in files for img, _ in tiles(Image.open(os.path.join(folder, f)).convert("RGB"), [], n, size)]
 
 
+# Where each damage class can be on a car, by car-parts' part names: copy-paste puts it only there.
+DAMAGE_ON_PARTS = {
+    "crack": ("bumper", "door", "hood", "trunk", "tailgate"),
+    "dent": ("bumper", "door", "hood", "trunk", "tailgate"),
+    "scratch": ("bumper", "door", "hood", "trunk", "tailgate"),
+    "glass shatter": ("glass",),
+    "lamp broken": ("light",),
+    # A flat is the tyre's shape, which a paste clipped to a round wheel cannot make: not pasted.
+    "tire flat": (),
+}
+# How large a pasted damage is: a share of its part's longer side for what fills a part, else of the
+# photo's longer side (dents and scratches on car-damage-severity's whole cars: a median 2%), never
+# over PANEL_SHARE of the part.
+DAMAGE_SCALE = {"glass shatter": (0.3, 0.8), "lamp broken": (0.5, 1.0)}
+PHOTO_SCALE, PANEL_SHARE = (0.02, 0.12), 0.6
+
+
+def damage_segments(root, names, min_px=12):
+    """Every damage polygon of a YOLO folder (car-damage's train split) cut out of its photo: (RGB
+    crop, mask, class id). What copy-paste pastes."""
+    from PIL import ImageDraw
+
+    segments = []
+    files = sorted(f for f in os.listdir(os.path.join(root, "images")) if f.lower().endswith((".jpg", ".jpeg", ".png")))
+    for f in files:
+        label = os.path.join(root, "labels", os.path.splitext(f)[0] + ".txt")
+        if not os.path.exists(label):
+            continue
+        polygons = [(int(v[0]), list(map(float, v[1:]))) for v in (line.split() for line in open(label)) if len(v) > 7]
+        if not polygons:
+            continue
+        photo = Image.open(os.path.join(root, "images", f)).convert("RGB")
+        W, H = photo.size
+        for c, nums in polygons:
+            pts = [(x * W, y * H) for x, y in zip(nums[0::2], nums[1::2])]
+            x1, y1 = max(0, int(min(p[0] for p in pts))), max(0, int(min(p[1] for p in pts)))
+            x2, y2 = min(W, int(math.ceil(max(p[0] for p in pts)))), min(H, int(math.ceil(max(p[1] for p in pts))))
+            if x2 - x1 < min_px or y2 - y1 < min_px:
+                continue
+            mask = Image.new("L", (x2 - x1, y2 - y1), 0)
+            ImageDraw.Draw(mask).polygon([(x - x1, y - y1) for x, y in pts], fill=255)
+            segments.append((photo.crop((x1, y1, x2, y2)), mask, c))
+    return segments
+
+
+def pasted_whole_cars(root, segments, names, size, per_photo=(1, 3), repeat=1, rng=None):
+    """Copy-paste onto what the product sees: the car-parts training photos (clean whole cars) with
+    damage cut from the close-ups pasted onto parts where it occurs (a dent on a door, a shattered
+    pane on glass, a flat on a wheel), scaled to the part, clipped to it, its colour moved to the
+    panel's while its texture is kept, then letterboxed as the product letterboxes photos. Returns
+    images and targets as the other loaders do."""
+    from PIL import ImageDraw
+
+    rng = rng or random.Random(0)
+    d = json.load(open(os.path.join(root, "annotations.json")))
+    part_names = {c["id"]: c["name"] for c in d["categories"]}
+    by_image = {}
+    for a in d["annotations"]:
+        by_image.setdefault(a["image_id"], []).append(a)
+    by_class = {}
+    for seg in segments:
+        if DAMAGE_ON_PARTS[names[seg[2]]]:
+            by_class.setdefault(seg[2], []).append(seg)
+    images, targets = [], []
+    for im in sorted(d["images"], key=lambda i: i["id"]):
+        path = os.path.join(root, "JPEGImages", im["file_name"])
+        if not os.path.exists(path):
+            continue
+        clean = Image.open(path).convert("RGB")
+        W, H = clean.size
+        for _ in range(repeat):
+            photo, boxes = clean.copy(), []
+            for _ in range(rng.randint(*per_photo)):
+                c = rng.choice(sorted(by_class))
+                parts = [a for a in by_image.get(im["id"], []) if any(k in part_names[a["category_id"]] for k in DAMAGE_ON_PARTS[names[c]]) and a.get("segmentation")]
+                if not parts:
+                    continue
+                part = rng.choice(parts)
+                part_mask = Image.new("L", (W, H), 0)
+                for poly in part["segmentation"]:
+                    ImageDraw.Draw(part_mask).polygon(list(zip(poly[0::2], poly[1::2])), fill=255)
+                crop, mask, _ = rng.choice(by_class[c])
+                px, py, pw, ph = part["bbox"]
+                if names[c] in DAMAGE_SCALE:
+                    side = rng.uniform(*DAMAGE_SCALE[names[c]]) * max(pw, ph)
+                else:
+                    side = min(rng.uniform(*PHOTO_SCALE) * max(W, H), PANEL_SHARE * max(pw, ph))
+                r = side / max(crop.size)
+                sw, sh = max(4, round(crop.size[0] * r)), max(4, round(crop.size[1] * r))
+                crop, mask = crop.resize((sw, sh), Image.BILINEAR), mask.resize((sw, sh), Image.BILINEAR)
+                inside = np.argwhere(np.array(part_mask) > 0)
+                cy, cx = inside[rng.randrange(len(inside))]
+                left, top = int(cx - sw / 2), int(cy - sh / 2)
+                # The damage's own contrast on the panel's colour: a red car's dent pasted on a white
+                # car would otherwise teach "a patch of another colour".
+                region = np.array(photo.crop((left, top, left + sw, top + sh)), dtype=np.float32)
+                seg = np.array(crop, dtype=np.float32)
+                m = np.array(mask, dtype=np.float32)[..., None] / 255
+                if m.sum() < 1:
+                    continue
+                seg = seg - (seg * m).sum((0, 1)) / m.sum() + (region * m).sum((0, 1)) / m.sum()
+                clipped = Image.fromarray((m[..., 0] * np.array(part_mask.crop((left, top, left + sw, top + sh)), dtype=np.float32)).astype(np.uint8))
+                photo.paste(Image.fromarray(seg.clip(0, 255).astype(np.uint8)), (left, top), clipped)
+                ys, xs = np.nonzero(np.array(clipped) > 127)
+                if len(xs) == 0:
+                    continue
+                x1, y1, x2, y2 = left + xs.min(), top + ys.min(), left + xs.max() + 1, top + ys.max() + 1
+                boxes.append([c, x1 / W, y1 / H, x2 / W, y2 / H])
+            scale = size / max(W, H)
+            nw, nh = round(W * scale), round(H * scale)
+            ox, oy = (size - nw) // 2, (size - nh) // 2
+            letterboxed = [[c, (x1 * nw + ox) / size, (y1 * nh + oy) / size, (x2 * nw + ox) / size, (y2 * nh + oy) / size] for c, x1, y1, x2, y2 in boxes]
+            images.append(_letterboxed(photo, size))
+            targets.append(torch.tensor(letterboxed, dtype=torch.float32).reshape(-1, 5))
+    return images, targets
+
+
 def held_out(file_name):
     """inference/evaluation/held-out.ts's rule: a fifth of car-damage-severity's source photos,
     by hash of the source name, is never trained on."""

@@ -2,13 +2,16 @@
 
   /usr/bin/python3 -m unittest discover -s inference/training
 """
+import json
+import os
 import random
+import tempfile
 import unittest
 
 import torch
 from PIL import Image
 
-from data import augment, hue_turn, mosaic, tile_regions, tiles
+from data import augment, hue_turn, mosaic, pasted_whole_cars, tile_regions, tiles
 
 SIZE = 96
 COLOURS = [(250, 30, 30), (30, 250, 30), (30, 30, 250), (250, 250, 30)]
@@ -91,6 +94,40 @@ class Tiles(unittest.TestCase):
         self.assertGreater(mean_colour(canvas.float(), red[1:])[0].item(), 200)
         # 0.1 of 640 px is 64 px, at 384 / 356 in the tile's square.
         self.assertAlmostEqual(red[1], 64 * 384 / 356 / 384, places=4)
+
+
+class CopyPaste(unittest.TestCase):
+    def test_damage_lands_on_its_part_with_its_box(self):
+        names = ["crack", "dent", "glass shatter", "lamp broken", "scratch", "tire flat"]
+        with tempfile.TemporaryDirectory() as root:
+            os.mkdir(os.path.join(root, "JPEGImages"))
+            Image.new("RGB", (200, 100), (60, 60, 200)).save(os.path.join(root, "JPEGImages", "car.png"))
+            door = [100, 20, 180, 20, 180, 80, 100, 80]
+            json.dump({
+                "categories": [{"id": 1, "name": "front_left_door"}, {"id": 2, "name": "wheel"}],
+                "images": [{"id": 1, "file_name": "car.png", "width": 200, "height": 100}],
+                "annotations": [
+                    {"image_id": 1, "category_id": 1, "bbox": [100, 20, 80, 60], "segmentation": [door]},
+                    {"image_id": 1, "category_id": 2, "bbox": [10, 60, 30, 30], "segmentation": [[10, 60, 40, 60, 40, 90, 10, 90]]},
+                ],
+            }, open(os.path.join(root, "annotations.json"), "w"))
+            # A dent with a texture (a bright stripe on dark), and a flat tyre, which is never pasted.
+            crop = Image.new("RGB", (40, 40), (20, 20, 20))
+            crop.paste((240, 240, 240), (0, 15, 40, 25))
+            mask = Image.new("L", (40, 40), 255)
+            segments = [(crop, mask, 1), (crop, mask, 5)]
+            images, targets = pasted_whole_cars(root, segments, names, 200, per_photo=(2, 2), repeat=20, rng=random.Random(3))
+        self.assertEqual(len(images), 20)
+        boxes = torch.cat(targets)
+        self.assertEqual(set(boxes[:, 0].tolist()), {1.0})
+        # Letterboxed 200 x 100 into 200 x 200: the door spans x 100-180, y 70-130 of the square.
+        px = boxes[:, 1:] * 200
+        self.assertTrue(bool((px[:, 0] >= 99).all() and (px[:, 2] <= 181).all() and (px[:, 1] >= 69).all() and (px[:, 3] <= 131).all()), px)
+        for img, t in zip(images, targets):
+            for _, x1, y1, x2, y2 in t.tolist():
+                region = img[:, int(y1 * 200):int(y2 * 200), int(x1 * 200):int(x2 * 200)].float()
+                # The stripe's contrast survives on the panel's colour.
+                self.assertGreater(region.max() - region.min(), 100)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import time
 import torch
 import torchvision
 
-from data import background_strips, batches, coco_folder, severity_folder, whole_car_negatives, whole_car_tiles, yolo_folder
+from data import background_strips, batches, coco_folder, damage_segments, pasted_whole_cars, severity_folder, whole_car_negatives, whole_car_tiles, yolo_folder
 from loss import detection_loss
 from metrics import evaluate
 from model import Detector
@@ -47,6 +47,7 @@ p.add_argument("--whole-cars", help="car damage: also train on this car-parts fo
 p.add_argument("--whole-cars-repeat", type=int, default=1, help="how many times each whole-car negative appears in an epoch")
 p.add_argument("--severity", help="car damage: also train on car-damage-severity's photos that are not held out (dent and scratch boxes)")
 p.add_argument("--tiles", type=int, default=0, help="car damage: also train on the n x n tiles (as DETECTION_TILES=n searches them) of the --whole-cars and --severity photos")
+p.add_argument("--paste-cars", type=int, default=0, help="car damage: also train on this many copies of each --whole-cars photo with close-ups' damage pasted onto its parts")
 p.add_argument("--freeze-bn", action="store_true", help="keep BatchNorm statistics fixed (continuing from a checkpoint rebuilt from ONNX: from_onnx.py)")
 p.add_argument("--zoom-max", type=float, default=1.25, help="over 1.25: half the training samples are close-ups zoomed in up to this much")
 p.add_argument("--scale", type=float, nargs=2, default=(0.6, 1.25), metavar=("LOW", "HIGH"), help="the random zoom's range (YOLOv8: 0.5 1.5)")
@@ -88,6 +89,11 @@ if args.data:
             negative_tiles = whole_car_tiles(args.whole_cars, args.tiles, args.size)
             train_imgs, train_tgts = train_imgs + negative_tiles, train_tgts + [torch.zeros(0, 5)] * len(negative_tiles)
             print(f"{len(negative_tiles)} tiles of them added as negatives ({args.tiles} x {args.tiles} each)", flush=True)
+    if args.paste_cars:
+        segments = damage_segments(os.path.join(args.data, "train"), names)
+        pasted_imgs, pasted_tgts = pasted_whole_cars(args.whole_cars, segments, names, args.size, repeat=args.paste_cars, rng=random.Random(args.seed))
+        train_imgs, train_tgts = train_imgs + pasted_imgs, train_tgts + pasted_tgts
+        print(f"{len(pasted_imgs)} whole-car photos with {sum(len(t) for t in pasted_tgts)} damages pasted from {len(segments)} close-up segments", flush=True)
     if args.severity:
         sev_imgs, sev_tgts, skipped = severity_folder(args.severity, args.size, {"dent": names.index("dent"), "scratch": names.index("scratch")}, args.tiles)
         train_imgs, train_tgts = train_imgs + sev_imgs, train_tgts + sev_tgts
