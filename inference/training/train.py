@@ -97,7 +97,7 @@ if args.data:
     if args.severity:
         sev_imgs, sev_tgts, skipped = severity_folder(args.severity, args.size, {"dent": names.index("dent"), "scratch": names.index("scratch")}, args.tiles)
         train_imgs, train_tgts = train_imgs + sev_imgs, train_tgts + sev_tgts
-        print(f"{len(sev_imgs)} car-damage-severity photos and tiles added ({skipped} with broken parts left out, the held-out fifth never read)", flush=True)
+        print(f"{len(sev_imgs)} car-damage-severity images added (photos, and their tiles with --tiles; {skipped} with broken parts left out, the held-out fifth never read)", flush=True)
 else:
     train_imgs, train_tgts, names = coco_folder(os.path.join(args.parts, "trainingset"), args.size)
     valid_imgs, valid_tgts, _ = coco_folder(os.path.join(args.parts, "testset"), args.size)
