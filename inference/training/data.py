@@ -10,10 +10,22 @@ import torch
 from PIL import Image
 
 
+def _image_files(folder):
+    return sorted(f for f in os.listdir(folder) if f.lower().endswith((".jpg", ".jpeg", ".png")))
+
+
+def _tensor(img):
+    return torch.from_numpy(np.array(img)).permute(2, 0, 1).contiguous()
+
+
+def _square(img, size):
+    """A photo resized to the square (these datasets are square already)."""
+    return _tensor(img.resize((size, size), Image.BILINEAR))
+
+
 def _load(path, size):
     img = Image.open(path).convert("RGB")
-    w, h = img.size
-    return torch.from_numpy(np.array(img.resize((size, size), Image.BILINEAR))).permute(2, 0, 1).contiguous(), (w, h)
+    return _square(img, size), img.size
 
 
 def yolo_folder(root, size):
@@ -21,8 +33,7 @@ def yolo_folder(root, size):
     `class x1 y1 x2 y2 ...`, normalised; a polygon's box is its extent. Images are resized to a
     square (these datasets are square already); boxes are returned normalised xyxy."""
     images, targets, names = [], [], []
-    files = sorted(f for f in os.listdir(os.path.join(root, "images")) if f.lower().endswith((".jpg", ".jpeg", ".png")))
-    for f in files:
+    for f in _image_files(os.path.join(root, "images")):
         img, _ = _load(os.path.join(root, "images", f), size)
         boxes = []
         label = os.path.join(root, "labels", os.path.splitext(f)[0] + ".txt")
@@ -75,14 +86,20 @@ def coco_folder(root, size, skip_background=True):
     return images, targets, [c["name"] for c in cats]
 
 
-def _letterboxed(img, size):
-    """A photo scaled to fit the square with grey padding, as the product letterboxes photos."""
+def _letterbox(img, size):
+    """A photo scaled to fit the square with grey padding, as the product letterboxes photos, and a
+    function taking a box in the photo's pixels (x1, y1, x2, y2) to normalised xyxy of the square."""
     w, h = img.size
     r = size / max(w, h)
     nw, nh = max(1, round(w * r)), max(1, round(h * r))
+    px, py = (size - nw) // 2, (size - nh) // 2
     canvas = Image.new("RGB", (size, size), (114, 114, 114))
-    canvas.paste(img.resize((nw, nh), Image.BILINEAR), ((size - nw) // 2, (size - nh) // 2))
-    return torch.from_numpy(np.array(canvas)).permute(2, 0, 1).contiguous()
+    canvas.paste(img.resize((nw, nh), Image.BILINEAR), (px, py))
+    return _tensor(canvas), lambda x1, y1, x2, y2: [(x1 * r + px) / size, (y1 * r + py) / size, (x2 * r + px) / size, (y2 * r + py) / size]
+
+
+def _letterboxed(img, size):
+    return _letterbox(img, size)[0]
 
 
 def whole_car_negatives(root, size):
@@ -90,8 +107,7 @@ def whole_car_negatives(root, size):
     walkaround shows them), letterboxed, with no damage boxes: what the damage model must not fire
     on. Never the test photos: those measure the product's clean-car false findings."""
     folder = os.path.join(root, "JPEGImages")
-    files = sorted(f for f in os.listdir(folder) if f.lower().endswith((".jpg", ".jpeg", ".png")))
-    return [_letterboxed(Image.open(os.path.join(folder, f)).convert("RGB"), size) for f in files]
+    return [_letterboxed(Image.open(os.path.join(folder, f)).convert("RGB"), size) for f in _image_files(folder)]
 
 
 # inference/detection/tiles.ts's overlap: the tiles trained on are the tiles the product searches.
@@ -116,11 +132,7 @@ def tiles(photo, boxes, n, size):
     W, H = photo.size
     out = []
     for left, top, w, h in tile_regions(W, H, n):
-        r = size / max(w, h)
-        nw, nh = max(1, round(w * r)), max(1, round(h * r))
-        px, py = (size - nw) // 2, (size - nh) // 2
-        canvas = Image.new("RGB", (size, size), (114, 114, 114))
-        canvas.paste(photo.crop((left, top, left + w, top + h)).resize((nw, nh), Image.BILINEAR), (px, py))
+        canvas, to_square = _letterbox(photo.crop((left, top, left + w, top + h)), size)
         kept = []
         for c, x1, y1, x2, y2 in boxes:
             bx = [x1 * W, y1 * H, x2 * W, y2 * H]
@@ -128,16 +140,15 @@ def tiles(photo, boxes, n, size):
             cx2, cy2 = min(bx[2], left + w), min(bx[3], top + h)
             if cx2 <= cx1 or cy2 <= cy1 or (cx2 - cx1) * (cy2 - cy1) < 0.35 * (bx[2] - bx[0]) * (bx[3] - bx[1]):
                 continue
-            kept.append([c, ((cx1 - left) * r + px) / size, ((cy1 - top) * r + py) / size, ((cx2 - left) * r + px) / size, ((cy2 - top) * r + py) / size])
-        out.append((torch.from_numpy(np.array(canvas)).permute(2, 0, 1).contiguous(), torch.tensor(kept, dtype=torch.float32).reshape(-1, 5)))
+            kept.append([c, *to_square(cx1 - left, cy1 - top, cx2 - left, cy2 - top)])
+        out.append((canvas, torch.tensor(kept, dtype=torch.float32).reshape(-1, 5)))
     return out
 
 
 def whole_car_tiles(root, n, size):
     """whole_car_negatives' photos as n x n tiles, no boxes."""
     folder = os.path.join(root, "JPEGImages")
-    files = sorted(f for f in os.listdir(folder) if f.lower().endswith((".jpg", ".jpeg", ".png")))
-    return [img for f in files for img, _ in tiles(Image.open(os.path.join(folder, f)).convert("RGB"), [], n, size)]
+    return [img for f in _image_files(folder) for img, _ in tiles(Image.open(os.path.join(folder, f)).convert("RGB"), [], n, size)]
 
 
 # Where each damage class can be on a car, by car-parts' part names: copy-paste puts it only there.
@@ -163,8 +174,7 @@ def damage_segments(root, names, min_px=12):
     from PIL import ImageDraw
 
     segments = []
-    files = sorted(f for f in os.listdir(os.path.join(root, "images")) if f.lower().endswith((".jpg", ".jpeg", ".png")))
-    for f in files:
+    for f in _image_files(os.path.join(root, "images")):
         label = os.path.join(root, "labels", os.path.splitext(f)[0] + ".txt")
         if not os.path.exists(label):
             continue
@@ -188,7 +198,7 @@ def damage_segments(root, names, min_px=12):
 def pasted_whole_cars(root, segments, names, size, per_photo=(1, 3), repeat=1, rng=None):
     """Copy-paste onto what the product sees: the car-parts training photos (clean whole cars) with
     damage cut from the close-ups pasted onto parts where it occurs (a dent on a door, a shattered
-    pane on glass, a flat on a wheel), scaled to the part, clipped to it, its colour moved to the
+    pane on glass; DAMAGE_ON_PARTS), scaled to the part, clipped to it, its colour moved to the
     panel's while its texture is kept, then letterboxed as the product letterboxes photos. Returns
     images and targets as the other loaders do."""
     from PIL import ImageDraw
@@ -246,14 +256,10 @@ def pasted_whole_cars(root, segments, names, size, per_photo=(1, 3), repeat=1, r
                 ys, xs = np.nonzero(np.array(clipped) > 127)
                 if len(xs) == 0:
                     continue
-                x1, y1, x2, y2 = left + xs.min(), top + ys.min(), left + xs.max() + 1, top + ys.max() + 1
-                boxes.append([c, x1 / W, y1 / H, x2 / W, y2 / H])
-            scale = size / max(W, H)
-            nw, nh = round(W * scale), round(H * scale)
-            ox, oy = (size - nw) // 2, (size - nh) // 2
-            letterboxed = [[c, (x1 * nw + ox) / size, (y1 * nh + oy) / size, (x2 * nw + ox) / size, (y2 * nh + oy) / size] for c, x1, y1, x2, y2 in boxes]
-            images.append(_letterboxed(photo, size))
-            targets.append(torch.tensor(letterboxed, dtype=torch.float32).reshape(-1, 5))
+                boxes.append((c, left + xs.min(), top + ys.min(), left + xs.max() + 1, top + ys.max() + 1))
+            img, to_square = _letterbox(photo, size)
+            images.append(img)
+            targets.append(torch.tensor([[c, *to_square(*box)] for c, *box in boxes], dtype=torch.float32).reshape(-1, 5))
     return images, targets
 
 
@@ -294,11 +300,11 @@ def severity_folder(root, size, class_of, n_tiles=0):
         if broken:
             skipped += 1
             continue
-        img, _ = _load(os.path.join(root, "images", im["file_name"]), size)
-        images.append(img)
+        photo = Image.open(os.path.join(root, "images", im["file_name"])).convert("RGB")
+        images.append(_square(photo, size))
         targets.append(torch.tensor(boxes, dtype=torch.float32).reshape(-1, 5))
         if n_tiles > 1:
-            for tile, tile_boxes in tiles(Image.open(os.path.join(root, "images", im["file_name"])).convert("RGB"), boxes, n_tiles, size):
+            for tile, tile_boxes in tiles(photo, boxes, n_tiles, size):
                 images.append(tile)
                 targets.append(tile_boxes)
     return images, targets, skipped
@@ -330,7 +336,7 @@ def background_strips(root, size, margin=8, min_px=96):
             nw, nh = max(1, round(w * r)), max(1, round(h * r))
             canvas = Image.new("RGB", (size, size), (114, 114, 114))
             canvas.paste(photo.crop((left, top, left + w, top + h)).resize((nw, nh), Image.BILINEAR), ((size - nw) // 2, (size - nh) // 2))
-            strips.append(torch.from_numpy(np.array(canvas)).permute(2, 0, 1).contiguous())
+            strips.append(_tensor(canvas))
     return strips
 
 
@@ -415,21 +421,19 @@ def hue_turn(canvas, fraction):
     return torch.einsum("ij,jhw->ihw", _RGB @ turn @ _YIQ, canvas)
 
 
-def augment(img, boxes, size, flip_map=None, zoom_max=1.25, scale=(0.6, 1.25), hue=0.0, mosaic_from=None):
-    """Random zoom (crop in or pad out, by a factor from `scale`), horizontal flip and colour jitter.
-    `flip_map` swaps class ids on a flip (left_door <-> right_door for parts). A `zoom_max` over
-    1.25 makes half the samples close-ups, zoomed in 1.25 to `zoom_max` times, as damage is
-    photographed. `hue` turns the hue by up to that fraction of a turn. `mosaic_from`, a callable
-    giving (canvas, boxes), replaces the zoom with a mosaic."""
-    if mosaic_from is not None:
-        canvas, boxes = mosaic_from()
-    else:
-        img = img.float()
-        boxes = boxes.clone()
-        s = random.uniform(*scale) if zoom_max <= 1.25 or random.random() < 0.5 else random.uniform(1.25, zoom_max)
-        new = max(8, int(size * s))
-        ox, oy = (random.randint(0, abs(new - size)) for _ in range(2))
-        canvas, boxes = _place(img, boxes, size, new, ox, oy)
+def augment(img, boxes, size, flip_map=None, zoom_max=1.25, scale=(0.6, 1.25), hue=0.0):
+    """Random zoom (crop in or pad out, by a factor from `scale`), then `flip_and_colour`. A
+    `zoom_max` over 1.25 makes half the samples close-ups, zoomed in 1.25 to `zoom_max` times, as
+    damage is photographed."""
+    s = random.uniform(*scale) if zoom_max <= 1.25 or random.random() < 0.5 else random.uniform(1.25, zoom_max)
+    new = max(8, int(size * s))
+    ox, oy = (random.randint(0, abs(new - size)) for _ in range(2))
+    return flip_and_colour(*_place(img.float(), boxes.clone(), size, new, ox, oy), flip_map, hue)
+
+
+def flip_and_colour(canvas, boxes, flip_map=None, hue=0.0):
+    """Horizontal flip and colour jitter. `flip_map` swaps class ids on a flip (left_door <->
+    right_door for parts); `hue` turns the hue by up to that fraction of a turn."""
     if random.random() < 0.5:
         canvas = canvas.flip(2)
         if len(boxes):
@@ -463,11 +467,12 @@ class Augmented(torch.utils.data.Dataset):
         return len(self.images)
 
     def __getitem__(self, j):
-        mosaic_from = None
         if self.mosaic > 0 and random.random() < self.mosaic:
-            others = random.sample(range(len(self.images)), 3)
-            mosaic_from = lambda: mosaic(self.images, self.targets, [j] + others, self.size, self.options["scale"])  # noqa: E731
-        img, boxes = augment(self.images[j], self.targets[j], self.size, mosaic_from=mosaic_from, **self.options)
+            four = [j, *random.sample(range(len(self.images)), 3)]
+            canvas, boxes = mosaic(self.images, self.targets, four, self.size, self.options["scale"])
+            img, boxes = flip_and_colour(canvas, boxes, self.options["flip_map"], self.options["hue"])
+        else:
+            img, boxes = augment(self.images[j], self.targets[j], self.size, **self.options)
         return img, boxes, j
 
 

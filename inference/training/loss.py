@@ -85,7 +85,7 @@ def dfl_loss(box_raw, anchor_points, target_boxes, stride, reg_max):
     left = target.long()
     weight_left = left + 1 - target
     logits = box_raw.view(-1, reg_max)
-    left, weight_left, target = left.view(-1), weight_left.view(-1), target.view(-1)
+    left, weight_left = left.view(-1), weight_left.view(-1)
     loss = F.cross_entropy(logits, left, reduction="none") * weight_left + F.cross_entropy(logits, left + 1, reduction="none") * (1 - weight_left)
     return loss.view(-1, 4).mean(-1)
 

@@ -9,8 +9,16 @@ import unittest
 import torch
 import torch.nn.functional as F
 
-from loss import anchor_grid, assign, box_iou, detection_loss, distances, giou_loss
+from loss import anchor_grid, assign, box_iou, detection_loss, distances, flatten, giou_loss
 from model import Detector
+
+
+def decoded(feats, reg_max=1):
+    """Anchor centres, class logits and boxes (xyxy pixels), as detection_loss decodes them."""
+    points, stride_t = anchor_grid(feats, Detector.STRIDES)
+    box_raw, cls_logits = flatten(feats)
+    d = distances(box_raw, reg_max) * stride_t
+    return points, cls_logits, torch.cat([points - d[..., :2], points + d[..., 2:]], -1)
 
 
 @torch.no_grad()
@@ -47,12 +55,8 @@ def assign_one_image(scores, pred_boxes, points, gt_labels, gt_boxes, topk=10, a
     return target_scores, target_boxes, fg
 
 
-def loss_one_image_at_a_time(feats, targets, strides, nc, size, box_gain=5.0, cls_gain=1.0):
-    points, stride_t = anchor_grid(feats, strides)
-    box_raw = torch.cat([b.flatten(2) for b, _ in feats], 2).transpose(1, 2)
-    cls_logits = torch.cat([c.flatten(2) for _, c in feats], 2).transpose(1, 2)
-    d = F.softplus(box_raw) * stride_t
-    pred_boxes = torch.cat([points - d[..., :2], points + d[..., 2:]], -1)
+def loss_one_image_at_a_time(feats, targets, size, box_gain=5.0, cls_gain=1.0):
+    points, cls_logits, pred_boxes = decoded(feats)
     scores = cls_logits.detach().sigmoid()
     assigned = [assign_one_image(scores[b], pred_boxes[b].detach(), points, t[:, 0].long(), t[:, 1:] * size) for b, t in enumerate(targets)]
     t_scores = torch.stack([a[0] for a in assigned])
@@ -82,11 +86,8 @@ class BatchedAssigner(unittest.TestCase):
         nc, size = 6, 128
         for trial in range(20):
             feats = [(torch.randn(4, 4, size // s, size // s, generator=g), torch.randn(4, nc, size // s, size // s, generator=g)) for s in Detector.STRIDES]
-            points, stride_t = anchor_grid(feats, Detector.STRIDES)
-            box_raw = torch.cat([b.flatten(2) for b, _ in feats], 2).transpose(1, 2)
-            d = F.softplus(box_raw) * stride_t
-            pred = torch.cat([points - d[..., :2], points + d[..., 2:]], -1)
-            scores = torch.cat([c.flatten(2) for _, c in feats], 2).transpose(1, 2).sigmoid()
+            points, logits, pred = decoded(feats)
+            scores = logits.sigmoid()
             targets = random_targets(4, nc, g)
             m = max(len(t) for t in targets)
             labels = torch.zeros(4, m, dtype=torch.long)
@@ -111,7 +112,7 @@ class BatchedAssigner(unittest.TestCase):
         batched.backward()
         grad = net.cls_heads[0][-1].weight.grad.clone()
         net.zero_grad()
-        reference = loss_one_image_at_a_time(net(x), targets, Detector.STRIDES, 6, 128)
+        reference = loss_one_image_at_a_time(net(x), targets, 128)
         reference.backward()
         self.assertAlmostEqual(batched.item(), reference.item(), places=4)
         self.assertTrue(torch.allclose(grad, net.cls_heads[0][-1].weight.grad, atol=1e-6))
@@ -126,10 +127,7 @@ class DistributionFocalHead(unittest.TestCase):
             feats = net(x)
             net.export_mode = True
             exported = net(x)
-        points, stride_t = anchor_grid(feats, Detector.STRIDES)
-        box_raw = torch.cat([b.flatten(2) for b, _ in feats], 2).transpose(1, 2)
-        d = distances(box_raw, 16) * stride_t
-        xyxy = torch.cat([points - d[..., :2], points + d[..., 2:]], -1)
+        _, _, xyxy = decoded(feats, 16)
         cxcywh = torch.cat([(xyxy[..., :2] + xyxy[..., 2:]) / 2, xyxy[..., 2:] - xyxy[..., :2]], -1)
         self.assertTrue(torch.allclose(exported[:, :4].transpose(1, 2), cxcywh, atol=1e-4))
 

@@ -8,12 +8,13 @@ batches meanwhile.
   /usr/bin/python3 inference/training/train.py --parts ../shared/datasets/car-parts --out models/parts --minutes 15
 
 The YOLOv8 recipe's pieces are options, off by default, so the commands in the model cards train as
-they did (the same samples drawn; the batched loss equals the per-image one to float rounding): --mosaic with --close-mosaic, --scale 0.5 1.5, --hue, --reg-max 16 (DFL and CIoU), and a
-wider network (--width).
+they did (the same samples drawn; the batched loss equals the per-image one to float rounding):
+--mosaic with --close-mosaic, --scale 0.5 1.5, --hue, --reg-max 16 (DFL and CIoU), and a wider
+network (--width).
 """
-import inspect
 import argparse
 import copy
+import inspect
 import json
 import math
 import os
