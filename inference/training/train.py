@@ -47,6 +47,7 @@ p.add_argument("--negatives", action="store_true", help="car parts: also train o
 p.add_argument("--whole-cars", help="car damage: also train on this car-parts folder's photos (trainingset) as whole-car negatives")
 p.add_argument("--whole-cars-repeat", type=int, default=1, help="how many times each whole-car negative appears in an epoch")
 p.add_argument("--severity", help="car damage: also train on car-damage-severity's photos that are not held out (dent and scratch boxes)")
+p.add_argument("--severity-repeat", type=int, default=1, help="how many times each --severity image (and tile) appears in an epoch")
 p.add_argument("--tiles", type=int, default=0, help="car damage: also train on the n x n tiles (as DETECTION_TILES=n searches them) of the --whole-cars and --severity photos")
 p.add_argument("--paste-cars", type=int, default=0, help="car damage: also train on this many copies of each --whole-cars photo with close-ups' damage pasted onto its parts")
 p.add_argument("--freeze-bn", action="store_true", help="keep BatchNorm statistics fixed (continuing from a checkpoint rebuilt from ONNX: from_onnx.py)")
@@ -97,8 +98,8 @@ if args.data:
         print(f"{len(pasted_imgs)} whole-car photos with {sum(len(t) for t in pasted_tgts)} damages pasted from {len(segments)} close-up segments", flush=True)
     if args.severity:
         sev_imgs, sev_tgts, skipped = severity_folder(args.severity, args.size, {"dent": names.index("dent"), "scratch": names.index("scratch")}, args.tiles)
-        train_imgs, train_tgts = train_imgs + sev_imgs, train_tgts + sev_tgts
-        print(f"{len(sev_imgs)} car-damage-severity images added (photos, and their tiles with --tiles; {skipped} with broken parts left out, the held-out fifth never read)", flush=True)
+        train_imgs, train_tgts = train_imgs + sev_imgs * args.severity_repeat, train_tgts + sev_tgts * args.severity_repeat
+        print(f"{len(sev_imgs)} car-damage-severity images added {args.severity_repeat} times each (photos, and their tiles with --tiles; {skipped} with broken parts left out, the held-out fifth never read)", flush=True)
 else:
     train_imgs, train_tgts, names = coco_folder(os.path.join(args.parts, "trainingset"), args.size)
     valid_imgs, valid_tgts, _ = coco_folder(os.path.join(args.parts, "testset"), args.size)
