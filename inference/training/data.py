@@ -332,11 +332,7 @@ def background_strips(root, size, margin=8, min_px=96):
         for left, top, w, h in ((0, 0, x1, H), (x2, 0, W - x2, H), (0, 0, W, y1), (0, y2, W, H - y2)):
             if w < min_px or h < min_px:
                 continue
-            r = size / max(w, h)
-            nw, nh = max(1, round(w * r)), max(1, round(h * r))
-            canvas = Image.new("RGB", (size, size), (114, 114, 114))
-            canvas.paste(photo.crop((left, top, left + w, top + h)).resize((nw, nh), Image.BILINEAR), ((size - nw) // 2, (size - nh) // 2))
-            strips.append(_tensor(canvas))
+            strips.append(_letterboxed(photo.crop((left, top, left + w, top + h)), size))
     return strips
 
 

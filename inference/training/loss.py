@@ -141,14 +141,20 @@ def padded(targets, size, device):
     return labels.to(device), boxes.to(device), mask.to(device)
 
 
+def decode(feats, strides, reg_max=1):
+    """The network's per-level outputs as anchor centres (N, 2), their strides (N, 1), raw box
+    outputs (B, N, 4 * reg_max), class logits (B, N, C) and boxes in input pixels (B, N, 4, xyxy)."""
+    points, stride_t = anchor_grid(feats, strides)
+    box_raw, cls_logits = flatten(feats)
+    d = distances(box_raw, reg_max) * stride_t
+    return points, stride_t, box_raw, cls_logits, torch.cat([points - d[..., :2], points + d[..., 2:]], -1)
+
+
 def detection_loss(feats, targets, strides, nc, size, box_gain=5.0, cls_gain=1.0, reg_max=1, dfl_gain=1.5):
     """The loss of a batch: feats are the network's per-level (box, class) outputs, targets a list of
     (K, 5) tensors. reg_max 1 (the shipped models) regresses boxes with GIoU; more bins with CIoU and
     DFL, as YOLOv8 does."""
-    points, stride_t = anchor_grid(feats, strides)
-    box_raw, cls_logits = flatten(feats)
-    d = distances(box_raw, reg_max) * stride_t
-    pred_boxes = torch.cat([points - d[..., :2], points + d[..., 2:]], -1)
+    points, stride_t, box_raw, cls_logits, pred_boxes = decode(feats, strides, reg_max)
     labels, gt_boxes, gt_mask = padded(targets, size, cls_logits.device)
     t_scores, t_boxes, fg = assign(cls_logits.detach().sigmoid(), pred_boxes.detach(), points, labels, gt_boxes, gt_mask)
     norm = t_scores.sum().clamp(min=1.0)

@@ -9,16 +9,14 @@ import unittest
 import torch
 import torch.nn.functional as F
 
-from loss import anchor_grid, assign, box_iou, detection_loss, distances, flatten, giou_loss
+from loss import assign, box_iou, decode, detection_loss, giou_loss
 from model import Detector
 
 
 def decoded(feats, reg_max=1):
     """Anchor centres, class logits and boxes (xyxy pixels), as detection_loss decodes them."""
-    points, stride_t = anchor_grid(feats, Detector.STRIDES)
-    box_raw, cls_logits = flatten(feats)
-    d = distances(box_raw, reg_max) * stride_t
-    return points, cls_logits, torch.cat([points - d[..., :2], points + d[..., 2:]], -1)
+    points, _, _, cls_logits, boxes = decode(feats, Detector.STRIDES, reg_max)
+    return points, cls_logits, boxes
 
 
 @torch.no_grad()

@@ -53,9 +53,11 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
     PARTS_MODEL: "none",
     ...env,
   };
-  const port = await freePort();
   const composed = process.env.VI_TEST_COMPOSITION;
   const cluster = composed === "cluster" || composed === "kubernetes" ? await clusterServers(composed === "kubernetes") : null;
+  // Chosen after the servers above are up: while they start (a kube-apiserver takes seconds and
+  // opens many connections), a port chosen before could be handed to one of them (EADDRINUSE).
+  const port = await freePort();
   const config = loadConfig({ ...baseEnv, ...cluster?.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
   const service = cluster ? await composition(config, cluster) : await start(config);
   const url = `http://127.0.0.1:${port}`;
