@@ -183,8 +183,11 @@ function migrate(db: Database): void {
 
 /** Stands for every table: what a rollback, or a statement whose table is unknown, may have changed. */
 const ANY = "*";
-/** `changes`: the table, in lower case, whose stored rows running the statement may change; null for none. */
-type Prepared = { stmt: StatementSync; changes: string | null };
+/**
+ * `changes`: the table, in lower case, whose stored rows running the statement may change; null for
+ * none. `writes`: whether it takes the write lock (anything but a SELECT).
+ */
+type Prepared = { stmt: StatementSync; changes: string | null; writes: boolean };
 const statementCaches = new WeakMap<Database, Map<string, Prepared>>();
 
 /**
@@ -220,9 +223,10 @@ export function sql(db: Database, text: string): StatementSync {
   }
   let prepared = cache.get(text);
   if (!prepared) {
-    prepared = { stmt: db.prepare(text), changes: changesTo(text) };
+    prepared = { stmt: db.prepare(text), changes: changesTo(text), writes: !/^\s*SELECT\b/i.test(text) };
     cache.set(text, prepared);
   }
+  if (prepared.writes) commitOtherGroups(db);
   if (prepared.changes !== null) changed(db, prepared.changes);
   return prepared.stmt;
 }
@@ -280,6 +284,7 @@ export function changeStamp(db: Database, tables: readonly string[]): number {
 export function transaction<T>(db: Database, fn: () => T): T {
   // A group still open on this connection commits first: a transaction cannot nest in it.
   commitGroup(db);
+  commitOtherGroups(db);
   db.exec("BEGIN IMMEDIATE");
   try {
     const result = fn();
@@ -294,6 +299,19 @@ export function transaction<T>(db: Database, fn: () => T): T {
 
 type Group = { settle: ((error?: unknown) => void)[] };
 const openGroups = new WeakMap<Database, Group>();
+/** The connections of this process with a group open: at most a turn of the event loop each. */
+const groupsOpen = new Set<Database>();
+
+/**
+ * Commits the groups open on this process's other connections, before `db` asks for the write lock.
+ * A group holds that lock until this thread's next turn, and SQLite's busy handler waits for it on
+ * this same thread, synchronously: the wait could never end before busy_timeout (5 s, the whole
+ * process stalled) and the write would fail. One process holds several connections where several
+ * workloads share it, as the tests' cluster composition runs the api, operator and inference.
+ */
+function commitOtherGroups(db: Database): void {
+  for (const other of groupsOpen) if (other !== db) commitGroup(other);
+}
 
 /**
  * Group commit: runs `fn` now, in a transaction shared by every grouped write of this turn of the
@@ -308,9 +326,11 @@ const openGroups = new WeakMap<Database, Group>();
 export function groupCommit<T>(db: Database, fn: () => T): Promise<T> {
   let group = openGroups.get(db);
   if (!group) {
+    commitOtherGroups(db);
     db.exec("BEGIN IMMEDIATE");
     group = { settle: [] };
     openGroups.set(db, group);
+    groupsOpen.add(db);
     setImmediate(() => commitGroup(db));
   }
   db.exec("SAVEPOINT grouped");
@@ -333,6 +353,7 @@ export function commitGroup(db: Database): void {
   const group = openGroups.get(db);
   if (!group) return;
   openGroups.delete(db);
+  groupsOpen.delete(db);
   let failure: unknown;
   try {
     db.exec("COMMIT");
