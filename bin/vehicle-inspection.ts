@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from "../core/config.ts";
 import { DEFAULT_OVERLAP_HOURS, MAX_OVERLAP_HOURS, OverlapHours } from "../core/schemas/webhook.ts";
 import { createKey, listKeys, revokeKey, rotateSecret, webhookSecret } from "./commands/keys.ts";
 import { evaluate } from "./commands/eval.ts";
+import { FOLDS } from "../inference/evaluation/held-out.ts";
 import { evaluateProduct } from "./commands/eval-product.ts";
 import { api } from "./commands/api.ts";
 import { inference } from "./commands/inference.ts";
@@ -27,7 +28,9 @@ const USAGE = `usage: vehicle-inspection <command>
                                            (default ${DEFAULT_OVERLAP_HOURS}, at most ${MAX_OVERLAP_HOURS}); prints only the new secret
   users create --email ADDRESS [--account NAME]   create a dashboard user; the password is read from standard input
   eval --data DIR [--model PATH]           score the damage detector on a YOLO-format folder; prints JSON last
-  eval-product [--datasets DIR]            the whole pipeline on clean cars, whole cars and close-ups; prints JSON last
+  eval-product [--datasets DIR] [--fold N] the whole pipeline on clean cars, whole cars and close-ups; prints JSON last
+                                           (--fold 1 to ${FOLDS - 1}: whole cars from a fifth the models were trained on,
+                                           instead of the held-out one)
 
 Configuration comes from the environment: PORT, DATA_DIR, PUBLIC_URL, WEBHOOKS_ALLOW_PRIVATE_TARGETS,
 RATE_LIMIT_LIVE_PER_SECOND, RATE_LIMIT_TEST_PER_SECOND (see README).`;
@@ -47,6 +50,14 @@ function overlapHoursOption(values: { "overlap-hours"?: string }): number | unde
   return hours.data;
 }
 
+function foldOption(values: { fold?: string }): number | undefined {
+  const raw = values.fold;
+  if (raw === undefined) return undefined;
+  if (!/^[0-9]+$/.test(raw) || Number(raw) >= FOLDS)
+    throw new UsageError(`--fold must be a whole number from 0 (held out) to ${FOLDS - 1}`);
+  return Number(raw);
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -58,6 +69,7 @@ async function main(argv: string[]): Promise<number> {
       "overlap-hours": { type: "string" },
       data: { type: "string" },
       datasets: { type: "string" },
+      fold: { type: "string" },
       model: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
@@ -103,7 +115,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case "eval-product": {
       const datasets = values.datasets ?? join(import.meta.dirname, "../../shared/datasets");
-      await evaluateProduct(config, datasets);
+      await evaluateProduct(config, datasets, console.log, foldOption(values));
       return 0;
     }
     case "users create": {

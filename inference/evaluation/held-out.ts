@@ -11,6 +11,16 @@ export function sourcePhotoOf(fileName: string): string {
   return fileName.replace(/_(jpe?g|png)_jpg\.rf\.[0-9a-f]+\.jpg$/i, "").replace(/\.rf\.[0-9a-f]+\.jpg$/i, "");
 }
 
+/** The number of parts the source photos are split into by that hash. */
+export const FOLDS = 5;
+/** The part that training never reads. */
+export const HELD_OUT_FOLD = 0;
+
+/** Which of the FOLDS parts a photo falls in; the others than HELD_OUT_FOLD are trained on. */
+export function foldOf(fileName: string): number {
+  return createHash("sha256").update(sourcePhotoOf(fileName)).digest()[0]! % FOLDS;
+}
+
 export function isHeldOut(fileName: string): boolean {
-  return createHash("sha256").update(sourcePhotoOf(fileName)).digest()[0]! % 5 === 0;
+  return foldOf(fileName) === HELD_OUT_FOLD;
 }

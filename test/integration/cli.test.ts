@@ -58,6 +58,10 @@ describe("vehicle-inspection CLI", () => {
       stderr: expect.stringContaining("--env must be test or live"),
     });
     await expect(cli(dir, "frobnicate")).rejects.toMatchObject({ code: 2 });
+    await expect(cli(dir, "eval-product", "--fold", "5")).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining("--fold must be a whole number from 0 (held out) to 4"),
+    });
     await expect(cli(dir, "keys", "revoke", "key_nope")).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("no such key") });
     await expect(
       run(process.execPath, [CLI, "keys", "list"], { env: { ...process.env, DATA_DIR: dir, PORT: "http" } }),
