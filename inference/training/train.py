@@ -48,6 +48,7 @@ p.add_argument("--whole-cars", help="car damage: also train on this car-parts fo
 p.add_argument("--whole-cars-repeat", type=int, default=1, help="how many times each whole-car negative appears in an epoch")
 p.add_argument("--severity", help="car damage: also train on car-damage-severity's photos that are not held out (dent and scratch boxes)")
 p.add_argument("--severity-repeat", type=int, default=1, help="how many times each --severity image (and tile) appears in an epoch")
+p.add_argument("--no-close-ups", action="store_true", help="car damage: train only on the additions (--whole-cars, --paste-cars, --severity), not on the close-ups (valid stays the close-ups)")
 p.add_argument("--tiles", type=int, default=0, help="car damage: also train on the n x n tiles (as DETECTION_TILES=n searches them) of the --whole-cars and --severity photos")
 p.add_argument("--paste-cars", type=int, default=0, help="car damage: also train on this many copies of each --whole-cars photo with close-ups' damage pasted onto its parts")
 p.add_argument("--freeze-bn", action="store_true", help="keep BatchNorm statistics fixed (continuing from a checkpoint rebuilt from ONNX: from_onnx.py)")
@@ -83,7 +84,7 @@ if args.data:
             names = [n.strip().strip("'\"") for n in line.split(":", 1)[1].strip().strip("[]").split(",")]
     train_set = yolo_folder(os.path.join(args.data, "train"), args.size)
     valid_set = yolo_folder(os.path.join(args.data, "valid"), args.size)
-    train_imgs, train_tgts = train_set[0], train_set[1]
+    train_imgs, train_tgts = ([], []) if args.no_close_ups else (train_set[0], train_set[1])
     valid_imgs, valid_tgts = valid_set[0], valid_set[1]
     if args.whole_cars:
         negatives = whole_car_negatives(args.whole_cars, args.size) * args.whole_cars_repeat
