@@ -82,9 +82,9 @@ if args.data:
     for line in open(os.path.join(args.data, "data.yaml")):
         if line.startswith("names:"):
             names = [n.strip().strip("'\"") for n in line.split(":", 1)[1].strip().strip("[]").split(",")]
-    train_set = yolo_folder(os.path.join(args.data, "train"), args.size)
+    # Without the close-ups their 2,800 photos are not even read (3.4 GB at 640 px).
+    train_imgs, train_tgts = ([], []) if args.no_close_ups else yolo_folder(os.path.join(args.data, "train"), args.size)[:2]
     valid_set = yolo_folder(os.path.join(args.data, "valid"), args.size)
-    train_imgs, train_tgts = ([], []) if args.no_close_ups else (train_set[0], train_set[1])
     valid_imgs, valid_tgts = valid_set[0], valid_set[1]
     if args.whole_cars:
         negatives = whole_car_negatives(args.whole_cars, args.size) * args.whole_cars_repeat
