@@ -20,7 +20,7 @@ import { Signals } from "../core/signals.ts";
 import { systemClock, type Clock } from "../core/time.ts";
 import { VinDecoder } from "../core/vin/vin-decoder.ts";
 import { modelInputSizes } from "../inference/detection/model-input.ts";
-import { AngleChecker } from "../inference/quality/angle-checker.ts";
+import { UploadChecker } from "../inference/quality/upload-checker.ts";
 
 /** The secret capture tokens are derived from: made once per data directory, readable by its owner only. */
 function captureSecret(dataDir: string): Buffer {
@@ -55,11 +55,15 @@ export function embeddedServices(config: Config, log: Logger, workload = "start"
     onStop: (err) => log.warn({ err }, "the WAL checkpoint thread stopped; SQLite checkpoints on commit again"),
   });
   const vin = new VinDecoder(join(config.dataDir, "vpic"), { onError: (err) => log.warn({ err }, "VIN decoding failed") });
-  const angles = config.models.partsModel
-    ? new AngleChecker(config.models.partsModel, {
-        provider: config.models.provider,
-        onError: (err) => log.warn({ err }, "the angle check could not run; the photo is taken without it"),
-      })
+  const { partsModel, judgeModel } = config.models;
+  const uploadChecks = partsModel
+    ? new UploadChecker(
+        { partsModel, judgeModel },
+        {
+          provider: config.models.provider,
+          onError: (err) => log.warn({ err }, "the angle check or close-up suggestions could not run; the photo is taken without them"),
+        },
+      )
     : null;
   const secret = captureSecret(config.dataDir);
   return {
@@ -80,10 +84,10 @@ export function embeddedServices(config: Config, log: Logger, workload = "start"
     signals: new Signals(clock),
     metrics: new Metrics(workload),
     modelInputSizes: modelInputSizes(config.models),
-    angles,
+    uploadChecks,
     async close() {
       await vin.close();
-      await angles?.close();
+      await uploadChecks?.close();
       await checkpointer.close();
       commitGroup(db);
       db.close();

@@ -12,7 +12,8 @@ const retrySchedule = z
 const MODELS_DIR = resolve(import.meta.dirname, "../inference/models");
 const DEFAULT_DAMAGE_MODEL = resolve(MODELS_DIR, "damage/model.onnx");
 const DEFAULT_PARTS_MODEL = resolve(MODELS_DIR, "parts/model.onnx");
-export const DEFAULT_MODELS = { damage: DEFAULT_DAMAGE_MODEL, parts: DEFAULT_PARTS_MODEL };
+const DEFAULT_JUDGE_MODEL = resolve(MODELS_DIR, "judge/model.onnx");
+export const DEFAULT_MODELS = { damage: DEFAULT_DAMAGE_MODEL, parts: DEFAULT_PARTS_MODEL, judge: DEFAULT_JUDGE_MODEL };
 /**
  * Per-class score thresholds for the shipped damage model, chosen on car-damage/valid (its model
  * card): the F1-best score of each class, but never under 0.25: dent's and scratch's F1-best scores
@@ -98,6 +99,8 @@ const EnvSchema = z.object({
   // Detection: a path to an Ultralytics-format ONNX detection model, or "none".
   DAMAGE_MODEL: z.string().default(DEFAULT_DAMAGE_MODEL),
   PARTS_MODEL: z.string().default(DEFAULT_PARTS_MODEL),
+  // The whole-photo judgement (inference/models/judge): a damage score for every exterior photo.
+  JUDGE_MODEL: z.string().default(DEFAULT_JUDGE_MODEL),
   ONNX_PROVIDER: z.enum(["cpu", "cuda"]).default("cpu"),
   // Looking closer: 1 searches the full frame only; n also searches an n × n grid of tiles.
   DETECTION_TILES: z.coerce.number().int().min(1).max(4).default(1),
@@ -186,6 +189,7 @@ export type Config = {
   models: {
     damageModel: string | null;
     partsModel: string | null;
+    judgeModel: string | null;
     provider: "cpu" | "cuda";
     thresholds: Record<string, number>;
     tiles: number;
@@ -197,7 +201,7 @@ export class ConfigError extends Error {}
 /** "none" turns a model off; the default path counts only if the repository has that model. */
 function modelPath(value: string): string | null {
   if (value === "none") return null;
-  if ((value === DEFAULT_DAMAGE_MODEL || value === DEFAULT_PARTS_MODEL) && !existsSync(value)) return null;
+  if (Object.values(DEFAULT_MODELS).includes(value) && !existsSync(value)) return null;
   return resolve(value);
 }
 
@@ -293,6 +297,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     models: {
       damageModel: modelPath(e.DAMAGE_MODEL),
       partsModel: modelPath(e.PARTS_MODEL),
+      judgeModel: modelPath(e.JUDGE_MODEL),
       provider: e.ONNX_PROVIDER,
       thresholds: { ...DEFAULT_DETECTION_THRESHOLDS, ...e.DETECTION_THRESHOLDS },
       tiles: e.DETECTION_TILES,

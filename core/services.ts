@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { Metrics } from "./metrics.ts";
 import type { Config } from "./config.ts";
-import type { ExteriorAngle } from "./schemas/capture.ts";
+import type { ExteriorAngle, SuggestedCloseup } from "./schemas/capture.ts";
 import type { CaptureLinks } from "./capture-links.ts";
 import type { BlobStore } from "./ports/blob-store.ts";
 import type { EventStore } from "./ports/event-store.ts";
@@ -40,14 +40,16 @@ export type Services = {
   /** The configured models' input sizes: capture stores each photo scaled for them (inference/detection/model-input.ts). */
   modelInputSizes: number[];
   /**
-   * Checks an exterior photo shows the side its angle asks for; null without a parts model. `inputs`:
-   * the photo's pixels the upload already scaled for the models' sizes, so it needs no decode.
+   * The model checks on an exterior photo's upload (inference/quality/upload-checker.ts): whether it
+   * shows the side its angle asks for (null where the check could not run), and the close-ups worth
+   * asking for; null without a parts model. `inputs`: the photo's pixels the upload already scaled
+   * for the models' sizes, so it needs no decode.
    */
-  angles: {
-    isWrongAngle(
+  uploadChecks: {
+    check(
       angle: ExteriorAngle,
       jpeg: Buffer,
       inputs?: { sizes: number[]; scaled: { width: number; height: number; pixels: Buffer[] } } | null,
-    ): Promise<boolean | null>;
+    ): Promise<{ wrongAngle: boolean | null; suggestedCloseups: SuggestedCloseup[] }>;
   } | null;
 };

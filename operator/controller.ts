@@ -192,7 +192,13 @@ export class Controller {
 
   async #process(r: InspectionRecord): Promise<void> {
     const photos = await this.#o.store.photos(r.id);
-    const media = photos.map((p) => ({ mediaId: p.mediaId, angle: p.angle, blobKey: photoBlobKey(r.id, p.mediaId), quality: p.quality }));
+    const media = photos.map((p) => ({
+      mediaId: p.mediaId,
+      angle: p.angle,
+      blobKey: photoBlobKey(r.id, p.mediaId),
+      quality: p.quality,
+      part: p.part,
+    }));
     const started = performance.now();
     const observe = (outcome: string) => this.#o.metrics?.detectionSeconds.observe({ outcome }, (performance.now() - started) / 1000);
     let result: DetectionResult;

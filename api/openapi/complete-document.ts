@@ -187,7 +187,7 @@ export function completeDocument(doc: Json, publicUrl: string): Json {
       if (method === "post" && path.startsWith("/v1/")) {
         op.parameters = [...(op.parameters ?? []).filter((p: Json) => p.name.toLowerCase() !== "idempotency-key"), IDEMPOTENCY_KEY];
       }
-      if (method === "put" && path.endsWith("/photos/{angle}")) op.requestBody = PHOTO_BODY;
+      if (method === "put" && (path.endsWith("/photos/{angle}") || path.endsWith("/closeups/{n}"))) op.requestBody = PHOTO_BODY;
       for (const [status, response] of Object.entries(op.responses as Json)) {
         if (!response.description || response.description === "Default Response")
           response.description = STATUS_DESCRIPTIONS[status] ?? "See the contract.";

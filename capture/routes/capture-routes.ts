@@ -1,3 +1,4 @@
+import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { photoBlobKey } from "../../core/blob-keys.ts";
 import { CaptureLinks } from "../../core/capture-links.ts";
@@ -7,15 +8,20 @@ import { ApiError } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
 import { ErrorBody } from "../../core/schemas/common.ts";
+import { CLOSEUP, type VehiclePart } from "../../core/domain/closeups.ts";
 import {
   ANGLES,
   CaptureSession,
+  CloseupParams,
+  CloseupQuery,
   isExterior,
+  isSearched,
   PHOTO_CONTENT_TYPES,
   PhotoParams,
   PhotoResult,
   REQUIRED_ANGLES,
   SubmitResult,
+  type SuggestedCloseup,
   TokenParams,
   VinBody,
   VinResult,
@@ -84,7 +90,9 @@ export const captureRoutes =
     };
 
     const session = async (r: InspectionRecord) => {
-      const photos = new Map((await s.inspections.photos(r.id)).map((p) => [p.angle, p]));
+      const all = await s.inspections.photos(r.id);
+      const photos = new Map(all.filter((p) => p.slot === null).map((p) => [p.angle, p]));
+      const closeups = all.filter((p) => p.angle === CLOSEUP && p.slot !== null).sort((a, b) => a.slot! - b.slot!);
       return {
         inspection_id: r.id,
         status: r.status,
@@ -97,7 +105,93 @@ export const captureRoutes =
           done: photos.has(angle),
           quality: photos.get(angle)?.quality ?? null,
         })),
+        closeups: closeups.map((p) => ({ n: p.slot!, part: p.part as VehiclePart | null, media_id: p.mediaId, quality: p.quality })),
       };
+    };
+
+    /**
+     * Stores an uploaded photo (of an angle, or a close-up in its slot) and answers as the contract
+     * says: checked and re-encoded (ingest-photo.ts), its model inputs stored where processing searches
+     * it, an exterior photo checked for its angle and for close-ups worth asking for.
+     */
+    const upload = async (
+      request: FastifyRequest,
+      token: string,
+      place: { angle: string; slot: number | null; part: VehiclePart | null },
+    ) => {
+      const inspection = await open(token);
+      if (!Buffer.isBuffer(request.body) || request.body.length === 0) {
+        throw new ApiError("parameter_missing", "Send the photo as the request body.", { param: "photo" });
+      }
+      const photo = await ingestPhoto(request.body, declaredType(request.headers["content-type"]));
+      const { angle } = place;
+      const now = s.clock.now();
+      const mediaId = newId("med");
+      const blobKey = photoBlobKey(inspection.id, mediaId);
+      // Only exterior photos and close-ups are searched for damage, so only they get model inputs.
+      const inputSizes = isSearched(angle) ? s.modelInputSizes : [];
+      // Blobs first, then the row that points at them: a crash in between leaves orphan files, never a dangling row.
+      const [, inputs] = await Promise.all([
+        s.blobs.put(blobKey, photo.jpeg, "image/jpeg"),
+        storeModelInputs(s.blobs, inspection.id, mediaId, photo.jpeg, inputSizes),
+      ]);
+      let suggested: SuggestedCloseup[] = [];
+      if (isExterior(angle) && s.uploadChecks) {
+        const verdict = await s.uploadChecks.check(angle, photo.jpeg, inputs);
+        if (verdict.wrongAngle) photo.quality = { ...photo.quality, passed: false, problems: [...photo.quality.problems, "wrong_angle"] };
+        suggested = verdict.suggestedCloseups;
+      }
+      // Stored only if the capture is still open now: a submit or cancel may have landed while the photo was ingested.
+      const stored = await s.inspections.putPhoto(
+        {
+          inspectionId: inspection.id,
+          ...place,
+          mediaId,
+          width: photo.width,
+          height: photo.height,
+          quality: photo.quality,
+          tries: 1,
+          capturedAt: now,
+        },
+        {
+          id: mediaId,
+          accountId: inspection.accountId,
+          livemode: inspection.livemode,
+          inspectionId: inspection.id,
+          kind: "photo",
+          blobKey,
+          bytes: photo.jpeg.length,
+          etag: photo.etag,
+          width: photo.width,
+          height: photo.height,
+          createdAt: now,
+        },
+      );
+      if (!stored.accepted) {
+        await Promise.all([s.blobs.delete(blobKey), deleteModelInputs(s.blobs, inspection.id, mediaId, inputSizes)]);
+        throw linkInactive(closingState((await s.inspections.getById(inspection.id))!, now));
+      }
+      // Only now that no row points at the replaced photo can its blobs go.
+      const { replaced } = stored;
+      if (replaced)
+        await Promise.all([s.blobs.delete(replaced.blobKey), deleteModelInputs(s.blobs, inspection.id, replaced.id, inputSizes)]);
+      return {
+        media_id: mediaId,
+        angle: angle as (typeof ANGLES)[number] | typeof CLOSEUP,
+        width: photo.width,
+        height: photo.height,
+        quality: photo.quality,
+        part: place.part,
+        suggested_closeups: suggested,
+      };
+    };
+
+    // The link first, then the body's format as its first bytes arrive: neither waits for the whole body.
+    const checkedFirst = async (request: FastifyRequest, _reply: unknown, payload: Parameters<typeof checkedAsItArrives>[0]) => {
+      await open((request.params as { token: string }).token);
+      const type = declaredType(request.headers["content-type"]);
+      // Another Content-Type is refused by the router (415) without reading the body.
+      return (PHOTO_CONTENT_TYPES as readonly string[]).includes(type) ? checkedAsItArrives(payload, type) : payload;
     };
 
     app.get(
@@ -131,13 +225,7 @@ export const captureRoutes =
       "/capture/v1/:token/photos/:angle",
       {
         bodyLimit: PHOTO_LIMITS.maxBytes,
-        // The link first, then the body's format as its first bytes arrive: neither waits for the whole body.
-        preParsing: async (request, _reply, payload) => {
-          await open((request.params as { token: string }).token);
-          const type = declaredType(request.headers["content-type"]);
-          // Another Content-Type is refused by the router (415) without reading the body.
-          return (PHOTO_CONTENT_TYPES as readonly string[]).includes(type) ? checkedAsItArrives(payload, type) : payload;
-        },
+        preParsing: checkedFirst,
         schema: {
           operationId: "capturePhoto",
           summary: "Upload the photo of one angle (a retake replaces it)",
@@ -146,62 +234,25 @@ export const captureRoutes =
           response: { 200: PhotoResult, ...errors },
         },
       },
-      async (request) => {
-        const inspection = await open(request.params.token);
-        if (!Buffer.isBuffer(request.body) || request.body.length === 0) {
-          throw new ApiError("parameter_missing", "Send the photo as the request body.", { param: "photo" });
-        }
-        const photo = await ingestPhoto(request.body, declaredType(request.headers["content-type"]));
-        const angle = request.params.angle;
-        const now = s.clock.now();
-        const mediaId = newId("med");
-        const blobKey = photoBlobKey(inspection.id, mediaId);
-        // Only exterior photos are searched for damage, so only they get model inputs.
-        const inputSizes = isExterior(angle) ? s.modelInputSizes : [];
-        // Blobs first, then the row that points at them: a crash in between leaves orphan files, never a dangling row.
-        const [, inputs] = await Promise.all([
-          s.blobs.put(blobKey, photo.jpeg, "image/jpeg"),
-          storeModelInputs(s.blobs, inspection.id, mediaId, photo.jpeg, inputSizes),
-        ]);
-        if (isExterior(angle) && (await s.angles?.isWrongAngle(angle, photo.jpeg, inputs))) {
-          photo.quality = { ...photo.quality, passed: false, problems: [...photo.quality.problems, "wrong_angle"] };
-        }
-        // Stored only if the capture is still open now: a submit or cancel may have landed while the photo was ingested.
-        const stored = await s.inspections.putPhoto(
-          {
-            inspectionId: inspection.id,
-            angle: request.params.angle,
-            mediaId,
-            width: photo.width,
-            height: photo.height,
-            quality: photo.quality,
-            tries: 1,
-            capturedAt: now,
-          },
-          {
-            id: mediaId,
-            accountId: inspection.accountId,
-            livemode: inspection.livemode,
-            inspectionId: inspection.id,
-            kind: "photo",
-            blobKey,
-            bytes: photo.jpeg.length,
-            etag: photo.etag,
-            width: photo.width,
-            height: photo.height,
-            createdAt: now,
-          },
-        );
-        if (!stored.accepted) {
-          await Promise.all([s.blobs.delete(blobKey), deleteModelInputs(s.blobs, inspection.id, mediaId, inputSizes)]);
-          throw linkInactive(closingState((await s.inspections.getById(inspection.id))!, now));
-        }
-        // Only now that no row points at the replaced photo can its blobs go.
-        const { replaced } = stored;
-        if (replaced)
-          await Promise.all([s.blobs.delete(replaced.blobKey), deleteModelInputs(s.blobs, inspection.id, replaced.id, inputSizes)]);
-        return { media_id: mediaId, angle: request.params.angle, width: photo.width, height: photo.height, quality: photo.quality };
+      async (request) => upload(request, request.params.token, { angle: request.params.angle, slot: null, part: null }),
+    );
+
+    app.put(
+      "/capture/v1/:token/closeups/:n",
+      {
+        bodyLimit: PHOTO_LIMITS.maxBytes,
+        preParsing: checkedFirst,
+        schema: {
+          operationId: "captureCloseup",
+          summary: "Upload close-up n of damage, optionally naming its part (optional; a retake replaces it)",
+          tags: ["capture"],
+          params: CloseupParams,
+          querystring: CloseupQuery,
+          response: { 200: PhotoResult, ...errors },
+        },
       },
+      async (request) =>
+        upload(request, request.params.token, { angle: CLOSEUP, slot: request.params.n, part: request.query.part ?? null }),
     );
 
     app.get(
@@ -257,7 +308,7 @@ export const captureRoutes =
       },
       async (request, reply) => {
         const inspection = await open(request.params.token);
-        const done = new Set((await s.inspections.photos(inspection.id)).map((p) => p.angle));
+        const done = new Set((await s.inspections.photos(inspection.id)).filter((p) => p.slot === null).map((p) => p.angle));
         const missing = REQUIRED_ANGLES.filter((a) => !done.has(a));
         if (missing.length) throw new ApiError("capture_incomplete", `Photos are still missing for: ${missing.join(", ")}.`);
         const now = s.clock.now();

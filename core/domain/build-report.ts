@@ -3,6 +3,7 @@ import type { InspectionRecord, PhotoRecord } from "../ports/records.ts";
 import type { Finding, Report } from "../schemas/report.ts";
 import { formatTimestamp } from "../time.ts";
 import { overallGrade, type Severity } from "./grading.ts";
+import { photoPassed, reviewReasons, reviewStatus, type ReviewPolicy } from "./review.ts";
 
 /** A VIN that differs from the one on file may mean the photos are of another vehicle. */
 export const VIN_MISMATCH_SEVERITY: Severity = "moderate";
@@ -16,10 +17,21 @@ type Inputs = {
   newFindingId: () => string;
   /** Media ids of evidence photos stored for detections, by index into result.detections. */
   evidenceMediaIds: (string | null)[];
+  /** Whether the report goes to a person (review.ts); `when_unsure` unless the inspection or account says otherwise. */
+  reviewPolicy?: ReviewPolicy;
 };
 
 /** The report of a finished inspection: pure, from the stored inspection, its photos and the detection result. */
-export function buildReport({ inspection, photos, result, publicUrl, now, newFindingId, evidenceMediaIds }: Inputs): Report {
+export function buildReport({
+  inspection,
+  photos,
+  result,
+  publicUrl,
+  now,
+  newFindingId,
+  evidenceMediaIds,
+  reviewPolicy = "when_unsure",
+}: Inputs): Report {
   const mediaUrl = (id: string) => `${publicUrl}/v1/media/${id}/full.jpg`;
   const findings: Finding[] = result.detections.map((d, i) => ({
     id: newFindingId(),
@@ -47,17 +59,26 @@ export function buildReport({ inspection, photos, result, publicUrl, now, newFin
     });
   }
   const grade = overallGrade(findings.map((f) => f.severity));
-  const measured = new Map(result.photos.map((p) => [p.mediaId, p.quality]));
+  const measured = new Map(result.photos.map((p) => [p.mediaId, p]));
+  const qualityOf = (p: PhotoRecord) => measured.get(p.mediaId)?.quality ?? p.quality;
+  const vinConfirmed = inspection.vinObserved === inspection.vin;
+  const reasons = reviewReasons({
+    findings,
+    photosPassed: photos.map((p) => photoPassed(qualityOf(p), measured.get(p.mediaId)?.damageScore)),
+    vinConfirmed,
+    policy: reviewPolicy,
+  });
+  const review = { status: reviewStatus(reasons, reviewPolicy), reasons, reviewed_at: null, reviewed_by: null };
   return {
     object: "report",
     inspection_id: inspection.id,
     livemode: inspection.livemode,
     created_at: formatTimestamp(now)!,
     grade,
-    summary: { findings: findings.length, grade },
+    summary: { findings: findings.length, grade, needs_review: review.status === "required" },
     vehicle: {
       vin: inspection.vin,
-      vin_confirmed: inspection.vinObserved === inspection.vin,
+      vin_confirmed: vinConfirmed,
       vin_observed: inspection.vinObserved,
       make: inspection.make,
       model: inspection.model,
@@ -70,9 +91,12 @@ export function buildReport({ inspection, photos, result, publicUrl, now, newFin
       width: p.width,
       height: p.height,
       captured_at: formatTimestamp(p.capturedAt)!,
-      quality: measured.get(p.mediaId) ?? p.quality,
+      quality: qualityOf(p),
+      part: p.part ?? null,
+      damage_score: measured.get(p.mediaId)?.damageScore ?? null,
     })),
     findings,
+    review,
     model: result.model,
   };
 }

@@ -1,5 +1,6 @@
 import { reportBlobKey } from "../blob-keys.ts";
 import { isTerminal } from "../domain/state-machine.ts";
+import { currentReportJson } from "../domain/stored-report.ts";
 import { ApiError } from "../errors.ts";
 import type { BlobStore } from "../ports/blob-store.ts";
 import type { InspectionRecord } from "../ports/records.ts";
@@ -37,5 +38,5 @@ export async function completedReport(s: Pick<Services, "blobs">, inspection: In
       "report_not_ready",
       `The report is not ready: the inspection is ${inspection.status}; it is ready once the inspection is completed.`,
     );
-  return report.toString("utf8");
+  return currentReportJson(report.toString("utf8"));
 }

@@ -1,12 +1,18 @@
-import type { Severity } from "../domain/grading.ts";
+import type { DamageType, Severity } from "../domain/grading.ts";
 import type { Quality } from "../schemas/report.ts";
 
-/** A photo to inspect, with the quality measured when it was uploaded. */
-export type PhotoToInspect = { mediaId: string; angle: string; blobKey: string; quality: Quality };
+/** What detection finds: the damage model's types, and the whole-photo judgement's two. */
+export type DetectedType = DamageType | "damage_suspected" | "broken_part";
+
+/**
+ * A photo to inspect, with the quality measured when it was uploaded. A close-up (angle
+ * `closeup`) carries the part the customer tied it to, if any: its findings are on that part.
+ */
+export type PhotoToInspect = { mediaId: string; angle: string; blobKey: string; quality: Quality; part?: string | null };
 
 export type Detection = {
   mediaId: string;
-  type: "dent" | "scratch" | "crack" | "glass_shatter" | "lamp_broken" | "tire_flat";
+  type: DetectedType;
   part: string | null;
   severity: Severity;
   confidence: number;
@@ -16,7 +22,8 @@ export type Detection = {
   evidence: { mediaId: string; blobKey: string; bytes: number; etag: string; width: number; height: number } | null;
 };
 
-export type PhotoOutcome = { mediaId: string; readable: boolean; quality: Quality | null };
+/** `damageScore`: the whole-photo judgement (0-1) of an exterior photo or close-up; null where none ran. */
+export type PhotoOutcome = { mediaId: string; readable: boolean; quality: Quality | null; damageScore?: number | null };
 
 export type DetectionResult = {
   /** Null while no damage model is configured: the report then carries photo quality only. */

@@ -89,7 +89,7 @@ export interface InspectionStore {
   // Photos, media and reports.
   /**
    * Stores a photo of an angle with its media, replacing (and deleting the media row of) an earlier
-   * photo of that angle, but only while the capture is open: the inspection `created` or
+   * photo of that angle (and, for a close-up, of that slot), but only while the capture is open: the inspection `created` or
    * `in_progress`, no submit or cancel intent recorded, and `photo.capturedAt` before expires_at.
    * The check and the write are one atomic step against every other write (intents included), so a
    * photo is either stored before the submit intent, and processing, which reads `photos()` only

@@ -23,7 +23,7 @@ export type InspectionRecord = {
   submittedAt: number | null;
   completedAt: number | null;
   canceledAt: number | null;
-  summary: { findings: number; grade: Grade } | null;
+  summary: { findings: number; grade: Grade; needs_review: boolean } | null;
   failure: { code: "photos_unusable" | "processing_error"; message: string } | null;
   // Intents recorded by the API and capture routes; only the controller turns them into status.
   openedAt: number | null;
@@ -36,9 +36,17 @@ export type InspectionRecord = {
   reconcileGeneration: number;
 };
 
+/**
+ * A photo of the walkaround, or a close-up (angle `closeup`): an inspection has one photo per angle,
+ * and one per close-up slot.
+ */
 export type PhotoRecord = {
   inspectionId: string;
   angle: string;
+  /** A close-up's slot (1 to MAX_CLOSEUPS); null for the other photos. */
+  slot: number | null;
+  /** The part a close-up shows, where the customer named one; null for the other photos. */
+  part: string | null;
   mediaId: string;
   width: number;
   height: number;

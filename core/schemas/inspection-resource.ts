@@ -72,7 +72,17 @@ export const CaptureRecord = z.object({
   /** Intents recorded; the controller has reconciled `status.store.reconciledIntents` of them. */
   intents: millis,
   photos: z.array(
-    z.object({ angle: z.string(), mediaId: z.string(), quality: Quality, tries: millis, capturedAt: millis, media: StoredMedia }),
+    z.object({
+      angle: z.string(),
+      /** A close-up's slot and part; absent on photos stored before close-ups, and on the other photos. */
+      slot: millis.nullable().optional(),
+      part: z.string().nullable().optional(),
+      mediaId: z.string(),
+      quality: Quality,
+      tries: millis,
+      capturedAt: millis,
+      media: StoredMedia,
+    }),
   ),
   /** The `count`-th resend of an event, asked for at `at`, its schedule counted from `from` attempts. */
   resends: z.array(z.object({ eventId: z.string(), count: millis, at: millis, from: millis })),
@@ -102,7 +112,8 @@ export const StoreStatus = z.object({
   submittedAt: maybeMillis,
   completedAt: maybeMillis,
   canceledAt: maybeMillis,
-  summary: Summary.nullable(),
+  // needs_review is absent from resources written before it existed.
+  summary: Summary.partial({ needs_review: true }).nullable(),
   failure: Failure.nullable(),
   processingAttempts: millis,
   processingDueAt: maybeMillis,

@@ -36,7 +36,13 @@ export const Vehicle = z.object({
   year: z.number().int().nullable(),
 });
 
-export const Summary = z.object({ findings: z.number().int(), grade: Grade });
+export const Summary = z.object({
+  findings: z.number().int(),
+  grade: Grade,
+  needs_review: z
+    .boolean()
+    .meta({ description: "The report's review.status is required: a person should look before acting on the grade." }),
+});
 export const FAILURE_CODES = ["photos_unusable", "processing_error"] as const;
 export const Failure = z.object({ code: z.enum(FAILURE_CODES), message: z.string() });
 

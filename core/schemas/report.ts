@@ -3,7 +3,37 @@ import { SEVERITIES } from "../domain/grading.ts";
 import { Timestamp } from "./common.ts";
 import { Grade, Summary } from "./inspection.ts";
 
-export const FINDING_TYPES = ["dent", "scratch", "crack", "glass_shatter", "lamp_broken", "tire_flat", "vin_mismatch"] as const;
+export const FINDING_TYPES = [
+  "dent",
+  "scratch",
+  "crack",
+  "glass_shatter",
+  "lamp_broken",
+  "tire_flat",
+  "broken_part",
+  "damage_suspected",
+  "vin_mismatch",
+] as const;
+
+/** Why a person should look at a report before acting on its grade (`review.reasons`). */
+export const REVIEW_REASONS = [
+  "damage_suspected",
+  "low_confidence",
+  "photo_problems_kept",
+  "vin_unconfirmed",
+  "vehicle_inconsistent",
+  "policy",
+] as const;
+export type ReviewReason = (typeof REVIEW_REASONS)[number];
+export const REVIEW_STATUSES = ["not_required", "required", "completed"] as const;
+
+export const Review = z.object({
+  status: z.enum(REVIEW_STATUSES),
+  reasons: z.array(z.enum(REVIEW_REASONS)),
+  reviewed_at: Timestamp.nullable(),
+  reviewed_by: z.string().nullable(),
+});
+export type Review = z.infer<typeof Review>;
 
 export const QUALITY_PROBLEMS = [
   "too_dark",
@@ -37,6 +67,11 @@ export const ReportPhoto = z.object({
   height: z.number().int(),
   captured_at: Timestamp,
   quality: Quality,
+  part: z.string().nullable().meta({ description: "A close-up's part (angle closeup); null for the other photos." }),
+  damage_score: z.number().min(0).max(1).nullable().meta({
+    description:
+      "How sure the service is, from the whole photo, that it shows damage; null where the photo was not judged (not exterior, unreadable, no vehicle, or no judgement model).",
+  }),
 });
 
 export const Finding = z.object({
@@ -75,6 +110,7 @@ export const Report = z
     }),
     photos: z.array(ReportPhoto),
     findings: z.array(Finding),
+    review: Review,
     model: z.object({ name: z.string(), version: z.string() }).nullable(),
   })
   .meta({ id: "Report" });

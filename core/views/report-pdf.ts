@@ -182,11 +182,21 @@ function vehicle(doc: Doc, report: Report): void {
 function result(doc: Doc, report: Report): void {
   section(doc, "Result");
   fields(doc, [
-    ["Grade", words(report.grade), GRADE_COLOURS[report.grade]],
+    // "none" in green would read as undamaged: until a person has looked, it is not.
+    report.review.status === "required" && report.grade === "none"
+      ? ["Grade", "None placed by the model: review needed", GRADE_COLOURS.moderate]
+      : ["Grade", words(report.grade), GRADE_COLOURS[report.grade]],
     ["Findings", String(report.findings.length)],
     ["Detected by", report.model ? `${report.model.name} ${report.model.version}` : "No damage model"],
   ]);
-  if (report.findings.length === 0) {
+  if (report.review.status === "required") {
+    doc.moveDown(0.6);
+    doc
+      .font("Helvetica-Bold")
+      .fontSize(12)
+      .fillColor(GRADE_COLOURS.moderate)
+      .text(`Review needed before acting on this grade: ${report.review.reasons.map(words).join(", ")}.`, MARGIN);
+  } else if (report.findings.length === 0) {
     doc.moveDown(0.6);
     doc.font("Helvetica-Bold").fontSize(12).fillColor(GRADE_COLOURS.none).text("No damage found.", MARGIN);
   }

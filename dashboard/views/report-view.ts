@@ -25,6 +25,7 @@ export function reportView(reportJson: string, mediaUrl: (mediaId: string) => st
   return {
     grade: report.grade,
     findingsCount: report.summary.findings,
+    review: report.review,
     createdAt: Date.parse(report.created_at),
     livemode: report.livemode,
     vehicle: report.vehicle,

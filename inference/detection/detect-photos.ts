@@ -1,6 +1,13 @@
 import sharp from "sharp";
 import { evidenceBlobKey } from "../../core/blob-keys.ts";
-import { DAMAGE_TYPES, PART_SHARE_OF_PHOTO, findingSeverity, type DamageType } from "../../core/domain/grading.ts";
+import {
+  DAMAGE_TYPES,
+  PART_SHARE_OF_PHOTO,
+  SEVERITIES,
+  findingSeverity,
+  type DamageType,
+  type Severity,
+} from "../../core/domain/grading.ts";
 import { newId } from "../../core/ids.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
 import {
@@ -10,56 +17,36 @@ import {
   type PhotoOutcome,
   type PhotoToInspect,
 } from "../../core/ports/detection-runner.ts";
-import { isExterior } from "../../core/schemas/capture.ts";
+import { CLOSEUP } from "../../core/domain/closeups.ts";
+import { isSearched } from "../../core/schemas/capture.ts";
+import type { DetectedType } from "../../core/ports/detection-runner.ts";
 import type { Quality } from "../../core/schemas/report.ts";
 import { drawEvidence } from "../evidence/draw-evidence.ts";
 import { detectImages } from "./detect-images.ts";
 import { loadModelInputs } from "./model-input.ts";
 import type { Detected, OnnxDetector } from "./onnx-detector.ts";
-import { scaleRegion } from "./letterbox.ts";
+import { area, partOf } from "./part-of.ts";
+import { fromScaled, letterbox, scaleRegion, type ScaledPixels } from "./letterbox.ts";
+import { judgedRegion, type Judgement, type PhotoJudge } from "./photo-judge.ts";
 import { relativeBbox, type Box } from "./postprocess.ts";
 import { mergeTiles, tileRegions } from "./tiles.ts";
 
 /** `tiles`: the damage model also searches an n × n grid of tiles of each photo (tiles.ts); 1 is the full frame only. */
-export type Models = { damage: OnnxDetector | null; parts: OnnxDetector | null; tiles: number };
+export type Models = { damage: OnnxDetector | null; parts: OnnxDetector | null; judge: PhotoJudge | null; tiles: number };
+
+/**
+ * The whole-photo judgement's thresholds, chosen on its validation photos (a fifth of
+ * car-damage-severity and a fifth of the car-parts training photos; the judge's model card): from
+ * SUSPECT_FROM a photo without a typed finding gets a `damage_suspected` one; from BROKEN_FROM a
+ * photo gets a `broken_part` finding.
+ */
+export const SUSPECT_FROM = 0.9;
+export const BROKEN_FROM = 0.5;
+/** A broken part the judgement is this sure of, on a photo it judges severe, is a wreck: severe. */
+const WRECK_FROM = 0.9;
 
 /** Shorter sides than this carry too little detail to find damage on; such photos are reported, not searched. */
 export const MIN_SIDE_PX = 256;
-/** A damage is on the part that holds at least this share of its box (the most, if several). */
-const MIN_PART_OVERLAP = 0.3;
-
-const area = (b: Box) => Math.max(0, b.x2 - b.x1) * Math.max(0, b.y2 - b.y1);
-const overlapShare = (inner: Box, outer: Box) =>
-  area({
-    x1: Math.max(inner.x1, outer.x1),
-    y1: Math.max(inner.y1, outer.y1),
-    x2: Math.min(inner.x2, outer.x2),
-    y2: Math.min(inner.y2, outer.y2),
-  }) / Math.max(area(inner), 1e-9);
-
-/**
- * Parts a damage type can be on: shattered glass is on a window, a broken lamp on a light, a flat
- * tyre on a wheel. Dents, scratches and cracks can be on any part. On close-ups the part boxes are
- * rough, and a glass shatter "on the front bumper" is worse than no part at all.
- */
-const PARTS_FOR: Partial<Record<DamageType, RegExp>> = { glass_shatter: /glass/, lamp_broken: /light/, tire_flat: /wheel/ };
-
-/** The part a damage box is on: of the parts its type can be on, the box that holds most of it, if it holds enough. */
-export function partOf(damage: Box, parts: Detected[], type?: DamageType): Detected | null {
-  let best: Detected | null = null;
-  let bestShare = MIN_PART_OVERLAP;
-  const allowed = type ? PARTS_FOR[type] : undefined;
-  for (const p of parts) {
-    if (allowed && !allowed.test(p.name)) continue;
-    const share = overlapShare(damage, p);
-    if (share > bestShare || (share === bestShare && best && p.score > best.score)) {
-      best = p;
-      bestShare = share;
-    }
-  }
-  return best;
-}
-
 /**
  * The parts model never saw broken glass: on a close-up of a shattered windscreen it finds no part
  * (12 of the 20 car-damage `valid` photos its gate turns away; those 12 score 0.79 to 0.90 as glass
@@ -125,7 +112,7 @@ export async function detectPhotos(
     if (stopping()) throw new DetectionInterrupted();
   };
   const outcomes: PhotoOutcome[] = [];
-  const searched: { photo: PhotoToInspect; bytes: Buffer; outcome: PhotoOutcome; width: number; height: number }[] = [];
+  const searched: { photo: PhotoToInspect; bytes: Buffer; outcome: PhotoOutcome; width: number; height: number; small: boolean }[] = [];
   for (const photo of photos) {
     checkpoint();
     const bytes = await blobs.get(photo.blobKey);
@@ -145,18 +132,18 @@ export async function detectPhotos(
     }
     outcomes.push(outcome);
     if (!outcome.readable || !bytes) continue;
-    if (Math.min(size.width, size.height) < MIN_SIDE_PX) {
-      outcome.quality = flagged(outcome.quality!, "too_small");
-      continue;
-    }
-    if (isExterior(photo.angle)) searched.push({ photo, bytes, outcome, ...size });
+    // Too small for boxes, but not for the whole-photo judgement: such a photo is judged only.
+    const small = Math.min(size.width, size.height) < MIN_SIDE_PX;
+    if (small) outcome.quality = flagged(outcome.quality!, "too_small");
+    if (isSearched(photo.angle)) searched.push({ photo, bytes, outcome, ...size, small });
   }
   if (!models.damage) return { model: null, photos: outcomes, detections: [] };
 
   const detectors = models.parts ? [models.damage, models.parts] : [models.damage];
   const sizes = detectors.map((d) => d.size);
+  const judgeSizes = models.judge ? [...sizes, models.judge.size] : sizes;
   const inputs = await Promise.all(
-    searched.map(async (s) => (await loadModelInputs(blobs, inspectionId, s.photo.mediaId, s.width, s.height, sizes)) ?? s.bytes),
+    searched.map(async (s) => (await loadModelInputs(blobs, inspectionId, s.photo.mediaId, s.width, s.height, judgeSizes)) ?? s.bytes),
   );
   const [damageRuns, partsRuns] = await detectImages(detectors, inputs, { stopping: checkpoint });
   const parts = partsRuns?.map((r) => r.found) ?? null;
@@ -170,37 +157,104 @@ export async function detectPhotos(
           checkpoint,
         )
       : damageRuns!.map((r) => r.found);
+  const judgements = models.judge ? await judgePhotos(models.judge, inputs, sizes.length, checkpoint) : null;
 
   const detections: Detection[] = [];
+  const found = async (
+    s: (typeof searched)[number],
+    d: Box & { score: number },
+    type: DetectedType,
+    part: string | null,
+    severity: Severity,
+  ) => {
+    const label = [type.replace("_", " "), part, `${Math.round(d.score * 100)}%`].filter(Boolean).join(" · ");
+    const drawn = await drawEvidence(s.bytes, d, label, type);
+    const mediaId = newId("med");
+    const blobKey = evidenceBlobKey(inspectionId, mediaId);
+    await blobs.put(blobKey, drawn.jpeg, "image/jpeg");
+    detections.push({
+      mediaId: s.photo.mediaId,
+      type,
+      part,
+      severity,
+      confidence: Math.round(d.score * 1000) / 1000,
+      bbox: relativeBbox(d, s.width, s.height),
+      evidence: { mediaId, blobKey, bytes: drawn.jpeg.length, etag: `"${mediaId}"`, width: drawn.width, height: drawn.height },
+    });
+  };
   for (const [i, s] of searched.entries()) {
     checkpoint();
     const photoParts = parts?.[i] ?? [];
-    if (parts && !showsVehicle(photoParts, damage[i]!)) {
+    const closeup = s.photo.angle === CLOSEUP;
+    // A close-up shows too little of the car for the parts model to tell; the customer said which part.
+    if (parts && !closeup && !showsVehicle(photoParts, damage[i]!)) {
       // No vehicle in the photo: whatever the damage model sees there is not a finding.
       s.outcome.quality = flagged(s.outcome.quality!, "no_vehicle");
       continue;
     }
-    for (const d of damage[i]!) {
+    const partFor = (box: Box, type?: DamageType) =>
+      closeup && s.photo.part ? s.photo.part : (partOf(box, photoParts, type)?.name ?? null);
+    let typed = 0;
+    for (const d of s.small ? [] : damage[i]!) {
       const type = damageType(d) as DamageType;
       if (!DAMAGE_TYPES.includes(type)) continue;
-      const part = partOf(d, photoParts, type);
-      const share = part ? area(d) / area(part) : area(d) / (s.width * s.height * PART_SHARE_OF_PHOTO);
-      const severity = findingSeverity(type, share);
-      const label = [type.replace("_", " "), part?.name, `${Math.round(d.score * 100)}%`].filter(Boolean).join(" · ");
-      const drawn = await drawEvidence(s.bytes, d, label, type);
-      const mediaId = newId("med");
-      const blobKey = evidenceBlobKey(inspectionId, mediaId);
-      await blobs.put(blobKey, drawn.jpeg, "image/jpeg");
-      detections.push({
-        mediaId: s.photo.mediaId,
-        type,
-        part: part?.name ?? null,
-        severity,
-        confidence: Math.round(d.score * 1000) / 1000,
-        bbox: relativeBbox(d, s.width, s.height),
-        evidence: { mediaId, blobKey, bytes: drawn.jpeg.length, etag: `"${mediaId}"`, width: drawn.width, height: drawn.height },
-      });
+      const part = partFor(d, type);
+      const partBox = part ? photoParts.find((p) => p.name === part && overlaps(p, d)) : undefined;
+      const share = partBox ? area(d) / area(partBox) : area(d) / (s.width * s.height * PART_SHARE_OF_PHOTO);
+      await found(s, d, type, part, findingSeverity(type, share));
+      typed++;
+    }
+    const j = judgements?.[i];
+    if (!j) continue;
+    s.outcome.damageScore = Math.round(j.damage * 1000) / 1000;
+    if (j.broken >= BROKEN_FROM) {
+      const region = judgedRegion(j.brokenCells, j.grid, j.lb, models.judge!.size);
+      const severity: Severity = j.severity === "severe" && j.broken >= WRECK_FROM ? "severe" : worse(j.severity, "moderate");
+      await found(s, { ...region, score: j.broken }, "broken_part", partFor(region), severity);
+    } else if (j.damage >= SUSPECT_FROM && typed === 0) {
+      const region = judgedRegion(j.damageCells, j.grid, j.lb, models.judge!.size);
+      await found(s, { ...region, score: j.damage }, "damage_suspected", partFor(region), j.severity);
     }
   }
-  return { model: models.damage.info, photos: outcomes, detections };
+  return {
+    model: models.damage.info,
+    photos: outcomes,
+    detections: seenOnce(detections, new Set(searched.filter((s) => s.photo.angle === CLOSEUP).map((s) => s.photo.mediaId))),
+  };
+}
+
+/** Each photo's judgement, from the judge's stored input (the last of `inputs`' sizes) or a decode. */
+async function judgePhotos(judge: PhotoJudge, inputs: (Buffer | ScaledPixels)[], k: number, stopping: () => void): Promise<Judgement[]> {
+  const out: Judgement[] = [];
+  for (let from = 0; from < inputs.length; from += JUDGE_BATCH) {
+    stopping();
+    const batch = await Promise.all(
+      inputs
+        .slice(from, from + JUDGE_BATCH)
+        .map(async (input) =>
+          Buffer.isBuffer(input)
+            ? await letterbox(input, judge.size)
+            : fromScaled({ ...input, pixels: [input.pixels[k]!] }, [judge.size])[0]!,
+        ),
+    );
+    out.push(...(await judge.judge(batch)));
+  }
+  return out;
+}
+const JUDGE_BATCH = 8;
+
+const overlaps = (a: Box, b: Box) => Math.min(a.x2, b.x2) > Math.max(a.x1, b.x1) && Math.min(a.y2, b.y2) > Math.max(a.y1, b.y1);
+const worse = (a: Severity, b: Severity): Severity => (SEVERITIES.indexOf(a) >= SEVERITIES.indexOf(b) ? a : b);
+
+/**
+ * One damage seen from afar and close is one finding: a close-up's finding stands for the findings
+ * of its type on its part in the walkaround photos, and any close-up finding on a part stands for a
+ * damage suspected there from afar.
+ */
+export function seenOnce(detections: Detection[], closeups: ReadonlySet<string>): Detection[] {
+  const close = detections.filter((d) => closeups.has(d.mediaId) && d.part);
+  return detections.filter(
+    (d) =>
+      closeups.has(d.mediaId) || !d.part || !close.some((c) => c.part === d.part && (c.type === d.type || d.type === "damage_suspected")),
+  );
 }

@@ -1,5 +1,6 @@
 import type { Models } from "./detect-photos.ts";
 import { OnnxDetector, type Provider } from "./onnx-detector.ts";
+import { PhotoJudge } from "./photo-judge.ts";
 
 /**
  * Parts count from this score, for telling whether a photo shows a vehicle and which part a damage
@@ -16,6 +17,7 @@ export const PART_THRESHOLD = 0.03;
 export type ModelConfig = {
   damageModel: string | null;
   partsModel: string | null;
+  judgeModel?: string | null;
   provider: Provider;
   thresholds: Record<string, number>;
   tiles: number;
@@ -34,6 +36,11 @@ export async function loadModels(c: ModelConfig): Promise<Models> {
   return {
     damage: await load(c.damageModel, "damage", c.thresholds),
     parts: await load(c.partsModel, "parts", undefined, PART_THRESHOLD),
+    judge: c.judgeModel
+      ? await PhotoJudge.load(c.judgeModel, { provider: c.provider }).catch((error: Error) => {
+          throw new Error(`the judge model at ${c.judgeModel} failed to load: ${error.message}`);
+        })
+      : null,
     tiles: c.tiles,
   };
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { modelInputBlobKey } from "../../core/blob-keys.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
-import { isExterior } from "../../core/schemas/capture.ts";
+import { isSearched } from "../../core/schemas/capture.ts";
 import { fit, scaleForModels, type ScaledPixels } from "./letterbox.ts";
 import { inputSize, onnxMetadata } from "./onnx-metadata.ts";
 
@@ -15,13 +15,15 @@ import { inputSize, onnxMetadata } from "./onnx-metadata.ts";
  */
 
 /**
- * The input sizes of the configured models, in the order processing runs them (damage, then parts);
+ * The input sizes of the configured models, in the order processing runs them (damage, parts, judge);
  * none without a damage model, or if a model file cannot be read (processing then fails, saying why).
  */
-export function modelInputSizes(models: { damageModel: string | null; partsModel: string | null }): number[] {
+export function modelInputSizes(models: { damageModel: string | null; partsModel: string | null; judgeModel?: string | null }): number[] {
   if (!models.damageModel) return [];
   try {
-    return [models.damageModel, models.partsModel].filter((p) => p !== null).map((p) => inputSize(onnxMetadata(readFileSync(p))));
+    return [models.damageModel, models.partsModel, models.judgeModel ?? null]
+      .filter((p) => p !== null)
+      .map((p) => inputSize(onnxMetadata(readFileSync(p))));
   } catch {
     return [];
   }
@@ -55,9 +57,9 @@ export async function deleteModelInputs(blobs: BlobStore, inspectionId: string, 
 }
 
 /**
- * Deletes the model inputs of an inspection's exterior photos, once it has settled (completed,
- * failed, canceled or expired): only processing reads them. At today's sizes they are about 560 KB
- * a photo, more than most photos.
+ * Deletes the model inputs of an inspection's searched photos (exterior and close-ups), once it has
+ * settled (completed, failed, canceled or expired): only processing reads them. At today's sizes
+ * they are about 560 KB a photo, more than most photos.
  */
 export async function deleteInspectionModelInputs(
   blobs: BlobStore,
@@ -65,7 +67,7 @@ export async function deleteInspectionModelInputs(
   photos: readonly { mediaId: string; angle: string }[],
   sizes: number[],
 ): Promise<void> {
-  await Promise.all(photos.filter((p) => isExterior(p.angle)).map((p) => deleteModelInputs(blobs, inspectionId, p.mediaId, sizes)));
+  await Promise.all(photos.filter((p) => isSearched(p.angle)).map((p) => deleteModelInputs(blobs, inspectionId, p.mediaId, sizes)));
 }
 
 /** The stored model inputs of a width × height photo, or null if any is missing or not of its size. */

@@ -6,6 +6,15 @@ import { classNames, inputSize, onnxMetadata } from "./onnx-metadata.ts";
 import { candidates, nms, unletterbox, type Box, type Candidate, type Letterbox } from "./postprocess.ts";
 
 export type Provider = "cpu" | "cuda";
+
+/** A model file's bytes, or an error that names the file and why it cannot be read. */
+export async function readModel(path: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (error) {
+    throw new Error(`cannot read the model at ${path}: ${(error as Error).message}`);
+  }
+}
 export type Detected = Box & { score: number; cls: number; name: string };
 
 /**
@@ -43,12 +52,7 @@ export class OnnxDetector {
     path: string,
     options: { provider?: Provider; thresholds?: Record<string, number>; fallback?: number; iou?: number } = {},
   ): Promise<OnnxDetector> {
-    let bytes: Buffer;
-    try {
-      bytes = await readFile(path);
-    } catch (error) {
-      throw new Error(`cannot read the model at ${path}: ${(error as Error).message}`);
-    }
+    const bytes = await readModel(path);
     const meta = onnxMetadata(bytes);
     const names = classNames(meta);
     const size = inputSize(meta);

@@ -10,6 +10,12 @@ import type { Detection, PhotoToInspect } from "../../core/ports/detection-runne
 import { EXTERIOR_ANGLES, type ExteriorAngle } from "../../core/schemas/capture.ts";
 import { detectImages } from "../detection/detect-images.ts";
 import { detectPhotos, type Models } from "../detection/detect-photos.ts";
+import { letterbox } from "../detection/letterbox.ts";
+import { partOf } from "../detection/part-of.ts";
+import { partAccuracy } from "./part-accuracy.ts";
+import { suggestedCloseups, type SuggestedCloseup } from "../detection/suggest-closeups.ts";
+import { photoPassed, reviewReasons, reviewStatus } from "../../core/domain/review.ts";
+import type { ReviewReason } from "../../core/schemas/report.ts";
 import { loadModels } from "../detection/load-models.ts";
 import type { OnnxDetector } from "../detection/onnx-detector.ts";
 import { iou, type Box } from "../detection/postprocess.ts";
@@ -37,8 +43,28 @@ const SEVERITY_TYPES = ["dent", "scratch"] as const;
 /** A finding agrees with a label when their boxes overlap this much (AP50's own criterion). */
 const MATCH_IOU = 0.5;
 
-/** Each detection with the index of its photo in the walkaround. */
-type Inspected = { photos: { name: string; width: number; height: number }[]; detections: (Detection & { photo: number })[]; grade: Grade };
+/** Each detection with the index of its photo in the walkaround; each photo's suggested close-ups. */
+type Inspected = {
+  photos: { name: string; width: number; height: number }[];
+  detections: (Detection & { photo: number })[];
+  grade: Grade;
+  /** Whether the report would go to a person (review.ts), and why; the VIN counts as confirmed, as these photos have none. */
+  needsReview: boolean;
+  reasons: ReviewReason[];
+  suggestions: SuggestedCloseup[][];
+};
+
+/** What the upload answers for each photo: the close-ups it asks for (the parts model and the judge on the photo). */
+async function suggestionsFor(models: Models, photos: { bytes: Buffer }[]): Promise<SuggestedCloseup[][]> {
+  if (!models.judge || !models.parts) return photos.map(() => []);
+  const judge = models.judge;
+  const [parts] = await detectImages(
+    [models.parts],
+    photos.map((p) => p.bytes),
+  );
+  const judged = await judge.judge(await Promise.all(photos.map((p) => letterbox(p.bytes, judge.size))));
+  return judged.map((j, i) => suggestedCloseups(j, parts![i]!.found, judge.size));
+}
 
 /** One walkaround: up to eight photos, as processing sees them after upload. */
 async function inspect(models: Models, photos: { name: string; bytes: Buffer; width: number; height: number }[]): Promise<Inspected> {
@@ -54,7 +80,20 @@ async function inspect(models: Models, photos: { name: string; bytes: Buffer; wi
   const result = await detectPhotos(blobs, id, toInspect, models);
   const byMedia = new Map(toInspect.map((p, i) => [p.mediaId, i]));
   const detections = result.detections.map((d) => ({ ...d, photo: byMedia.get(d.mediaId)! }));
-  return { photos, detections, grade: overallGrade(result.detections.map((d) => d.severity)) };
+  const reasons = reviewReasons({
+    findings: result.detections,
+    photosPassed: result.photos.map((p) => photoPassed(p.quality, p.damageScore)),
+    vinConfirmed: true,
+    policy: "when_unsure",
+  });
+  return {
+    photos,
+    detections,
+    grade: overallGrade(result.detections.map((d) => d.severity)),
+    needsReview: reviewStatus(reasons, "when_unsure") === "required",
+    reasons,
+    suggestions: await suggestionsFor(models, photos),
+  };
 }
 
 function chunks<T>(items: T[], size: number): T[][] {
@@ -68,6 +107,10 @@ export async function cleanCars(models: Models, dir: string, log: (line: string)
     .slice(0, CLEAN_INSPECTIONS * INSPECTION_SIZE);
   const photos = files.map((name) => ({ name, bytes: readFileSync(join(dir, name)), width: 0, height: 0 }));
   let photosWithFinding = 0;
+  let gradedOrReviewed = 0;
+  let reviewed = 0;
+  let suggested = 0;
+  const reasons: Record<string, number> = {};
   const grades: Grade[] = [];
   const byType: Record<string, number> = {};
   for (const group of chunks(photos, INSPECTION_SIZE)) {
@@ -75,11 +118,15 @@ export async function cleanCars(models: Models, dir: string, log: (line: string)
     photosWithFinding += new Set(inspected.detections.map((d) => d.photo)).size;
     for (const d of inspected.detections) byType[d.type] = (byType[d.type] ?? 0) + 1;
     grades.push(inspected.grade);
+    if (inspected.needsReview) reviewed++;
+    for (const r of inspected.reasons) reasons[r] = (reasons[r] ?? 0) + 1;
+    if (inspected.needsReview || inspected.grade !== "none") gradedOrReviewed++;
+    suggested += inspected.suggestions.flat().length;
   }
   const gradedAboveNone = grades.filter((g) => g !== "none").length;
   const share = photosWithFinding / photos.length;
   log(
-    `clean cars: ${photosWithFinding} of ${photos.length} photos (${(share * 100).toFixed(1)}%) with a finding; ${gradedAboveNone} of ${grades.length} inspections graded above none (${grades.join(", ")}); findings by type ${JSON.stringify(byType)}`,
+    `clean cars: ${photosWithFinding} of ${photos.length} photos (${(share * 100).toFixed(1)}%) with a finding; ${gradedAboveNone} of ${grades.length} inspections graded above none (${grades.join(", ")}), ${reviewed} sent to review (reasons ${JSON.stringify(reasons)}), ${gradedOrReviewed} graded or sent to review; ${suggested} close-ups suggested (${(suggested / grades.length).toFixed(2)} an inspection); findings by type ${JSON.stringify(byType)}`,
   );
   return {
     photos: photos.length,
@@ -87,6 +134,10 @@ export async function cleanCars(models: Models, dir: string, log: (line: string)
     share_with_finding: round(share),
     inspections: grades.length,
     graded_above_none: gradedAboveNone,
+    sent_to_review: reviewed,
+    review_reasons: reasons,
+    graded_or_sent_to_review: gradedOrReviewed,
+    suggested_closeups_per_inspection: round(suggested / grades.length),
     findings_by_type: byType,
   };
 }
@@ -112,6 +163,18 @@ export async function wholeCars(models: Models, dir: string, log: (line: string)
   const confusion: Record<string, Record<string, number>> = Object.fromEntries(
     SEVERITIES.map((s) => [s, Object.fromEntries([...SEVERITIES, "missed"].map((p) => [p, 0]))]),
   );
+  // The product's view of damaged cars: whether a walkaround is graded none with nobody looking,
+  // and which photos get any finding, by their worst labelled damage.
+  const worstOf = (labels: { severity: string }[]) =>
+    labels.reduce((w, l) => (SEVERITIES.indexOf(l.severity as Severity) > SEVERITIES.indexOf(w as Severity) ? l.severity : w), "none");
+  const flagged: Record<string, { photos: number; flagged: number }> = {
+    minor: { photos: 0, flagged: 0 },
+    moderate_or_severe: { photos: 0, flagged: 0 },
+  };
+  let noneUnreviewed = 0;
+  let inspections = 0;
+  let suggested = 0;
+  const partHits = { photos: 0, suggested: 0, damaged_part_suggested: 0 };
   for (const group of chunks(images, INSPECTION_SIZE)) {
     const photos = group.map((im) => ({
       name: im.file_name,
@@ -120,8 +183,31 @@ export async function wholeCars(models: Models, dir: string, log: (line: string)
       height: im.height,
     }));
     const inspected = await inspect(models, photos);
+    inspections++;
+    if (inspected.grade === "none" && !inspected.needsReview) noneUnreviewed++;
+    suggested += inspected.suggestions.flat().length;
+    const [partsFound] = models.parts
+      ? await detectImages(
+          [models.parts],
+          photos.map((p) => p.bytes),
+        )
+      : [null];
     group.forEach((im, i) => {
       const found = inspected.detections.filter((d) => d.photo === i);
+      const worst = worstOf(truthsOf.get(im.id) ?? []);
+      const row = worst === "minor" ? flagged.minor : worst === "none" ? null : flagged.moderate_or_severe;
+      if (row) {
+        row.photos++;
+        if (found.length > 0) row.flagged++;
+      }
+      // The damaged parts: the parts model's part under each labelled box, as a finding's part is named.
+      const damagedParts = new Set((truthsOf.get(im.id) ?? []).flatMap((t) => partOf(t, partsFound?.[i]?.found ?? [])?.name ?? []));
+      if (damagedParts.size > 0) {
+        partHits.photos++;
+        const asked = inspected.suggestions[i] ?? [];
+        if (asked.length > 0) partHits.suggested++;
+        if (asked.some((s) => damagedParts.has(s.part))) partHits.damaged_part_suggested++;
+      }
       const boxes = found.map((d) => ({
         x1: d.bbox[0] * im.width,
         y1: d.bbox[1] * im.height,
@@ -162,9 +248,23 @@ export async function wholeCars(models: Models, dir: string, log: (line: string)
   for (const s of SEVERITIES)
     log(`  ${s.padEnd(9)} ${[...SEVERITIES, "missed"].map((p) => String(confusion[s]![p]).padStart(8)).join(" ")}`);
   log(`  agreement on matched findings: ${agreeing} of ${matched}`);
+  const shareOf = (r: { photos: number; flagged: number }) => (r.photos ? round(r.flagged / r.photos) : null);
+  log(
+    `  as inspections: ${noneUnreviewed} of ${inspections} graded none without review; photos flagged (any finding): moderate or severe ${flagged.moderate_or_severe!.flagged} of ${flagged.moderate_or_severe!.photos}, minor only ${flagged.minor!.flagged} of ${flagged.minor!.photos}`,
+  );
+  log(
+    `  suggested close-ups: ${(suggested / inspections).toFixed(2)} an inspection; of ${partHits.photos} photos whose damage lies on a part the parts model finds, ${partHits.suggested} got a suggestion, ${partHits.damaged_part_suggested} naming a damaged part`,
+  );
   return {
     fold,
     photos: images.length,
+    inspections,
+    graded_none_without_review: noneUnreviewed,
+    flagged_moderate_or_severe: shareOf(flagged.moderate_or_severe!),
+    flagged_minor_only: shareOf(flagged.minor!),
+    suggested_closeups_per_inspection: round(suggested / inspections),
+    damaged_part_among_suggestions: partHits.suggested ? round(partHits.damaged_part_suggested / partHits.suggested) : null,
+    damaged_photos_with_suggestion: partHits.photos ? round(partHits.suggested / partHits.photos) : null,
     ap50,
     mean_ap50: meanAp50,
     severity_confusion: confusion,
@@ -230,8 +330,9 @@ export async function evaluatePipeline(config: Config, datasets: string, log: (l
     const whole = await wholeCars(models, join(datasets, "car-damage-severity"), log, fold);
     const pipelineS = Math.round((performance.now() - t0) / 100) / 10;
     const angles = models.parts ? await angleCheck(models.parts, join(datasets, "car-parts/testset"), log) : null;
-    return { clean_cars: clean, whole_cars: whole, angle_check: angles, pipeline_s: pipelineS };
+    const parts = models.parts ? await partAccuracy(models.parts, join(datasets, "car-parts/testset"), log) : null;
+    return { clean_cars: clean, whole_cars: whole, angle_check: angles, part_accuracy: parts, pipeline_s: pipelineS };
   } finally {
-    await Promise.all([models.damage.close(), models.parts?.close()]);
+    await Promise.all([models.damage.close(), models.parts?.close(), models.judge?.close()]);
   }
 }

@@ -20,7 +20,7 @@ import {
   type Severity,
 } from "../../core/domain/grading.ts";
 import { detectImages } from "../detection/detect-images.ts";
-import { partOf } from "../detection/detect-photos.ts";
+import { partOf } from "../detection/part-of.ts";
 import { loadModels } from "../detection/load-models.ts";
 import { isHeldOut } from "./held-out.ts";
 import { readCoco } from "./coco.ts";

@@ -193,3 +193,34 @@ class Detector(nn.Module):
             boxes.append(torch.cat([(x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1], 1) * stride)
             scores.append(cls.reshape(b, self.nc, -1).sigmoid())
         return torch.cat([torch.cat(boxes, 2), torch.cat(scores, 2)], 1)
+
+
+class PhotoJudge(nn.Module):
+    """The whole-photo judgement (train_judge.py): does this photo show damage, a broken part, and
+    how bad is it, from the whole frame, whether or not a box detector can place a box on it. On
+    LiteBackbone's stride-32 features, two heads: a photo head (damage, broken, and the worst
+    severity as minor / moderate / severe) and a cell head (damage, broken per stride-32 cell),
+    which says where on the photo the judgement comes from, trained from the labelled boxes."""
+
+    SCORES = ("damage", "broken", "minor", "moderate", "severe")
+    CELLS = ("damage", "broken")
+    WIDTH = 192
+
+    def __init__(self, size, pretrained=True, frozen=LiteBackbone.FROZEN):
+        super().__init__()
+        self.backbone = LiteBackbone(size, pretrained=pretrained, frozen=frozen)
+        self.neck = nn.Sequential(nn.Conv2d(LiteBackbone.CHANNELS[2], self.WIDTH, 1, bias=False), nn.BatchNorm2d(self.WIDTH), nn.ReLU6(inplace=True))
+        self.cells = nn.Conv2d(self.WIDTH, len(self.CELLS), 1)
+        self.photo = nn.Linear(2 * self.WIDTH, len(self.SCORES))
+        self.export_mode = False
+
+    def forward(self, x):
+        f = self.neck(self.backbone(x)[2])
+        cells = self.cells(f)
+        pooled = torch.cat([f.mean((2, 3)), f.amax((2, 3))], 1)
+        photo = self.photo(pooled)
+        if not self.export_mode:
+            return photo, cells
+        # Probabilities, as the product reads them: damage and broken as sigmoids, the severity as a softmax.
+        scores = torch.cat([torch.sigmoid(photo[:, :2]), torch.softmax(photo[:, 2:], 1)], 1)
+        return scores, torch.sigmoid(cells)

@@ -19,6 +19,13 @@ import { detectImages } from "../../inference/detection/detect-images.ts";
 import { letterbox, letterboxes, scaleForModels, type ScaledPixels } from "../../inference/detection/letterbox.ts";
 import { loadModelInputs, storeModelInputs } from "../../inference/detection/model-input.ts";
 import { OnnxDetector } from "../../inference/detection/onnx-detector.ts";
+import { detectPhotos } from "../../inference/detection/detect-photos.ts";
+import { loadModels } from "../../inference/detection/load-models.ts";
+import { measureQuality } from "../../inference/quality/measure-quality.ts";
+import { photoBlobKey } from "../../core/blob-keys.ts";
+import type { BlobStore } from "../../core/ports/blob-store.ts";
+import type { PhotoToInspect } from "../../core/ports/detection-runner.ts";
+import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { DATASETS } from "../helpers/photos.ts";
 
 const PHOTOS = Number(process.env.BENCH_PHOTOS ?? 64);
@@ -58,7 +65,7 @@ const forwardAll = async (m: OnnxDetector, ts: { chw: Float32Array }[]) => {
  * What capture stores on upload (model-input.ts), in a blob store on disk; the run reads them back
  * as processing does, reading included.
  */
-const blobs = new FsBlobStore(mkdtempSync(join(tmpdir(), "vi-bench-inputs-")));
+const blobs: BlobStore = new FsBlobStore(mkdtempSync(join(tmpdir(), "vi-bench-inputs-")));
 async function storeInputs(photos: Buffer[], sizes: number[], tag: string): Promise<() => Promise<ScaledPixels[]>> {
   const dims = await Promise.all(
     photos.map(async (f, i) => {
@@ -183,3 +190,53 @@ console.log(
   `\nmaking the model inputs on upload, one photo at a time: ${uploadMs.toFixed(1)} ms a dataset photo${parts ? `, ${phoneUploadMs.toFixed(1)} ms a 12 MP photo` : ""}`,
 );
 console.log(`resident memory: ${mb(modelRss)} MB with the model loaded and run once on a batch, ${mb(bareRss)} MB for a bare Node process`);
+
+// Processing as a whole, as the controller runs it: detectPhotos with the three models (the damage
+// and parts models and the whole-photo judgement) on whole-car photos from their stored model
+// inputs, findings placed and evidence drawn; against the three models' bare session.run on the
+// same tensors.
+if (config.models.judgeModel && parts) {
+  const models = await loadModels(config.models);
+  const judge = models.judge!;
+  const allSizes = [model.size, parts.size, judge.size];
+  const wholeDir = join(DATASETS, "car-damage-severity/images");
+  const whole = readdirSync(wholeDir)
+    .sort()
+    .slice(0, Math.min(PHOTOS, 32))
+    .map((f) => readFileSync(join(wholeDir, f)));
+  const photos: PhotoToInspect[] = [];
+  for (const [i, f] of whole.entries()) {
+    const blobKey = photoBlobKey("whole", `med_${i}`);
+    await blobs.put(blobKey, f, "image/jpeg");
+    await storeModelInputs(blobs, "whole", `med_${i}`, f, allSizes);
+    photos.push({ mediaId: `med_${i}`, angle: EXTERIOR_ANGLES[i % EXTERIOR_ANGLES.length]!, blobKey, quality: await measureQuality(f) });
+  }
+  const wholeTensors = await Promise.all(whole.map((f) => letterboxes(f, allSizes)));
+  const judgeBare = async () => {
+    for (let i = 0; i < wholeTensors.length; i += BATCH) await judge.judge(wholeTensors.slice(i, i + BATCH).map((t) => t[2]!));
+  };
+  const [pipeline, bare3, judgeOnly] = (await bestOf([
+    () => detectPhotos(blobs, "whole", photos, models),
+    async () => {
+      await forwardAll(
+        model,
+        wholeTensors.map((t) => t[0]!),
+      );
+      await forwardAll(
+        parts,
+        wholeTensors.map((t) => t[1]!),
+      );
+      await judgeBare();
+    },
+    judgeBare,
+  ])) as [number, number, number];
+  console.log(
+    `\nprocessing as a whole (detectPhotos: damage, parts and judge ${judge.size} px, findings and evidence), ${whole.length} car-damage-severity photos`,
+  );
+  header();
+  row("whole pipeline from the model inputs stored on upload", pipeline, whole.length);
+  row("bare session.run of the three models, same tensors", bare3, whole.length);
+  row("bare session.run of the judge alone", judgeOnly, whole.length);
+  console.log(`three models, pipeline / bare: ${(pipeline / bare3).toFixed(2)}`);
+  await Promise.all([models.damage?.close(), models.parts?.close(), judge.close()]);
+}

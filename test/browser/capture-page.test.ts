@@ -104,7 +104,11 @@ describe("the hosted capture page", () => {
     await expect.poll(() => page.locator("#vin-help").textContent()).toBe("It matches the vehicle on file.");
     await shot(page, "03-vin");
     await page.getByRole("button", { name: "Confirm VIN" }).click();
-    await expect.poll(() => heading(page).textContent(), { timeout: 10_000 }).toBe("Ready to send");
+    // Close-ups are optional: the customer who sees no damage goes straight on.
+    await expect.poll(() => heading(page).textContent(), { timeout: 10_000 }).toBe("Any damage?");
+    await shot(page, "04-closeups");
+    await page.getByRole("button", { name: "No damage: continue" }).click();
+    await expect.poll(() => heading(page).textContent()).toBe("Ready to send");
     await shot(page, "04-review");
     const send = page.getByRole("button", { name: "Send photos" });
     expect(await send.isEnabled()).toBe(true);
@@ -152,7 +156,7 @@ describe("the hosted capture page", () => {
 });
 
 describe("accessibility", () => {
-  it("has no WCAG 2 A or AA violations (axe-core, contrast included) on the step, review and end views", async () => {
+  it("has no WCAG 2 A or AA violations (axe-core, contrast included) on the step, close-ups, review and end views", async () => {
     const browser = await launch(await camera("car-a11y", carPhoto(3)));
     try {
       // axe is injected as a script, which the page's CSP would rightly refuse: bypassed for this check only.
@@ -171,6 +175,9 @@ describe("accessibility", () => {
       await expect.poll(() => heading(page).textContent()).toBe("Front");
       await expect.poll(() => page.getByRole("button", { name: "Take photo" }).count()).toBe(1);
       await audit("step");
+      await page.getByRole("button", { name: /^Any damage\?/ }).click();
+      await expect.poll(() => heading(page).textContent()).toBe("Any damage?");
+      await audit("close-ups");
       await page.getByRole("button", { name: "Ready to send" }).click();
       await expect.poll(() => heading(page).textContent()).toBe("Ready to send");
       await audit("review");
@@ -261,7 +268,7 @@ describe("VIN confirmation", () => {
       expect((await (await fetch(`${svc.url}/capture/v1/${token}`)).json()).vin_confirmed).toBeNull();
       await shot(page, "09-vin-read");
       await page.getByRole("button", { name: "Confirm VIN" }).click();
-      await expect.poll(() => heading(page).textContent(), { timeout: 10_000 }).toBe("Ready to send");
+      await expect.poll(() => heading(page).textContent(), { timeout: 10_000 }).toBe("Any damage?");
       const session = await (await fetch(`${svc.url}/capture/v1/${token}`)).json();
       expect(session.vin_confirmed).toBe(VALID_VIN);
       expect(await status(id)).toBe("in_progress");

@@ -239,12 +239,21 @@ const OTHER_PROCESS_WRITES_SHOW_WITHIN_MS = 50;
 const afterOtherProcessWrites = () => new Promise((resolve) => setTimeout(resolve, OTHER_PROCESS_WRITES_SHOW_WITHIN_MS));
 const scope = { accountId: "acct_a", livemode: false };
 
-/** A photo of `angle` for `r`, with its media, put at `at` (the inspection's creation unless told). */
-function photoOf(r: InspectionRecord, angle: string, at = r.createdAt + 1): [PhotoRecord, MediaRecord] {
+/**
+ * A photo of `angle` for `r`, with its media, put at `at` (the inspection's creation unless told);
+ * `closeup`: a close-up's slot and part.
+ */
+function photoOf(
+  r: InspectionRecord,
+  angle: string,
+  at = r.createdAt + 1,
+  closeup: { slot: number | null; part: string | null } = { slot: null, part: null },
+): [PhotoRecord, MediaRecord] {
   const mediaId = newId("med");
   const quality = { brightness: 0.5, sharpness: 100, glare: 0, passed: true, problems: [] };
+  const { slot, part } = closeup;
   return [
-    { inspectionId: r.id, angle, mediaId, width: 640, height: 480, quality, tries: 1, capturedAt: at },
+    { inspectionId: r.id, angle, slot, part, mediaId, width: 640, height: 480, quality, tries: 1, capturedAt: at },
     {
       id: mediaId,
       accountId: r.accountId,
@@ -377,10 +386,10 @@ for (const adapter of INSPECTION_ADAPTERS) {
         "processing",
         "completed",
         r.createdAt,
-        { completedAt: r.createdAt, summary: { findings: 0, grade: "none" } },
+        { completedAt: r.createdAt, summary: { findings: 0, grade: "none", needs_review: true } },
         event(),
       );
-      expect((await inspections.get(scope, r.id))!.summary).toEqual({ findings: 0, grade: "none" });
+      expect((await inspections.get(scope, r.id))!.summary).toEqual({ findings: 0, grade: "none", needs_review: true });
     });
 
     it("keyset pages by (created_at seconds, id) descending, and filters", async () => {
@@ -531,6 +540,32 @@ for (const adapter of INSPECTION_ADAPTERS) {
       expect(await inspections.photos(r.id)).toEqual([{ ...retake, tries: 2 }]);
       expect(await inspections.getMedia(scope, media.id)).toBeNull();
       expect(await inspections.getMedia(scope, retakeMedia.id)).toEqual(retakeMedia);
+    });
+
+    it("keeps a photo per close-up slot, with its part, beside the angle's; a retake replaces only its slot", async () => {
+      const { inspections, reopen } = await adapter.make();
+      const r = sampleInspection({ status: "in_progress" });
+      await inspections.create(r, "h", event());
+      const [front, frontMedia] = photoOf(r, "front", r.createdAt + 1);
+      const [one, oneMedia] = photoOf(r, "closeup", r.createdAt + 2, { slot: 1, part: "hood" });
+      const [two, twoMedia] = photoOf(r, "closeup", r.createdAt + 3, { slot: 2, part: null });
+      for (const [photo, media] of [
+        [front, frontMedia],
+        [one, oneMedia],
+        [two, twoMedia],
+      ] as const)
+        expect(await inspections.putPhoto(photo, media)).toEqual({ accepted: true, replaced: null });
+      expect(await inspections.photos(r.id)).toEqual([front, one, two]);
+      expect(front).toMatchObject({ slot: null, part: null });
+
+      // Slot 1 again, now of another part: it replaces slot 1 alone.
+      const [retake, retakeMedia] = photoOf(r, "closeup", r.createdAt + 4, { slot: 1, part: "front_bumper" });
+      expect(await inspections.putPhoto(retake, retakeMedia)).toEqual({ accepted: true, replaced: oneMedia });
+      const expected = [front, two, { ...retake, tries: 2 }];
+      expect(await inspections.photos(r.id)).toEqual(expected);
+      expect(await (await reopen()).photos(r.id)).toEqual(expected);
+      expect(await inspections.getMedia(scope, oneMedia.id)).toBeNull();
+      expect(await inspections.getMedia(scope, twoMedia.id)).toEqual(twoMedia);
     });
 
     const closings: [string, (store: InspectionStore, r: InspectionRecord) => Promise<void>][] = [

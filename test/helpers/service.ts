@@ -51,6 +51,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
     CONTROLLER_POLL_MS: "100",
     DAMAGE_MODEL: "none",
     PARTS_MODEL: "none",
+    JUDGE_MODEL: "none",
     ...env,
   };
   const composed = process.env.VI_TEST_COMPOSITION;
@@ -112,7 +113,7 @@ export async function submitAndWait(svc: TestService, key: string, captureBase: 
 }
 
 /** PUBLIC_URL must name the port before the service starts, so a free one is found first. */
-export const withModels = { DAMAGE_MODEL: DEFAULT_MODELS.damage, PARTS_MODEL: DEFAULT_MODELS.parts };
+export const withModels = { DAMAGE_MODEL: DEFAULT_MODELS.damage, PARTS_MODEL: DEFAULT_MODELS.parts, JUDGE_MODEL: DEFAULT_MODELS.judge };
 
 export const VALID_VIN = "1HGCM82633A004352";
 export const OTHER_VALID_VIN = "5YJ3E1EA2KF317000";

@@ -53,13 +53,13 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
         uploaded[angle] = await upload(angle, body);
       }
       const media = Object.fromEntries(Object.entries(uploaded).map(([angle, u]) => [angle, u.media_id]));
-      // Each exterior photo's pixels were stored on upload for both models' sizes; the first take's
+      // Each exterior photo's pixels were stored on upload for the three models' sizes; the first take's
       // went with it, and the VIN photo, never searched for damage, got none.
       const inputOf = (mediaId: string, size: number) => svc.blobPath(modelInputBlobKey(made.id, mediaId, size));
-      expect(modelInputSizes(loadConfig(withModels).models)).toEqual([384, 320]);
+      expect(modelInputSizes(loadConfig(withModels).models)).toEqual([384, 320, 512]);
       for (const angle of EXTERIOR_ANGLES) {
         const { media_id, width, height } = uploaded[angle]!;
-        for (const size of [384, 320]) {
+        for (const size of [384, 320, 512]) {
           const { w, h } = fit(width, height, size);
           expect(statSync(inputOf(media_id, size)).size).toBe(w * h * 3);
         }
@@ -136,7 +136,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
       const { key, made, upload } = await openCapture(svc);
       const { media_id: mediaId } = await upload("front", carPhotos(1)[0]!);
       const inputs = svc.blobPath("model-inputs", made.id);
-      expect(readdirSync(inputs).sort()).toEqual([`${mediaId}-320.rgb`, `${mediaId}-384.rgb`]);
+      expect(readdirSync(inputs).sort()).toEqual([`${mediaId}-320.rgb`, `${mediaId}-384.rgb`, `${mediaId}-512.rgb`]);
       expect((await svc.api(key, `/v1/inspections/${made.id}/cancel`, { method: "POST" })).status).toBe(200);
       await until(
         "model inputs deleted",
@@ -156,7 +156,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
     const [inspectionId, mediaId] = ["insp_modelinputs", "med_modelinputs"];
     const jpeg = readFileSync(join(VALID, "images", CASES[0]!.file));
     await blobs.put(photoBlobKey(inspectionId, mediaId), jpeg);
-    const sizes = [models.damage!.size, models.parts!.size];
+    const sizes = [models.damage!.size, models.parts!.size, models.judge!.size];
     await storeModelInputs(blobs, inspectionId, mediaId, jpeg, sizes);
     const photo = {
       mediaId,
@@ -176,7 +176,8 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
     const fromStored = await found();
     expect(fromStored.map((d) => d.type)).toContain("glass_shatter");
     // Grey pixels in place of the stored inputs: the photo is still the damaged one, so finding
-    // nothing shows processing detects from what was stored.
+    // nothing (not even a suspected damage: the judgement reads them too) shows processing detects
+    // from what was stored.
     for (const size of sizes) {
       const key = modelInputBlobKey(inspectionId, mediaId, size);
       await blobs.put(key, Buffer.alloc((await blobs.get(key))!.length, 128));
@@ -185,6 +186,6 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
     // Without them the photo is decoded, to the very same findings.
     await deleteModelInputs(blobs, inspectionId, mediaId, sizes);
     expect(await found()).toEqual(fromStored);
-    await Promise.all([models.damage!.close(), models.parts!.close()]);
+    await Promise.all([models.damage!.close(), models.parts!.close(), models.judge!.close()]);
   }, 60_000);
 });

@@ -55,7 +55,7 @@ describe("the Kubernetes inspection store beyond its contract", () => {
     const quality = { brightness: 0.5, sharpness: 100, glare: 0, passed: true, problems: [] };
     const at = Date.now();
     return [
-      { inspectionId, angle, mediaId, width: 640, height: 480, quality, tries: 1, capturedAt: at },
+      { inspectionId, angle, slot: null, part: null, mediaId, width: 640, height: 480, quality, tries: 1, capturedAt: at },
       {
         id: mediaId,
         ...scope,

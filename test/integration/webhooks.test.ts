@@ -63,7 +63,8 @@ describe("webhook delivery", () => {
     const completed = receiver.events().find((e) => e.type === "inspection.completed")! as any;
     expect(completed.data.status).toBe("completed");
     expect(completed.data.report_url).toBe(`${svc.url}/v1/inspections/${id}/report`);
-    expect(completed.data.summary).toEqual({ findings: 0, grade: "none" });
+    // The customer never confirmed the VIN: a person should look before the grade is acted on.
+    expect(completed.data.summary).toEqual({ findings: 0, grade: "none", needs_review: true });
 
     // A tampered body fails verification with the same library.
     const r = receiver.received[0]!;

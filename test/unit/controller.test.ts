@@ -65,6 +65,8 @@ function setup() {
       {
         inspectionId: r.id,
         angle: "front",
+        slot: null,
+        part: null,
         mediaId: `med_${r.id}`,
         width: 640,
         height: 480,

@@ -44,7 +44,7 @@ describe("an inspection as its Inspection resource", () => {
       status: "completed",
       submittedAt: t0 + 1_000,
       completedAt: t0 + 2_000,
-      summary: { findings: 2, grade: "moderate" },
+      summary: { findings: 2, grade: "moderate", needs_review: false },
     });
     const later = desiredStatus(done, 1, first.conditions, t0 + 120_000);
     expect(later).toMatchObject({ phase: "completed", grade: "moderate", findings: 2, completedAt: "2026-11-25T10:00:02.000Z" });

@@ -1,5 +1,9 @@
+import type { VehiclePart } from "../../../core/domain/closeups.ts";
+import type { SuggestedCloseup } from "../../../core/schemas/capture.ts";
 import type { QualityProblem } from "../../../core/schemas/report.ts";
 import type { MessageKey } from "./i18n.ts";
+
+export type { SuggestedCloseup, VehiclePart };
 
 /** The problems the page can be told on upload; the server's list (core/schemas/report.ts) also has processing's. */
 export type Quality = {
@@ -10,6 +14,8 @@ export type Quality = {
   problems: Extract<QualityProblem, "too_dark" | "too_bright" | "blurry" | "glare" | "wrong_angle">[];
 };
 export type Step = { angle: string; required: boolean; done: boolean; quality: Quality | null };
+/** A close-up taken, in its slot n. */
+export type Closeup = { n: number; part: VehiclePart | null; media_id: string; quality: Quality };
 export type Session = {
   inspection_id: string;
   status: string;
@@ -17,8 +23,17 @@ export type Session = {
   vehicle: { vin: string; make: string | null; model: string | null; year: number | null };
   vin_confirmed: string | null;
   steps: Step[];
+  closeups: Closeup[];
 };
-export type PhotoResult = { media_id: string; angle: string; width: number; height: number; quality: Quality };
+export type PhotoResult = {
+  media_id: string;
+  angle: string;
+  width: number;
+  height: number;
+  quality: Quality;
+  part: VehiclePart | null;
+  suggested_closeups: SuggestedCloseup[];
+};
 export type VinResult = {
   vin: string;
   valid: boolean;
@@ -84,6 +99,12 @@ export class CaptureApi {
 
   upload(angle: string, photo: Blob): Promise<PhotoResult> {
     return this.#request(`/photos/${angle}`, { method: "PUT", body: photo, headers: { "content-type": "image/jpeg" } });
+  }
+
+  /** Close-up n (a retake of slot n replaces it), of `part` where the customer named one. */
+  uploadCloseup(n: number, part: VehiclePart | null, photo: Blob): Promise<PhotoResult> {
+    const query = part ? `?part=${encodeURIComponent(part)}` : "";
+    return this.#request(`/closeups/${n}${query}`, { method: "PUT", body: photo, headers: { "content-type": "image/jpeg" } });
   }
 
   /** Decodes without recording: what the customer sees before confirming. */

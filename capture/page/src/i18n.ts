@@ -8,7 +8,7 @@ const CATALOGUES: Record<string, Record<string, string>> = { en };
 
 export type MessageKey = keyof typeof en;
 
-const lang = (navigator.languages ?? [navigator.language]).map((l) => l.slice(0, 2)).find((l) => l in CATALOGUES) ?? "en";
+export const lang = (navigator.languages ?? [navigator.language]).map((l) => l.slice(0, 2)).find((l) => l in CATALOGUES) ?? "en";
 const messages = CATALOGUES[lang]!;
 document.documentElement.lang = lang;
 

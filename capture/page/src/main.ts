@@ -1,22 +1,20 @@
-import { CaptureApi, CaptureApiError, isInactive, problemMessage, type PhotoResult, type Quality, type Session, type Step } from "./api.ts";
-import { Camera } from "./camera.ts";
-import { fill, focusHeading, h } from "./dom.ts";
-import { decodeFile, frameQuality, toJpeg } from "./frame.ts";
+import { CaptureApi, isInactive, type Session, type Step } from "./api.ts";
+import { camera, cameraView, fail } from "./camera-view.ts";
+import { closeupsView, noteSuggestions } from "./closeups.ts";
+import { focusHeading, h } from "./dom.ts";
+import { toJpeg } from "./frame.ts";
 import { t, type MessageKey } from "./i18n.ts";
 import { overlaySvg } from "./overlays.ts";
 import { normalizeVin, vinProblem, VIN_PROBLEM_MESSAGES } from "../../../core/domain/vin.ts";
 
-/** After this many refused tries of one step, the customer may keep the photo anyway (it stays flagged). */
-const TRIES_BEFORE_OVERRIDE = 2;
-
 const app = document.getElementById("app")!;
 const token = decodeURIComponent(location.pathname.split("/").pop() ?? "");
 const api = new CaptureApi(token);
-const camera = new Camera(h("video", { class: "live", "aria-hidden": "true", muted: true, playsinline: true }));
-let cameraReady: boolean | null = null;
 let session: Session;
+/** The view shown: a step's index; then the close-ups (CLOSEUPS()), then the review (REVIEW()). */
 let current = 0;
-const tries = new Map<string, number>();
+const CLOSEUPS = () => session.steps.length;
+const REVIEW = () => session.steps.length + 1;
 
 function end(state: string): void {
   camera.close();
@@ -27,18 +25,12 @@ function end(state: string): void {
   focusHeading(app);
 }
 
-/** Any request can find the link inactive (canceled or expired meanwhile): the server then renders the end page. */
-function fail(error: unknown, status: HTMLElement): void {
-  if (isInactive(error)) location.reload();
-  else status.textContent = error instanceof CaptureApiError ? error.message : t("upload.failed");
-}
-
 const vehicleText = (v: { make: string | null; model: string | null; year: number | null }) =>
   [v.year, v.make, v.model].filter(Boolean).join(" ") || "—";
 const requiredMissing = () => session.steps.filter((s) => s.required && !s.done);
 
 function progress(): HTMLElement {
-  const items = session.steps.map((step, i) =>
+  const dot = (index: number, label: string, text: string, done: boolean) =>
     h(
       "li",
       {},
@@ -46,59 +38,44 @@ function progress(): HTMLElement {
         "button",
         {
           type: "button",
-          class: `dot${step.done ? " done" : ""}`,
-          "aria-current": i === current ? "step" : false,
-          "aria-label": `${i + 1}. ${t(`angle.${step.angle}` as MessageKey)}: ${step.done ? t("step.done") : t("step.todo")}`,
-          onclick: () => show(i),
+          class: `dot${done ? " done" : ""}`,
+          "aria-current": current === index ? "step" : false,
+          "aria-label": label,
+          onclick: () => show(index),
         },
-        String(i + 1),
+        text,
       ),
-    ),
+    );
+  const items = session.steps.map((step, i) =>
+    dot(i, `${i + 1}. ${t(`angle.${step.angle}` as MessageKey)}: ${step.done ? t("step.done") : t("step.todo")}`, String(i + 1), step.done),
   );
-  const review = h(
-    "li",
-    {},
-    h(
-      "button",
-      {
-        type: "button",
-        class: "dot",
-        "aria-current": current === session.steps.length ? "step" : false,
-        "aria-label": t("submit.title"),
-        onclick: () => show(session.steps.length),
-      },
-      "✓",
-    ),
-  );
+  const closeups = dot(CLOSEUPS(), t("closeups.nav", { n: session.closeups.length }), "+", session.closeups.length > 0);
+  const review = dot(REVIEW(), t("submit.title"), "✓", false);
   return h(
     "nav",
     { "aria-label": t("progress.nav") },
-    h("p", { class: "count" }, t("progress.label", { n: Math.min(current + 1, session.steps.length), total: session.steps.length })),
-    h("ol", { class: "steps" }, ...items, review),
+    h(
+      "p",
+      { class: "count" },
+      current === CLOSEUPS()
+        ? t("progress.closeups")
+        : t("progress.label", { n: Math.min(current + 1, session.steps.length), total: session.steps.length }),
+    ),
+    h("ol", { class: "steps" }, ...items, closeups, review),
   );
 }
 
 function show(index: number): void {
   current = index;
-  if (index >= session.steps.length) {
+  if (index === CLOSEUPS()) {
+    closeupsView({ app, api, session, progress, done: () => show(REVIEW()), back: () => show(index - 1) });
+    return;
+  }
+  if (index > CLOSEUPS()) {
     review();
     return;
   }
   const step = session.steps[index]!;
-  const status = h("p", { class: "status", role: "status", "aria-live": "polite" });
-  const actions = h("div", { class: "actions" });
-  const finder = h("div", { class: "viewfinder" });
-  finder.innerHTML = overlaySvg(step.angle);
-  const fileInput = h("input", { type: "file", accept: "image/*", capture: "environment", id: "file", class: "visually-hidden" });
-  const fileLabel = h("label", { for: "file", class: "button secondary" }, t("camera.file"));
-  fileInput.addEventListener("change", async () => {
-    const file = fileInput.files?.[0];
-    fileInput.value = "";
-    if (file) {
-      const bitmap = await decodeFile(file);
-      await take(step, bitmap, bitmap.width, bitmap.height, status, actions, finder);
-    }
-  });
   const nav = h(
     "div",
     { class: "nav" },
@@ -110,129 +87,35 @@ function show(index: number): void {
         step.done ? t("step.next") : t("step.skip"),
       ),
   );
-  const view = h(
-    "main",
-    { class: "step" },
-    // Focus goes to the heading on each step; its description makes a screen reader read the prompt too.
-    h("h1", { "aria-describedby": "prompt" }, t(`angle.${step.angle}` as MessageKey)),
-    h("p", { class: "prompt", id: "prompt" }, t(`prompt.${step.angle}` as MessageKey)),
-    finder,
-    status,
-    actions,
-    fileInput,
+  cameraView(app, {
+    header: progress(),
+    heading: t(`angle.${step.angle}` as MessageKey),
+    prompt: t(`prompt.${step.angle}` as MessageKey),
+    overlay: overlaySvg(step.angle),
+    quality: step.quality,
     nav,
-  );
-  const attachCamera = () => {
-    finder.prepend(camera.video);
-    fill(
-      actions,
-      h(
-        "button",
-        { type: "button", class: "button shutter", onclick: () => take(step, camera.video, ...camera.size, status, actions, finder) },
-        t("camera.shutter"),
-      ),
-      fileLabel,
-    );
-  };
-  // The video moves to the new view in the same task that replaces the old one: a media element
-  // left out of the document past that is paused by the browser.
-  if (cameraReady) attachCamera();
-  app.replaceChildren(progress(), view);
-  focusHeading(app);
-  if (step.quality) status.textContent = step.quality.passed ? t("upload.done") : describe(step.quality.problems);
-  if (cameraReady) {
-    void camera.video.play().catch(() => {});
-  } else if (cameraReady === null) {
-    void camera.open().then((ready) => {
-      cameraReady = ready;
-      if (ready && view.isConnected) attachCamera();
-      else if (!ready) {
-        status.textContent ||= t("camera.unavailable");
-        fill(actions, fileLabel);
-      }
-    });
-  } else {
-    status.textContent ||= t("camera.unavailable");
-    fill(actions, fileLabel);
-  }
+    again: () => show(index),
+    target: {
+      key: step.angle,
+      upload: (photo, onRetry) => {
+        api.onRetry = onRetry;
+        return api.upload(step.angle, photo);
+      },
+      stored: (result) => {
+        step.done = true;
+        step.quality = result.quality;
+        noteSuggestions(step.angle, result.suggested_closeups);
+      },
+      accepted: (still) => advance(step, still),
+    },
+  });
 }
 
-const describe = (problems: Quality["problems"]) => problems.map((p) => t(problemMessage(p))).join(" ");
-
-/** Checks the frame, then uploads it; a refused frame can be retaken, and kept anyway after two tries. */
-async function take(
-  step: Step,
-  source: CanvasImageSource,
-  width: number,
-  height: number,
-  status: HTMLElement,
-  actions: HTMLElement,
-  finder: HTMLElement,
-  override = false,
-): Promise<void> {
-  const still = document.createElement("canvas");
-  still.width = width;
-  still.height = height;
-  still.getContext("2d")!.drawImage(source, 0, 0, width, height);
-  const local = frameQuality(still, width, height);
-  const retake = () => show(current);
-  if (!local.passed && !override) {
-    const n = (tries.get(step.angle) ?? 0) + 1;
-    tries.set(step.angle, n);
-    status.textContent = describe(local.problems);
-    fill(
-      actions,
-      h("button", { type: "button", class: "button", onclick: retake }, t("check.retake")),
-      n >= TRIES_BEFORE_OVERRIDE &&
-        h(
-          "button",
-          { type: "button", class: "button secondary", onclick: () => take(step, still, width, height, status, actions, finder, true) },
-          t("check.use_anyway"),
-        ),
-    );
-    return;
-  }
-  finder.replaceChildren(Object.assign(still, { className: "still" }));
-  fill(actions);
-  status.textContent = t("upload.sending");
-  api.onRetry = (seconds) => (status.textContent = t("upload.retrying", { seconds }));
-  let result: PhotoResult;
-  try {
-    result = await api.upload(step.angle, await toJpeg(still, width, height));
-  } catch (error) {
-    fail(error, status);
-    fill(
-      actions,
-      h(
-        "button",
-        { type: "button", class: "button", onclick: () => take(step, still, width, height, status, actions, finder, override) },
-        t("camera.shutter"),
-      ),
-    );
-    return;
-  }
-  step.done = true;
-  step.quality = result.quality;
-  if (!result.quality.passed && !override) {
-    const n = (tries.get(step.angle) ?? 0) + 1;
-    tries.set(step.angle, n);
-    status.textContent = describe(result.quality.problems);
-    fill(
-      actions,
-      h("button", { type: "button", class: "button", onclick: retake }, t("check.retake")),
-      n >= TRIES_BEFORE_OVERRIDE &&
-        h("button", { type: "button", class: "button secondary", onclick: () => advance(step, still) }, t("check.use_anyway")),
-    );
-    return;
-  }
-  status.textContent = result.quality.passed ? t("check.good") : t("check.flagged");
-  await advance(step, still);
-}
-
+/** After a step's photo: the VIN read from it, else the next required step not done, else the close-ups. */
 async function advance(step: Step, still: HTMLCanvasElement): Promise<void> {
   if (step.angle === "vin") return vinStep(still);
   const next = session.steps.findIndex((s, i) => i > current && s.required && !s.done);
-  show(next === -1 ? session.steps.length : next);
+  show(next === -1 ? CLOSEUPS() : next);
 }
 
 async function vinStep(still: HTMLCanvasElement): Promise<void> {
@@ -296,7 +179,7 @@ async function vinStep(still: HTMLCanvasElement): Promise<void> {
       session.vin_confirmed = result.vin;
       status.textContent = t("vin.confirmed", { vehicle: `${result.vin} · ${vehicleText(result)}` });
       const next = session.steps.findIndex((s) => s.required && !s.done);
-      setTimeout(() => show(next === -1 ? session.steps.length : next), 600);
+      setTimeout(() => show(next === -1 ? CLOSEUPS() : next), 600);
     } catch (error) {
       fail(error, status);
     }
@@ -312,7 +195,7 @@ async function vinStep(still: HTMLCanvasElement): Promise<void> {
 }
 
 function review(): void {
-  current = session.steps.length;
+  current = REVIEW();
   const missing = requiredMissing();
   const status = h(
     "p",
@@ -346,9 +229,9 @@ async function boot(): Promise<void> {
   } catch (error) {
     return isInactive(error) ? location.reload() : end("invalid");
   }
-  // Resume where the customer was: the first required step not done, else the review.
+  // Resume where the customer was: the first required step not done, else the close-ups.
   const next = session.steps.findIndex((s) => s.required && !s.done);
-  show(next === -1 ? session.steps.length : next);
+  show(next === -1 ? CLOSEUPS() : next);
 }
 
 void boot();

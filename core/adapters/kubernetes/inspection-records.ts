@@ -82,7 +82,8 @@ function recordOf(o: InspectionResource, c: CaptureRecord, s: StoreStatus): Insp
     submittedAt: s.submittedAt,
     completedAt: s.completedAt,
     canceledAt: s.canceledAt,
-    summary: s.summary,
+    // Resources written before needs_review existed lack it.
+    summary: s.summary ? { ...s.summary, needs_review: s.summary.needs_review ?? false } : null,
     failure: s.failure,
     openedAt: c.openedAt,
     submitRequestedAt: c.submitRequestedAt,

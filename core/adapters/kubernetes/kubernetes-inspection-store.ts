@@ -198,10 +198,11 @@ export class KubernetesInspectionStore implements InspectionStore {
     return this.#records.updateResource(p.inspectionId, { accepted: false } as PutPhotoResult, (v) => {
       if (!takesPhotos(v.record, p.capturedAt)) return { answer: { accepted: false } };
       if (this.#records.byMediaId(m.id)) throw new Error("constraint failed: media.id");
-      const earlier = v.capture.photos.find((x) => x.angle === p.angle);
+      const earlier = v.capture.photos.find((x) => x.angle === p.angle && (x.slot ?? null) === p.slot);
       // A retake counts one more try than the photo it replaces, whatever it says.
       const photo = {
         angle: p.angle,
+        ...(p.slot === null ? {} : { slot: p.slot, part: p.part }),
         mediaId: p.mediaId,
         quality: p.quality,
         tries: earlier ? earlier.tries + 1 : p.tries,
@@ -220,7 +221,15 @@ export class KubernetesInspectionStore implements InspectionStore {
     const v = await this.#records.find(inspectionId);
     if (!v) return [];
     return v.capture.photos
-      .map(({ media, ...p }) => ({ ...p, inspectionId, quality: structuredClone(p.quality), width: media.width, height: media.height }))
+      .map(({ media, ...p }) => ({
+        ...p,
+        inspectionId,
+        slot: p.slot ?? null,
+        part: p.part ?? null,
+        quality: structuredClone(p.quality),
+        width: media.width,
+        height: media.height,
+      }))
       .sort((a, b) => a.capturedAt - b.capturedAt);
   }
 

@@ -10,7 +10,7 @@ import {
 } from "../../ports/inspection-store.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
 import { appendEvent } from "./memory-event-store.ts";
-import { constraint, snapshot, type MemoryState, type StoredPhoto } from "./memory-state.ts";
+import { constraint, photoPlace, snapshot, type MemoryState, type StoredPhoto } from "./memory-state.ts";
 
 /** Inspections, photos and media in memory; moves append their events to the same state. */
 export class MemoryInspectionStore implements InspectionStore {
@@ -128,16 +128,26 @@ export class MemoryInspectionStore implements InspectionStore {
     const r = this.#state.inspections.get(p.inspectionId);
     if (!r || !takesPhotos(r, p.capturedAt)) return { accepted: false };
     constraint(!this.#state.media.has(m.id), "media.id");
-    const angles = this.#state.photos.get(p.inspectionId) ?? new Map<string, StoredPhoto>();
-    const earlier = angles.get(p.angle);
+    const places = this.#state.photos.get(p.inspectionId) ?? new Map<string, StoredPhoto>();
+    const place = photoPlace(p);
+    const earlier = places.get(place);
     const replaced = earlier ? (this.#state.media.get(earlier.mediaId) ?? null) : null;
     // A retake counts one more try than the photo it replaces, whatever it says.
     const tries = earlier ? earlier.tries + 1 : p.tries;
-    angles.set(
-      p.angle,
-      snapshot({ inspectionId: p.inspectionId, angle: p.angle, mediaId: p.mediaId, quality: p.quality, tries, capturedAt: p.capturedAt }),
+    places.set(
+      place,
+      snapshot({
+        inspectionId: p.inspectionId,
+        angle: p.angle,
+        slot: p.slot,
+        part: p.part,
+        mediaId: p.mediaId,
+        quality: p.quality,
+        tries,
+        capturedAt: p.capturedAt,
+      }),
     );
-    this.#state.photos.set(p.inspectionId, angles);
+    this.#state.photos.set(p.inspectionId, places);
     this.#state.media.set(m.id, snapshot(m));
     if (replaced) this.#state.media.delete(replaced.id);
     return { accepted: true, replaced };

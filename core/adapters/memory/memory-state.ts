@@ -6,6 +6,8 @@ import type { InviteRecord, UserRecord } from "../../ports/user-store.ts";
 
 /** A photo as stored: its size is its media's, read with it. */
 export type StoredPhoto = Omit<PhotoRecord, "width" | "height">;
+/** Where a photo goes among an inspection's: its angle, and a close-up's slot; a retake goes to the same place. */
+export const photoPlace = (p: { angle: string; slot: number | null }) => (p.slot === null ? p.angle : `${p.angle}/${p.slot}`);
 
 export type StoredSecret = { secret: string; createdAt: number; previousSecret: string | null; previousExpiresAt: number | null };
 
@@ -28,7 +30,7 @@ export class MemoryState {
   readonly inspections = new Map<string, InspectionRecord>();
   /** Capture token hash → inspection id. */
   readonly captureTokens = new Map<string, string>();
-  /** Inspection id → angle → photo, each inspection's in the order its angles were first stored. */
+  /** Inspection id → photoPlace → photo, each inspection's in the order its places were first stored. */
   readonly photos = new Map<string, Map<string, StoredPhoto>>();
   readonly media = new Map<string, MediaRecord>();
 

@@ -126,6 +126,23 @@ const MIGRATIONS: string[] = [
   `
   CREATE INDEX inspections_changed ON inspections (updated_at, id);
   `,
+  // Whether a completed inspection's report asks for a person's review (summary.needs_review).
+  `
+  ALTER TABLE inspections ADD COLUMN summary_needs_review INTEGER NOT NULL DEFAULT 0;
+  `,
+  // Close-ups: several photos of the angle 'closeup', one per slot, each with the part it shows. The
+  // key gains the slot (0 for every other photo), so the table is made again with it.
+  `
+  CREATE TABLE photos_with_slots (
+    inspection_id TEXT NOT NULL, angle TEXT NOT NULL, slot INTEGER NOT NULL DEFAULT 0, part TEXT,
+    media_id TEXT NOT NULL, quality TEXT NOT NULL, tries INTEGER NOT NULL, captured_at INTEGER NOT NULL,
+    PRIMARY KEY (inspection_id, angle, slot)
+  );
+  INSERT INTO photos_with_slots (inspection_id, angle, media_id, quality, tries, captured_at)
+    SELECT inspection_id, angle, media_id, quality, tries, captured_at FROM photos;
+  DROP TABLE photos;
+  ALTER TABLE photos_with_slots RENAME TO photos;
+  `,
 ];
 
 export type Database = DatabaseSync;

@@ -29,7 +29,10 @@ function toRecord(r: Row): InspectionRecord {
     submittedAt: r.submitted_at as number | null,
     completedAt: r.completed_at as number | null,
     canceledAt: r.canceled_at as number | null,
-    summary: r.summary_grade === null ? null : { findings: r.summary_findings as number, grade: r.summary_grade as never },
+    summary:
+      r.summary_grade === null
+        ? null
+        : { findings: r.summary_findings as number, grade: r.summary_grade as never, needs_review: r.summary_needs_review === 1 },
     failure: r.failure_code === null ? null : { code: r.failure_code as never, message: r.failure_message as string },
     openedAt: r.opened_at as number | null,
     submitRequestedAt: r.submit_requested_at as number | null,
@@ -233,6 +236,7 @@ export class SqliteInspectionStore implements InspectionStore {
         canceled_at: patch.canceledAt,
         summary_findings: patch.summary?.findings,
         summary_grade: patch.summary?.grade,
+        summary_needs_review: patch.summary === undefined || patch.summary === null ? undefined : Number(patch.summary.needs_review),
         failure_code: patch.failure?.code,
         failure_message: patch.failure?.message,
       };
@@ -261,15 +265,17 @@ export class SqliteInspectionStore implements InspectionStore {
            AND submit_requested_at IS NULL AND cancel_requested_at IS NULL AND expires_at > ?`,
       ).get(p.inspectionId, ...CAPTURE_OPEN, p.capturedAt);
       if (!open) return { accepted: false };
+      // The slot column is 0 for photos that are not close-ups: a key column holding NULL would not conflict.
+      const slot = p.slot ?? 0;
       const previous = this.#sql(
-        "SELECT m.* FROM photos p JOIN media m ON m.id = p.media_id WHERE p.inspection_id = ? AND p.angle = ?",
-      ).get(p.inspectionId, p.angle);
+        "SELECT m.* FROM photos p JOIN media m ON m.id = p.media_id WHERE p.inspection_id = ? AND p.angle = ? AND p.slot = ?",
+      ).get(p.inspectionId, p.angle, slot);
       this.#insertMedia(m);
       this.#sql(
-        `INSERT INTO photos (inspection_id, angle, media_id, quality, tries, captured_at) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (inspection_id, angle) DO UPDATE SET media_id = excluded.media_id, quality = excluded.quality,
-           tries = photos.tries + 1, captured_at = excluded.captured_at`,
-      ).run(p.inspectionId, p.angle, p.mediaId, JSON.stringify(p.quality), p.tries, p.capturedAt);
+        `INSERT INTO photos (inspection_id, angle, slot, part, media_id, quality, tries, captured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (inspection_id, angle, slot) DO UPDATE SET part = excluded.part, media_id = excluded.media_id,
+           quality = excluded.quality, tries = photos.tries + 1, captured_at = excluded.captured_at`,
+      ).run(p.inspectionId, p.angle, slot, p.part, p.mediaId, JSON.stringify(p.quality), p.tries, p.capturedAt);
       if (previous) this.#sql("DELETE FROM media WHERE id = ?").run((previous as Row).id as string);
       return { accepted: true, replaced: previous ? toMedia(previous as Row) : null };
     });
@@ -282,6 +288,8 @@ export class SqliteInspectionStore implements InspectionStore {
     return rows.map((r) => ({
       inspectionId: r.inspection_id as string,
       angle: r.angle as string,
+      slot: (r.slot as number) || null,
+      part: (r.part as string | null) ?? null,
       mediaId: r.media_id as string,
       width: r.width as number,
       height: r.height as number,
