@@ -9,8 +9,8 @@ import { PhotoJudge } from "./photo-judge.ts";
  * (close-ups) and lets 11 of 89 real street backgrounds through; at 0.05, 31 and 10; at 0.10, 77 and
  * 6. (Processing's gate also takes a sure glass shatter: see showsVehicle.) A car photo
  * turned away loses all its findings, a background let through gets findings only where the damage
- * model also fires, so the gate sits low. The right part is named on 58% to 64% of close-ups at either
- * threshold.
+ * model also fires, so the gate sits low. How often the right part is named: README, "Detection
+ * and grading".
  */
 export const PART_THRESHOLD = 0.03;
 
