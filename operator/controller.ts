@@ -249,7 +249,11 @@ export class Controller {
     observe("completed");
     // The report first, then the move: a crash between them leaves a report the retry keeps (storeReport).
     const stored = await storeReport(this.#o.blobs, current.id, report);
-    await this.#move(current, "report_stored", { completedAt: now, summary: stored.summary });
+    // A report stored by an earlier version (a crash between the two writes, across an upgrade) lacks needs_review.
+    await this.#move(current, "report_stored", {
+      completedAt: now,
+      summary: { ...stored.summary, needs_review: stored.summary.needs_review === true },
+    });
   }
 
   /** A run a stop abandoned was ended by closing the runner: not an attempt, so nothing is recorded. */

@@ -3,7 +3,7 @@ import type { InspectionRecord, PhotoRecord } from "../ports/records.ts";
 import type { Finding, Report } from "../schemas/report.ts";
 import { formatTimestamp } from "../time.ts";
 import { overallGrade, type Severity } from "./grading.ts";
-import { photoPassed, reviewReasons, reviewStatus, type ReviewPolicy } from "./review.ts";
+import { reviewOf, type ReviewPolicy } from "./review.ts";
 
 /** A VIN that differs from the one on file may mean the photos are of another vehicle. */
 export const VIN_MISMATCH_SEVERITY: Severity = "moderate";
@@ -62,13 +62,13 @@ export function buildReport({
   const measured = new Map(result.photos.map((p) => [p.mediaId, p]));
   const qualityOf = (p: PhotoRecord) => measured.get(p.mediaId)?.quality ?? p.quality;
   const vinConfirmed = inspection.vinObserved === inspection.vin;
-  const reasons = reviewReasons({
+  const judged = reviewOf({
     findings,
-    photosPassed: photos.map((p) => photoPassed(qualityOf(p), measured.get(p.mediaId)?.damageScore)),
+    photos: photos.map((p) => ({ quality: qualityOf(p), damageScore: measured.get(p.mediaId)?.damageScore })),
     vinConfirmed,
     policy: reviewPolicy,
   });
-  const review = { status: reviewStatus(reasons, reviewPolicy), reasons, reviewed_at: null, reviewed_by: null };
+  const review = { ...judged, reviewed_at: null, reviewed_by: null };
   return {
     object: "report",
     inspection_id: inspection.id,

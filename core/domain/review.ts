@@ -33,7 +33,7 @@ export function reviewReasons({ findings, photosPassed, vinConfirmed, policy }: 
  * Whether a photo is fine as it is for the review's sake: it passed its checks, or its only problem
  * is being too small to search for boxes and the whole-photo judgement looked at it instead.
  */
-export function photoPassed(quality: Quality | null, damageScore: number | null | undefined): boolean {
+export function photoNeedsNoReview(quality: Quality | null, damageScore: number | null | undefined): boolean {
   if (!quality) return false;
   if (quality.passed) return true;
   return damageScore != null && quality.problems.every((p) => p === "too_small");
@@ -42,3 +42,19 @@ export function photoPassed(quality: Quality | null, damageScore: number | null 
 /** `required` when there is a reason and the policy is not `off`. */
 export const reviewStatus = (reasons: readonly ReviewReason[], policy: ReviewPolicy) =>
   policy !== "off" && reasons.length > 0 ? ("required" as const) : ("not_required" as const);
+
+/** A finished inspection's review, from its findings, its photos as processing measured them, its VIN check and the policy. */
+export function reviewOf(o: {
+  findings: Inputs["findings"];
+  photos: { quality: Quality | null; damageScore?: number | null }[];
+  vinConfirmed: boolean;
+  policy: ReviewPolicy;
+}): { status: "required" | "not_required"; reasons: ReviewReason[] } {
+  const reasons = reviewReasons({
+    findings: o.findings,
+    photosPassed: o.photos.map((p) => photoNeedsNoReview(p.quality, p.damageScore)),
+    vinConfirmed: o.vinConfirmed,
+    policy: o.policy,
+  });
+  return { status: reviewStatus(reasons, o.policy), reasons };
+}

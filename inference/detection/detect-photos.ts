@@ -28,6 +28,7 @@ import type { Detected, OnnxDetector } from "./onnx-detector.ts";
 import { area, partOf } from "./part-of.ts";
 import { fromScaled, letterbox, scaleRegion, type ScaledPixels } from "./letterbox.ts";
 import { judgedRegion, type Judgement, type PhotoJudge } from "./photo-judge.ts";
+import { CLOSEUP_FROM } from "./suggest-closeups.ts";
 import { relativeBbox, type Box } from "./postprocess.ts";
 import { mergeTiles, tileRegions } from "./tiles.ts";
 
@@ -141,9 +142,10 @@ export async function detectPhotos(
 
   const detectors = models.parts ? [models.damage, models.parts] : [models.damage];
   const sizes = detectors.map((d) => d.size);
-  const judgeSizes = models.judge ? [...sizes, models.judge.size] : sizes;
+  // The judge's pixels are stored after the detectors' (model-input.ts), so it takes the last.
+  const inputSizes = models.judge ? [...sizes, models.judge.size] : sizes;
   const inputs = await Promise.all(
-    searched.map(async (s) => (await loadModelInputs(blobs, inspectionId, s.photo.mediaId, s.width, s.height, judgeSizes)) ?? s.bytes),
+    searched.map(async (s) => (await loadModelInputs(blobs, inspectionId, s.photo.mediaId, s.width, s.height, inputSizes)) ?? s.bytes),
   );
   const [damageRuns, partsRuns] = await detectImages(detectors, inputs, { stopping: checkpoint });
   const parts = partsRuns?.map((r) => r.found) ?? null;
@@ -159,68 +161,73 @@ export async function detectPhotos(
       : damageRuns!.map((r) => r.found);
   const judgements = models.judge ? await judgePhotos(models.judge, inputs, sizes.length, checkpoint) : null;
 
-  const detections: Detection[] = [];
-  const found = async (
-    s: (typeof searched)[number],
-    d: Box & { score: number },
-    type: DetectedType,
-    part: string | null,
-    severity: Severity,
-  ) => {
-    const label = [type.replace("_", " "), part, `${Math.round(d.score * 100)}%`].filter(Boolean).join(" · ");
-    const drawn = await drawEvidence(s.bytes, d, label, type);
-    const mediaId = newId("med");
-    const blobKey = evidenceBlobKey(inspectionId, mediaId);
-    await blobs.put(blobKey, drawn.jpeg, "image/jpeg");
-    detections.push({
+  // Findings are placed first, merged (seenOnce), and only those kept get an evidence photo.
+  const placed: (Detection & { photo: (typeof searched)[number]; box: Box })[] = [];
+  const place = (s: (typeof searched)[number], d: Box & { score: number }, type: DetectedType, part: string | null, severity: Severity) =>
+    placed.push({
+      photo: s,
+      box: d,
       mediaId: s.photo.mediaId,
       type,
       part,
       severity,
       confidence: Math.round(d.score * 1000) / 1000,
       bbox: relativeBbox(d, s.width, s.height),
-      evidence: { mediaId, blobKey, bytes: drawn.jpeg.length, etag: `"${mediaId}"`, width: drawn.width, height: drawn.height },
+      evidence: null,
     });
-  };
   for (const [i, s] of searched.entries()) {
     checkpoint();
     const photoParts = parts?.[i] ?? [];
     const closeup = s.photo.angle === CLOSEUP;
-    // A close-up shows too little of the car for the parts model to tell; the customer said which part.
-    if (parts && !closeup && !showsVehicle(photoParts, damage[i]!)) {
+    const j = judgements?.[i];
+    if (j) s.outcome.damageScore = Math.round(j.damage * 1000) / 1000;
+    // A close-up shows too little of the car for the parts model to tell (the customer said which
+    // part): it counts when it shows a part, a sure glass shatter, or damage to the judgement.
+    const vehicle = showsVehicle(photoParts, damage[i]!) || (closeup && (!j || j.damage >= CLOSEUP_FROM));
+    if (parts && !vehicle) {
       // No vehicle in the photo: whatever the damage model sees there is not a finding.
       s.outcome.quality = flagged(s.outcome.quality!, "no_vehicle");
       continue;
     }
     const partFor = (box: Box, type?: DamageType) =>
       closeup && s.photo.part ? s.photo.part : (partOf(box, photoParts, type)?.name ?? null);
-    let typed = 0;
+    const typed: (Box & { type: DamageType })[] = [];
     for (const d of s.small ? [] : damage[i]!) {
       const type = damageType(d) as DamageType;
       if (!DAMAGE_TYPES.includes(type)) continue;
       const part = partFor(d, type);
       const partBox = part ? photoParts.find((p) => p.name === part && overlaps(p, d)) : undefined;
       const share = partBox ? area(d) / area(partBox) : area(d) / (s.width * s.height * PART_SHARE_OF_PHOTO);
-      await found(s, d, type, part, findingSeverity(type, share));
-      typed++;
+      place(s, d, type, part, findingSeverity(type, share));
+      typed.push({ ...d, type });
     }
-    const j = judgements?.[i];
     if (!j) continue;
-    s.outcome.damageScore = Math.round(j.damage * 1000) / 1000;
-    if (j.broken >= BROKEN_FROM) {
-      const region = judgedRegion(j.brokenCells, j.grid, j.lb, models.judge!.size);
+    const broken = judgedRegion(j.brokenCells, j.grid, j.lb, models.judge!.size);
+    // A broken lamp or shattered glass the damage model placed there is that broken part already.
+    const namedAlready = typed.some((t) => (t.type === "lamp_broken" || t.type === "glass_shatter") && overlaps(t, broken));
+    if (j.broken >= BROKEN_FROM && !namedAlready) {
       const severity: Severity = j.severity === "severe" && j.broken >= WRECK_FROM ? "severe" : worse(j.severity, "moderate");
-      await found(s, { ...region, score: j.broken }, "broken_part", partFor(region), severity);
-    } else if (j.damage >= SUSPECT_FROM && typed === 0) {
+      place(s, { ...broken, score: j.broken }, "broken_part", partFor(broken), severity);
+    } else if (j.damage >= SUSPECT_FROM && typed.length === 0) {
       const region = judgedRegion(j.damageCells, j.grid, j.lb, models.judge!.size);
-      await found(s, { ...region, score: j.damage }, "damage_suspected", partFor(region), j.severity);
+      place(s, { ...region, score: j.damage }, "damage_suspected", partFor(region), j.severity);
     }
   }
-  return {
-    model: models.damage.info,
-    photos: outcomes,
-    detections: seenOnce(detections, new Set(searched.filter((s) => s.photo.angle === CLOSEUP).map((s) => s.photo.mediaId))),
-  };
+  const closeups = new Set(searched.filter((s) => s.photo.angle === CLOSEUP).map((s) => s.photo.mediaId));
+  const detections: Detection[] = [];
+  for (const { photo: s, box, ...d } of seenOnce(placed, closeups)) {
+    checkpoint();
+    const label = [d.type.replace("_", " "), d.part, `${Math.round(d.confidence * 100)}%`].filter(Boolean).join(" · ");
+    const drawn = await drawEvidence(s.bytes, box, label, d.type);
+    const mediaId = newId("med");
+    const blobKey = evidenceBlobKey(inspectionId, mediaId);
+    await blobs.put(blobKey, drawn.jpeg, "image/jpeg");
+    detections.push({
+      ...d,
+      evidence: { mediaId, blobKey, bytes: drawn.jpeg.length, etag: `"${mediaId}"`, width: drawn.width, height: drawn.height },
+    });
+  }
+  return { model: models.damage.info, photos: outcomes, detections };
 }
 
 /** Each photo's judgement, from the judge's stored input (the last of `inputs`' sizes) or a decode. */
@@ -248,13 +255,13 @@ const worse = (a: Severity, b: Severity): Severity => (SEVERITIES.indexOf(a) >= 
 
 /**
  * One damage seen from afar and close is one finding: a close-up's finding stands for the findings
- * of its type on its part in the walkaround photos, and any close-up finding on a part stands for a
- * damage suspected there from afar.
+ * of its type on its part in the walkaround photos, and for a damage suspected there from afar. A
+ * suspicion placed on no part (its region too wide to tell) is what the customer was asked to look
+ * closer at: any close-up finding stands for it.
  */
-export function seenOnce(detections: Detection[], closeups: ReadonlySet<string>): Detection[] {
-  const close = detections.filter((d) => closeups.has(d.mediaId) && d.part);
-  return detections.filter(
-    (d) =>
-      closeups.has(d.mediaId) || !d.part || !close.some((c) => c.part === d.part && (c.type === d.type || d.type === "damage_suspected")),
-  );
+export function seenOnce<D extends Pick<Detection, "mediaId" | "type" | "part">>(detections: D[], closeups: ReadonlySet<string>): D[] {
+  const close = detections.filter((d) => closeups.has(d.mediaId));
+  const explains = (c: D, d: D) =>
+    d.type === "damage_suspected" ? !d.part || c.part === d.part : d.part !== null && c.part === d.part && c.type === d.type;
+  return detections.filter((d) => closeups.has(d.mediaId) || !close.some((c) => explains(c, d)));
 }

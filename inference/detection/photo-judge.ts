@@ -23,6 +23,10 @@ export type Judgement = {
   lb: Letterbox;
 };
 
+/** The outputs' layout, as train_judge.py writes it into the model's metadata. */
+const SCORES = ["damage", "broken", "minor", "moderate", "severe"];
+const CELLS = ["damage", "broken"];
+
 export class PhotoJudge {
   readonly size: number;
   readonly info: { name: string; version: string };
@@ -39,6 +43,12 @@ export class PhotoJudge {
     const bytes = await readModel(path);
     const meta = onnxMetadata(bytes);
     if (meta.task !== "photo-judgement") throw new Error(`${path} is not a photo judgement model (metadata task '${meta.task}')`);
+    // judge() reads the outputs by position: a model laid out otherwise would be misread, not refused.
+    const listed = (v: string | undefined) => (v ? JSON.stringify(JSON.parse(v)) : "none");
+    if (listed(meta.scores) !== JSON.stringify(SCORES) || listed(meta.cells) !== JSON.stringify(CELLS))
+      throw new Error(
+        `${path} gives scores ${meta.scores} and cells ${meta.cells}; expected ${JSON.stringify(SCORES)} and ${JSON.stringify(CELLS)}`,
+      );
     const session = await ort.InferenceSession.create(bytes, {
       executionProviders: [options.provider ?? "cpu"],
       graphOptimizationLevel: "all",

@@ -4,7 +4,7 @@ import { partOf } from "./part-of.ts";
 import { unletterbox } from "./postprocess.ts";
 
 /** Close-ups are asked for where the whole-photo judgement leans to damage from this score. */
-export const SUGGEST_FROM = 0.5;
+export const CLOSEUP_FROM = 0.5;
 /** At most this many close-ups are asked for from one photo: the parts where the judgement peaks. */
 const MAX_PER_PHOTO = 2;
 
@@ -16,7 +16,7 @@ export type SuggestedCloseup = { part: string; reason: "damage_suspected" };
  * would be on: part-of.ts). None for a photo judged clean.
  */
 export function suggestedCloseups(j: Judgement, parts: Detected[], size: number): SuggestedCloseup[] {
-  if (j.damage < SUGGEST_FROM || parts.length === 0) return [];
+  if (j.damage < CLOSEUP_FROM || parts.length === 0) return [];
   const region = judgedRegion(j.damageCells, j.grid, j.lb, size);
   const cell = size / j.grid;
   const ranked = [...j.damageCells.keys()].sort((a, b) => j.damageCells[b]! - j.damageCells[a]!);

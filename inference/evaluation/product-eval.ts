@@ -10,11 +10,11 @@ import type { Detection, PhotoToInspect } from "../../core/ports/detection-runne
 import { EXTERIOR_ANGLES, type ExteriorAngle } from "../../core/schemas/capture.ts";
 import { detectImages } from "../detection/detect-images.ts";
 import { detectPhotos, type Models } from "../detection/detect-photos.ts";
-import { letterbox } from "../detection/letterbox.ts";
 import { partOf } from "../detection/part-of.ts";
 import { partAccuracy } from "./part-accuracy.ts";
-import { suggestedCloseups, type SuggestedCloseup } from "../detection/suggest-closeups.ts";
-import { photoPassed, reviewReasons, reviewStatus } from "../../core/domain/review.ts";
+import type { SuggestedCloseup } from "../detection/suggest-closeups.ts";
+import { UploadChecker } from "../quality/upload-checker.ts";
+import { reviewOf } from "../../core/domain/review.ts";
 import type { ReviewReason } from "../../core/schemas/report.ts";
 import { loadModels } from "../detection/load-models.ts";
 import type { OnnxDetector } from "../detection/onnx-detector.ts";
@@ -54,20 +54,11 @@ type Inspected = {
   suggestions: SuggestedCloseup[][];
 };
 
-/** What the upload answers for each photo: the close-ups it asks for (the parts model and the judge on the photo). */
-async function suggestionsFor(models: Models, photos: { bytes: Buffer }[]): Promise<SuggestedCloseup[][]> {
-  if (!models.judge || !models.parts) return photos.map(() => []);
-  const judge = models.judge;
-  const [parts] = await detectImages(
-    [models.parts],
-    photos.map((p) => p.bytes),
-  );
-  const judged = await judge.judge(await Promise.all(photos.map((p) => letterbox(p.bytes, judge.size))));
-  return judged.map((j, i) => suggestedCloseups(j, parts![i]!.found, judge.size));
-}
+/** The models and the upload's own checks (upload-checker.ts), which answer each photo with the close-ups it suggests. */
+type Pipeline = Models & { uploads: UploadChecker | null };
 
 /** One walkaround: up to eight photos, as processing sees them after upload. */
-async function inspect(models: Models, photos: { name: string; bytes: Buffer; width: number; height: number }[]): Promise<Inspected> {
+async function inspect(models: Pipeline, photos: { name: string; bytes: Buffer; width: number; height: number }[]): Promise<Inspected> {
   const blobs: BlobStore = new MemoryBlobStore();
   const id = newId("insp");
   const toInspect: PhotoToInspect[] = [];
@@ -80,19 +71,16 @@ async function inspect(models: Models, photos: { name: string; bytes: Buffer; wi
   const result = await detectPhotos(blobs, id, toInspect, models);
   const byMedia = new Map(toInspect.map((p, i) => [p.mediaId, i]));
   const detections = result.detections.map((d) => ({ ...d, photo: byMedia.get(d.mediaId)! }));
-  const reasons = reviewReasons({
-    findings: result.detections,
-    photosPassed: result.photos.map((p) => photoPassed(p.quality, p.damageScore)),
-    vinConfirmed: true,
-    policy: "when_unsure",
-  });
+  const review = reviewOf({ findings: result.detections, photos: result.photos, vinConfirmed: true, policy: "when_unsure" });
   return {
     photos,
     detections,
     grade: overallGrade(result.detections.map((d) => d.severity)),
-    needsReview: reviewStatus(reasons, "when_unsure") === "required",
-    reasons,
-    suggestions: await suggestionsFor(models, photos),
+    needsReview: review.status === "required",
+    reasons: review.reasons,
+    suggestions: await Promise.all(
+      photos.map(async (p, i) => (await models.uploads?.check(EXTERIOR_ANGLES[i % INSPECTION_SIZE]!, p.bytes))?.suggestedCloseups ?? []),
+    ),
   };
 }
 
@@ -100,7 +88,7 @@ function chunks<T>(items: T[], size: number): T[][] {
   return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 }
 
-export async function cleanCars(models: Models, dir: string, log: (line: string) => void) {
+export async function cleanCars(models: Pipeline, dir: string, log: (line: string) => void) {
   const files = readdirSync(dir)
     .filter((f) => f.endsWith(".jpg"))
     .sort()
@@ -146,7 +134,7 @@ export async function cleanCars(models: Models, dir: string, log: (line: string)
  * `fold`: which fifth of car-damage-severity (held-out.ts) to measure; the held-out one by default.
  * Another fold is photos the models were trained on: whether a model learned them at all.
  */
-export async function wholeCars(models: Models, dir: string, log: (line: string) => void, fold = HELD_OUT_FOLD) {
+export async function wholeCars(models: Pipeline, dir: string, log: (line: string) => void, fold = HELD_OUT_FOLD) {
   const coco = readCoco(dir);
   const label = new Map(coco.categories.map((c) => [c.id, c.name]));
   const images = coco.images.filter((im) => foldOf(im.file_name) === fold).sort((a, b) => a.file_name.localeCompare(b.file_name));
@@ -322,8 +310,20 @@ const round = (v: number) => Math.round(v * 10_000) / 10_000;
 
 /** Clean cars and whole cars through the configured models; close-ups are the damage model's `eval`. */
 export async function evaluatePipeline(config: Config, datasets: string, log: (line: string) => void = console.log, fold = HELD_OUT_FOLD) {
-  const models = await loadModels(config.models);
-  if (!models.damage) throw new Error("no damage model is configured (DAMAGE_MODEL)");
+  const loaded = await loadModels(config.models);
+  if (!loaded.damage) throw new Error("no damage model is configured (DAMAGE_MODEL)");
+  const { partsModel, judgeModel } = config.models;
+  const uploads = partsModel
+    ? new UploadChecker(
+        { partsModel, judgeModel },
+        {
+          onError: (error) => {
+            throw error;
+          },
+        },
+      )
+    : null;
+  const models = { ...loaded, damage: loaded.damage, uploads };
   try {
     const t0 = performance.now();
     const clean = await cleanCars(models, join(datasets, "car-parts/testset/JPEGImages"), log);
@@ -333,6 +333,6 @@ export async function evaluatePipeline(config: Config, datasets: string, log: (l
     const parts = models.parts ? await partAccuracy(models.parts, join(datasets, "car-parts/testset"), log) : null;
     return { clean_cars: clean, whole_cars: whole, angle_check: angles, part_accuracy: parts, pipeline_s: pipelineS };
   } finally {
-    await Promise.all([models.damage.close(), models.parts?.close(), models.judge?.close()]);
+    await Promise.all([models.damage.close(), models.parts?.close(), models.judge?.close(), uploads?.close()]);
   }
 }

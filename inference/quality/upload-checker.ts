@@ -20,7 +20,7 @@ const UNCHECKED: UploadVerdict = { wrongAngle: null, suggestedCloseups: [] };
  * (angle-check.ts) and to place the whole-photo judgement's suspicion on a part (suggest-closeups.ts);
  * the judgement model once, where one is configured. Each model is loaded on the first exterior
  * photo, so a process that never takes one never pays for it; one session each, reused. Both are
- * small (320 and 512 px): a few ms a photo beside the upload's decode and re-encode.
+ * small (320 and 512 px); what the judge adds to an upload is measured by `npm run bench:upload-checks`.
  *
  * The checks only advise: a model that fails to load or to run leaves the upload without them
  * (logged through `onError`), and is tried again on the next photo; processing says what is wrong

@@ -263,14 +263,23 @@ def pasted_whole_cars(root, segments, names, size, per_photo=(1, 3), repeat=1, r
     return images, targets
 
 
-def held_out(file_name):
-    """inference/evaluation/held-out.ts's rule: a fifth of car-damage-severity's source photos,
-    by hash of the source name, is never trained on."""
+FOLDS = 5
+HELD_OUT_FOLD = 0
+
+
+def fold_of(file_name):
+    """inference/evaluation/held-out.ts's rule: which fifth of car-damage-severity a photo is in,
+    by hash of its source photo's name."""
     import hashlib
     import re
     source = re.sub(r"_(jpe?g|png)_jpg\.rf\.[0-9a-f]+\.jpg$", "", file_name, flags=re.I)
     source = re.sub(r"\.rf\.[0-9a-f]+\.jpg$", "", source, flags=re.I)
-    return hashlib.sha256(source.encode()).digest()[0] % 5 == 0
+    return hashlib.sha256(source.encode()).digest()[0] % FOLDS
+
+
+def held_out(file_name):
+    """The fifth of car-damage-severity that is never trained on (eval-product measures it)."""
+    return fold_of(file_name) == HELD_OUT_FOLD
 
 
 def severity_folder(root, size, class_of, n_tiles=0):

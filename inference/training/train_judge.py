@@ -11,7 +11,7 @@ from another; a model can learn the source instead of the damage. So every train
 damaged, is put into a random format first (random size and aspect, JPEG at a random quality), and
 validation is also measured with each side put into the other's format (--report shows both).
 
-    python train_judge.py --datasets ../shared/datasets --out runs/judge --epochs 8
+    python train_judge.py --datasets ../shared/datasets --out runs/judge --epochs 30 --batch 32 --frozen 0 --close-ups 900   # the shipped model, on a GPU
 """
 import argparse
 import inspect
@@ -29,19 +29,10 @@ import torch.nn.functional as F
 from PIL import Image, ImageEnhance
 
 sys.path.insert(0, os.path.dirname(__file__))
-from data import _image_files, _letterbox  # noqa: E402
+from data import FOLDS, HELD_OUT_FOLD, _image_files, _letterbox, fold_of  # noqa: E402
 from model import LiteBackbone, PhotoJudge  # noqa: E402
 
 SEVERITIES = ("minor", "moderate", "severe")
-FOLDS = 5
-
-
-def fold_of(file_name):
-    import hashlib
-    import re
-    source = re.sub(r"_(jpe?g|png)_jpg\.rf\.[0-9a-f]+\.jpg$", "", file_name, flags=re.I)
-    source = re.sub(r"\.rf\.[0-9a-f]+\.jpg$", "", source, flags=re.I)
-    return hashlib.sha256(source.encode()).digest()[0] % FOLDS
 
 
 class Sample:
@@ -272,7 +263,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", required=True, help="the shared datasets folder (car-damage, car-damage-severity, car-parts)")
     p.add_argument("--out", required=True)
-    p.add_argument("--size", type=int, default=384)
+    p.add_argument("--size", type=int, default=512, help="the input size (the shipped model's 512; 320 halves a CPU epoch's time)")
     p.add_argument("--epochs", type=int, default=8, help="0 with --init: validate and export that checkpoint (at --size)")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--lr", type=float, default=1e-3)
@@ -280,7 +271,7 @@ def main():
     p.add_argument("--clean-repeat", type=int, default=3, help="how many times each clean photo appears in an epoch")
     p.add_argument("--severity-repeat", type=int, default=2)
     p.add_argument("--val-fold", type=int, default=4, help="the fifth of car-damage-severity validated on (0 is held out for eval-product)")
-    p.add_argument("--frozen", type=int, default=LiteBackbone.FROZEN, help="backbone blocks kept at their ImageNet weights (0 on a GPU)")
+    p.add_argument("--frozen", type=int, default=LiteBackbone.FROZEN, help="backbone blocks kept at their ImageNet weights (the shipped model: 0, on a GPU)")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-side", type=int, default=640)
@@ -291,7 +282,9 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
     ds = args.datasets
-    train_folds = {f for f in range(FOLDS) if f not in (0, args.val_fold)}
+    if args.val_fold == HELD_OUT_FOLD or not 0 <= args.val_fold < FOLDS:
+        p.error(f"--val-fold must be a fold other than the held-out {HELD_OUT_FOLD}, from 0 to {FOLDS - 1}")
+    train_folds = {f for f in range(FOLDS) if f not in (HELD_OUT_FOLD, args.val_fold)}
     severity = severity_photos(os.path.join(ds, "car-damage-severity"), train_folds, args.max_side)
     val_damaged = severity_photos(os.path.join(ds, "car-damage-severity"), {args.val_fold}, args.max_side)
     shots = close_ups(os.path.join(ds, "car-damage"), "train", args.close_ups, args.max_side, args.seed)

@@ -6,7 +6,7 @@ import { photoBlobKey } from "../../core/blob-keys.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
 import { DEFAULT_MODELS, loadConfig } from "../../core/config.ts";
 import { overallGrade } from "../../core/domain/grading.ts";
-import { photoPassed, reviewReasons, reviewStatus } from "../../core/domain/review.ts";
+import { reviewOf } from "../../core/domain/review.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { detectPhotos, type Models } from "../../inference/detection/detect-photos.ts";
 import { loadModels } from "../../inference/detection/load-models.ts";
@@ -41,13 +41,8 @@ async function walkaround(models: Models, photos: { angle: string; bytes: Buffer
     }),
   );
   const result = await detectPhotos(blobs, "insp_test", toInspect, models);
-  const reasons = reviewReasons({
-    findings: result.detections,
-    photosPassed: result.photos.map((p) => photoPassed(p.quality, p.damageScore)),
-    vinConfirmed: true,
-    policy: "when_unsure",
-  });
-  return { result, grade: overallGrade(result.detections.map((d) => d.severity)), reasons, review: reviewStatus(reasons, "when_unsure") };
+  const { status, reasons } = reviewOf({ findings: result.detections, photos: result.photos, vinConfirmed: true, policy: "when_unsure" });
+  return { result, grade: overallGrade(result.detections.map((d) => d.severity)), reasons, review: status };
 }
 
 describe.skipIf(!existsSync(DEFAULT_MODELS.judge))("the whole photo judged: damaged cars are never called undamaged", () => {

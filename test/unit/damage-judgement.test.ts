@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { photoPassed, reviewReasons, reviewStatus } from "../../core/domain/review.ts";
+import { photoNeedsNoReview, reviewReasons, reviewStatus } from "../../core/domain/review.ts";
 import { currentReportJson } from "../../core/domain/stored-report.ts";
 import type { Detection } from "../../core/ports/detection-runner.ts";
 import { seenOnce } from "../../inference/detection/detect-photos.ts";
@@ -67,6 +67,11 @@ describe("one damage seen from afar and close", () => {
       "close:dent:hood",
     ]);
   });
+  it("lets any close-up finding stand for a suspicion placed on no part, and only for that", () => {
+    const found = [d("far", "damage_suspected", null), d("far", "dent", null), d("close", "scratch", null)];
+    expect(seenOnce(found, new Set(["close"])).map((f) => `${f.mediaId}:${f.type}`)).toEqual(["far:dent", "close:scratch"]);
+    expect(seenOnce(found, new Set())).toHaveLength(3);
+  });
   it("keeps a far finding of another type on that part", () => {
     const found = [d("far", "scratch", "hood"), d("close", "dent", "hood")];
     expect(seenOnce(found, new Set(["close"]))).toHaveLength(2);
@@ -122,11 +127,11 @@ describe("a photo's own problems and review", () => {
     problems: problems as never,
   });
   it("forgives only a too-small photo the whole-photo judgement looked at", () => {
-    expect(photoPassed(q([]), null)).toBe(true);
-    expect(photoPassed(q(["too_small"]), 0.1)).toBe(true);
-    expect(photoPassed(q(["too_small"]), null)).toBe(false);
-    expect(photoPassed(q(["too_small", "glare"]), 0.1)).toBe(false);
-    expect(photoPassed(q(["blurry"]), 0.1)).toBe(false);
-    expect(photoPassed(null, 0.1)).toBe(false);
+    expect(photoNeedsNoReview(q([]), null)).toBe(true);
+    expect(photoNeedsNoReview(q(["too_small"]), 0.1)).toBe(true);
+    expect(photoNeedsNoReview(q(["too_small"]), null)).toBe(false);
+    expect(photoNeedsNoReview(q(["too_small", "glare"]), 0.1)).toBe(false);
+    expect(photoNeedsNoReview(q(["blurry"]), 0.1)).toBe(false);
+    expect(photoNeedsNoReview(null, 0.1)).toBe(false);
   });
 });
