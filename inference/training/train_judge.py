@@ -175,8 +175,8 @@ def cell_targets(boxes, to_square, grid, known_broken):
 
 
 class JudgeSet(torch.utils.data.Dataset):
-    def __init__(self, samples, size, train, transform=None, seed=0):
-        self.samples, self.size, self.train, self.transform, self.seed = samples, size, train, transform, seed
+    def __init__(self, samples, size, train, transform=None, seed=0, colour=0.3):
+        self.samples, self.size, self.train, self.transform, self.seed, self.colour = samples, size, train, transform, seed, colour
         self.epoch = 0
 
     def __len__(self):
@@ -197,9 +197,13 @@ class JudgeSet(torch.utils.data.Dataset):
             if rng.random() < 0.5:
                 img = img.transpose(Image.FLIP_LEFT_RIGHT)
                 boxes = [(img.width - x2, y1, img.width - x1, y2, b) for x1, y1, x2, y2, b in boxes]
-            img = ImageEnhance.Brightness(img).enhance(rng.uniform(0.7, 1.3))
-            img = ImageEnhance.Contrast(img).enhance(rng.uniform(0.7, 1.3))
-            img = ImageEnhance.Color(img).enhance(rng.uniform(0.6, 1.4))
+            c = self.colour
+            img = ImageEnhance.Brightness(img).enhance(rng.uniform(1 - c, 1 + c))
+            img = ImageEnhance.Contrast(img).enhance(rng.uniform(1 - c, 1 + c))
+            img = ImageEnhance.Color(img).enhance(rng.uniform(1 - 4 * c / 3, 1 + 4 * c / 3))
+            # Faded, dusty or grey paint is not damage: strong colour jitter also greys some photos.
+            if c >= 0.5 and rng.random() < 0.1:
+                img = img.convert("L").convert("RGB")
         elif self.transform:
             img, (sx, sy) = self.transform(img)
             boxes = [(x1 * sx, y1 * sy, x2 * sx, y2 * sy, b) for x1, y1, x2, y2, b in boxes]
@@ -274,6 +278,7 @@ def main():
     p.add_argument("--frozen", type=int, default=LiteBackbone.FROZEN, help="backbone blocks kept at their ImageNet weights (the shipped model: 0, on a GPU)")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--colour", type=float, default=0.3, help="brightness and contrast moved by up to this share, saturation by a third more; from 0.5 one photo in ten is also greyed")
     p.add_argument("--max-side", type=int, default=640)
     p.add_argument("--init", help="a checkpoint (last.pt) to start from")
     args = p.parse_args()
@@ -300,7 +305,7 @@ def main():
         net.load_state_dict(torch.load(args.init, map_location=device))
     params = [p for p in net.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=1e-4)
-    data = JudgeSet(train, args.size, True, seed=args.seed)
+    data = JudgeSet(train, args.size, True, seed=args.seed, colour=args.colour)
     steps = args.epochs * math.ceil(len(data) / args.batch)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=max(steps, 1), pct_start=0.1)
     for epoch in range(args.epochs):
