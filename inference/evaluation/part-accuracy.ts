@@ -23,7 +23,7 @@ import { PART_THRESHOLD } from "../detection/load-models.ts";
 import { type Detected, OnnxDetector } from "../detection/onnx-detector.ts";
 import { partOf } from "../detection/part-of.ts";
 import type { Box } from "../detection/postprocess.ts";
-import { type Coco, readCoco } from "./coco.ts";
+import { type Coco, insidePolygon, readCoco } from "./coco.ts";
 
 /** Points drawn inside each labelled part, and on each photo's car off its labelled parts. */
 const POINTS_PER_PART = 8;
@@ -77,15 +77,6 @@ function random(seed: number): () => number {
   };
 }
 
-function inside(x: number, y: number, polygon: number[]): boolean {
-  let hit = false;
-  for (let i = 0, j = polygon.length - 2; i < polygon.length; j = i, i += 2) {
-    const [xi, yi, xj, yj] = [polygon[i]!, polygon[i + 1]!, polygon[j]!, polygon[j + 1]!];
-    if (yi > y !== yj > y && x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) hit = !hit;
-  }
-  return hit;
-}
-
 /** A square damage box centred at (x, y), of a random size within SIDE_SHARE, cut to the photo. */
 function boxAt(x: number, y: number, im: { width: number; height: number }, next: () => number): Box {
   const half = ((SIDE_SHARE.min + next() * (SIDE_SHARE.max - SIDE_SHARE.min)) * Math.min(im.width, im.height)) / 2;
@@ -106,10 +97,12 @@ function samples(coco: Coco): Sample[] {
     const [bx, by, bw, bh] = a.bbox;
     for (let drawn = 0, tries = 0; drawn < POINTS_PER_PART && tries < 100 * POINTS_PER_PART; tries++) {
       const [x, y] = [bx + next() * bw, by + next() * bh];
-      if (!a.segmentation.some((p) => inside(x, y, p))) continue;
+      if (!a.segmentation.some((p) => insidePolygon(x, y, p))) continue;
       drawn++;
       const box = boxAt(x, y, im, next);
-      const truth = new Set(onImage.filter((o) => o.segmentation.some((p) => inside(x, y, p))).map((o) => names.get(o.category_id)!));
+      const truth = new Set(
+        onImage.filter((o) => o.segmentation.some((p) => insidePolygon(x, y, p))).map((o) => names.get(o.category_id)!),
+      );
       out.push({ image: im.index, box, part, truth });
     }
   }
@@ -131,7 +124,7 @@ function offParts(coco: Coco, next: () => number): Sample[] {
       y2 = Math.max(...onImage.map((a) => a.bbox[1] + a.bbox[3]));
     for (let drawn = 0, tries = 0; drawn < POINTS_OFF_PARTS && tries < 100 * POINTS_OFF_PARTS; tries++) {
       const [x, y] = [x1 + next() * (x2 - x1), y1 + next() * (y2 - y1)];
-      if (onImage.some((a) => a.segmentation.some((p) => inside(x, y, p)))) continue;
+      if (onImage.some((a) => a.segmentation.some((p) => insidePolygon(x, y, p)))) continue;
       drawn++;
       out.push({ image: index, box: boxAt(x, y, im, next), part: null, truth: new Set() });
     }

@@ -24,22 +24,13 @@ import { PART_THRESHOLD } from "../detection/load-models.ts";
 import { OnnxDetector, type Detected } from "../detection/onnx-detector.ts";
 import { SCORING, boxMap, type Truth } from "./box-map.ts";
 import { readYoloFolder } from "./yolo-folder.ts";
-import { readCoco } from "./coco.ts";
+import { insidePolygon, readCoco } from "./coco.ts";
 
 /** Crop side as a multiple of the part's longer box side. */
 const ZOOMS = { "part and surroundings (crop 1.2 × the part)": 1.2, "inside the part (crop 0.6 × the part)": 0.6 };
 const MIN_CROP_PX = 96;
 /** Background strips keep this far from the car's outermost part box. */
 const CAR_MARGIN_PX = 8;
-
-function inside(x: number, y: number, polygon: number[]): boolean {
-  let hit = false;
-  for (let i = 0, j = polygon.length - 2; i < polygon.length; j = i, i += 2) {
-    const [xi, yi, xj, yj] = [polygon[i]!, polygon[i + 1]!, polygon[j]!, polygon[j + 1]!];
-    if (yi > y !== yj > y && x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) hit = !hit;
-  }
-  return hit;
-}
 
 const datasets = join(import.meta.dirname, "../../../shared/datasets");
 const { values } = parseArgs({
@@ -70,7 +61,7 @@ for (const [label, zoom] of Object.entries(ZOOMS)) {
     const [bx, by, bw, bh] = a.bbox;
     const cx = bx + bw / 2,
       cy = by + bh / 2;
-    if (!a.segmentation.some((p) => inside(cx, cy, p))) continue;
+    if (!a.segmentation.some((p) => insidePolygon(cx, cy, p))) continue;
     const side = Math.round(Math.min(zoom * Math.max(bw, bh), im.width, im.height));
     if (side < MIN_CROP_PX) continue;
     const left = Math.round(Math.min(Math.max(cx - side / 2, 0), im.width - side));
