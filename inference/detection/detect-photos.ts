@@ -142,7 +142,6 @@ export async function detectPhotos(
 
   const detectors = models.parts ? [models.damage, models.parts] : [models.damage];
   const sizes = detectors.map((d) => d.size);
-  // The judge's pixels are stored after the detectors' (model-input.ts), so it takes the last.
   const inputSizes = models.judge ? [...sizes, models.judge.size] : sizes;
   const inputs = await Promise.all(
     searched.map(async (s) => (await loadModelInputs(blobs, inspectionId, s.photo.mediaId, s.width, s.height, inputSizes)) ?? s.bytes),
@@ -159,7 +158,7 @@ export async function detectPhotos(
           checkpoint,
         )
       : damageRuns!.map((r) => r.found);
-  const judgements = models.judge ? await judgePhotos(models.judge, inputs, sizes.length, checkpoint) : null;
+  const judgements = models.judge ? await judgePhotos(models.judge, inputs, inputSizes.indexOf(models.judge.size), checkpoint) : null;
 
   // Findings are placed first, merged (seenOnce), and only those kept get an evidence photo.
   const placed: (Detection & { photo: (typeof searched)[number]; box: Box })[] = [];
@@ -230,7 +229,7 @@ export async function detectPhotos(
   return { model: models.damage.info, photos: outcomes, detections };
 }
 
-/** Each photo's judgement, from the judge's stored input (the last of `inputs`' sizes) or a decode. */
+/** Each photo's judgement, from its stored input for the judge's size (`k`, its index in the inputs' sizes) or a decode. */
 async function judgePhotos(judge: PhotoJudge, inputs: (Buffer | ScaledPixels)[], k: number, stopping: () => void): Promise<Judgement[]> {
   const out: Judgement[] = [];
   for (let from = 0; from < inputs.length; from += JUDGE_BATCH) {

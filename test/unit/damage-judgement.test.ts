@@ -112,6 +112,15 @@ describe("reports stored before review existed", () => {
       review: { status: "not_required", reasons: [], reviewed_at: null, reviewed_by: null },
     });
   });
+  it("are told from current ones by the key, not by a value that spells it", () => {
+    const old = JSON.stringify({ summary: { findings: 0, grade: "none" }, photos: [], vehicle: { model: '"review": x' } });
+    expect(JSON.parse(currentReportJson(old)).review).toEqual({
+      status: "not_required",
+      reasons: [],
+      reviewed_at: null,
+      reviewed_by: null,
+    });
+  });
   it("leave a current report as it is", () => {
     const current = JSON.stringify({ summary: { needs_review: true }, review: { status: "required" } });
     expect(currentReportJson(current)).toBe(current);
