@@ -16,6 +16,7 @@ export const ERROR_CODES = {
   inspection_not_cancelable: { status: 409, type: "conflict_error" },
   report_not_ready: { status: 409, type: "conflict_error" },
   report_unavailable: { status: 409, type: "conflict_error" },
+  inspection_not_reviewable: { status: 409, type: "conflict_error" },
   idempotency_key_in_use: { status: 409, type: "conflict_error" },
   capture_incomplete: { status: 409, type: "conflict_error" },
   event_not_deliverable: { status: 409, type: "conflict_error" },

@@ -5,7 +5,8 @@ import { storeReport } from "../core/operations/reports.ts";
 import type { Metrics } from "../core/metrics.ts";
 import type { BlobStore } from "../core/ports/blob-store.ts";
 import { awaitsDetection, dueMove, lookAgainAt } from "../core/domain/reconcile-rules.ts";
-import { eventTypeFor, isTerminal, nextStatus, type Trigger } from "../core/domain/state-machine.ts";
+import { eventTypeFor, isTerminal, nextStatus, REVIEW_REQUIRED, type Trigger } from "../core/domain/state-machine.ts";
+import type { ReviewPolicy } from "../core/domain/review.ts";
 import { newId } from "../core/ids.ts";
 import type { DetectionResult, DetectionRunner } from "../core/ports/detection-runner.ts";
 import type { InspectionStore, TransitionPatch } from "../core/ports/inspection-store.ts";
@@ -37,6 +38,8 @@ export type ControllerOptions = {
   settled?: (r: InspectionRecord) => Promise<void>;
   /** Where detection's duration and the work queue's depth are recorded. */
   metrics?: Metrics;
+  /** The review policy a finished inspection's report follows: its own, else its account's (when_unsure when not given). */
+  reviewPolicyOf?: (r: InspectionRecord) => Promise<ReviewPolicy>;
 };
 
 /** Waits between processing attempts: 5 s, then 30 s. */
@@ -155,8 +158,11 @@ export class Controller {
     const to = nextStatus(r.status, on);
     if (!to) return null;
     const after = await this.#o.store.transition(r.id, r.status, to, this.#o.clock.now(), patch, (a) => {
-      const id = newId("evt");
-      return { id, type: eventTypeFor(a.status), data: eventPayload(id, eventTypeFor(a.status), a, this.#o.publicUrl) };
+      const types = [eventTypeFor(a.status), ...(a.status === "completed" && a.summary?.needs_review ? [REVIEW_REQUIRED] : [])];
+      return types.map((type) => {
+        const id = newId("evt");
+        return { id, type, data: eventPayload(id, type, a, this.#o.publicUrl) };
+      });
     });
     if (after) {
       this.#o.log.info({ inspection_id: r.id, from: r.status, to }, "inspection moved");
@@ -245,6 +251,7 @@ export class Controller {
       now,
       newFindingId: () => newId("fnd"),
       evidenceMediaIds: result.detections.map((d) => d.evidence?.mediaId ?? null),
+      reviewPolicy: await (this.#o.reviewPolicyOf?.(current) ?? current.reviewPolicy ?? "when_unsure"),
     });
     observe("completed");
     // The report first, then the move: a crash between them leaves a report the retry keeps (storeReport).

@@ -11,6 +11,8 @@ import type { Services } from "../../core/services.ts";
 import { inspectionView } from "../../core/views/inspection-view.ts";
 import { cancelInspection, createInspection, findInspection } from "../../core/operations/inspections.ts";
 import { completedReport } from "../../core/operations/reports.ts";
+import { submitReview } from "../../core/operations/reviews.ts";
+import { ReviewBody } from "../../core/schemas/review.ts";
 
 export const inspectionRoutes =
   (s: Services): FastifyPluginAsyncZod =>
@@ -101,6 +103,23 @@ export const inspectionRoutes =
         },
       },
       async (request) => view(await cancelInspection(s, request.scope, request.params.id)),
+    );
+
+    app.post(
+      "/v1/inspections/:id/review",
+      {
+        schema: {
+          operationId: "reviewInspection",
+          summary: "Review a completed inspection's report: confirm, reject or change its findings, add your own",
+          description:
+            "Completes the review of a completed inspection. Each decision confirms, rejects or changes (type, part, severity) one of the report's findings; each added finding is a box on one of its photos. The grade is recomputed from the findings not rejected; rejected findings stay listed. A later review replaces this one; every review is sent as an inspection.reviewed event.",
+          headers: z.object({ "idempotency-key": z.string().optional() }),
+          params: IdParams,
+          body: ReviewBody,
+          response: { 200: Report, 409: ErrorBody, 422: ErrorBody, ...commonErrorResponses },
+        },
+      },
+      async (request) => submitReview(s, request.scope, request.params.id, request.body, request.apiKeyId),
     );
 
     app.get(

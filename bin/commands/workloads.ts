@@ -53,6 +53,7 @@ export async function startOperator(
     shutdownGraceMs: config.shutdownGraceMs,
     settled: async (r) => deleteInspectionModelInputs(s.blobs, r.id, await s.inspections.photos(r.id), s.modelInputSizes),
     metrics: s.metrics,
+    reviewPolicyOf: async (r) => r.reviewPolicy ?? (await s.keys.reviewPolicy(r.accountId, r.livemode)),
   });
   // The controller's process reports the phases: it is the one writer of them.
   s.metrics.countInspections(() => s.inspections.countByStatus());

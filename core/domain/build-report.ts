@@ -43,6 +43,8 @@ export function buildReport({
     media_id: d.mediaId,
     bbox: d.bbox,
     evidence_url: evidenceMediaIds[i] ? mediaUrl(evidenceMediaIds[i]!) : null,
+    source: "model",
+    review: null,
   }));
   if (inspection.vinObserved && inspection.vinObserved !== inspection.vin) {
     const vinPhoto = photos.find((p) => p.angle === "vin");
@@ -56,6 +58,8 @@ export function buildReport({
       media_id: vinPhoto?.mediaId ?? null,
       bbox: null,
       evidence_url: vinPhoto ? mediaUrl(vinPhoto.mediaId) : null,
+      source: "model",
+      review: null,
     });
   }
   const grade = overallGrade(findings.map((f) => f.severity));
@@ -68,7 +72,7 @@ export function buildReport({
     vinConfirmed,
     policy: reviewPolicy,
   });
-  const review = { ...judged, reviewed_at: null, reviewed_by: null };
+  const review = { ...judged, reviewed_at: null, reviewed_by: null, note: null };
   return {
     object: "report",
     inspection_id: inspection.id,

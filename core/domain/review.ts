@@ -1,4 +1,7 @@
-import type { Finding, Quality, ReviewReason } from "../schemas/report.ts";
+import type { Finding, Quality, Report, ReviewReason } from "../schemas/report.ts";
+import type { AddedFinding, ReviewBody, ReviewDecision } from "../schemas/review.ts";
+import { formatTimestamp } from "../time.ts";
+import { overallGrade } from "./grading.ts";
 
 /**
  * A typed finding the model is less sure of than this goes to a person. The damage model's own
@@ -8,6 +11,8 @@ export const LOW_CONFIDENCE_BELOW = 0.5;
 
 export const REVIEW_POLICIES = ["off", "when_unsure", "always"] as const;
 export type ReviewPolicy = (typeof REVIEW_POLICIES)[number];
+/** An account's policy until it is changed in the dashboard. */
+export const DEFAULT_REVIEW_POLICY: ReviewPolicy = "when_unsure";
 
 type Inputs = {
   findings: Pick<Finding, "type" | "confidence">[];
@@ -57,4 +62,113 @@ export function reviewOf(o: {
     policy: o.policy,
   });
   return { status: reviewStatus(reasons, o.policy), reasons };
+}
+
+/** What a reviewer may do with a model's finding. */
+export const REVIEW_ACTIONS = ["confirm", "reject", "change"] as const;
+export type ReviewAction = (typeof REVIEW_ACTIONS)[number];
+
+const DECIDED = { confirm: "confirmed", reject: "rejected", change: "changed" } as const;
+
+/**
+ * A completed review as stored with the inspection: the request as decided, who and when, the ids
+ * given to the reviewer's findings, and the summary it makes. The report stays as the models made
+ * it; the reviewed report is that report with this applied (applyReview), so a later review
+ * replaces this one and never builds on it.
+ */
+export type ReviewRecord = {
+  by: string;
+  at: number;
+  note: string | null;
+  decisions: ReviewDecision[];
+  added: (AddedFinding & { id: string })[];
+  summary: { findings: number; grade: Finding["severity"] | "none"; needs_review: false };
+};
+
+/** A mistake in a review request that only the report shows: the parameter at fault and why. */
+export type ReviewMistake = { param: string; message: string };
+
+/** The first finding or photo the request names that is not this report's, or another such mistake; null when there is none. */
+export function reviewMistake(report: Report, body: ReviewBody): ReviewMistake | null {
+  const findings = new Map(report.findings.map((f) => [f.id, f]));
+  const decided = new Set<string>();
+  for (const [i, d] of (body.decisions ?? []).entries()) {
+    const param = `decisions[${i}].finding`;
+    const finding = findings.get(d.finding);
+    if (!finding) return { param, message: `${d.finding} is not a finding of this inspection's report.` };
+    if (decided.has(d.finding)) return { param, message: `${d.finding} is decided twice; decide each finding once.` };
+    decided.add(d.finding);
+    if (finding.type === "vin_mismatch" && d.action === "change" && d.type !== undefined)
+      return { param: `decisions[${i}].type`, message: "A vin_mismatch finding is about the VIN, not damage: confirm or reject it." };
+  }
+  const photos = new Set(report.photos.map((p) => p.media_id));
+  for (const [i, a] of (body.added ?? []).entries()) {
+    if (!photos.has(a.media_id)) return { param: `added[${i}].media_id`, message: `${a.media_id} is not a photo of this inspection's report.` };
+  }
+  return null;
+}
+
+/** The review a request makes of a report (checked by reviewMistake first). */
+export function reviewRecord(report: Report, body: ReviewBody, by: string, at: number, newFindingId: () => string): ReviewRecord {
+  const record: ReviewRecord = {
+    by,
+    at,
+    note: body.note ?? null,
+    decisions: body.decisions ?? [],
+    added: (body.added ?? []).map((a) => ({ id: newFindingId(), ...a, part: a.part ?? null })),
+    summary: { findings: 0, grade: "none", needs_review: false },
+  };
+  const reviewed = applyReview(report, record);
+  record.summary = { findings: reviewed.summary.findings, grade: reviewed.grade, needs_review: false };
+  return record;
+}
+
+/**
+ * The report as the review leaves it: each decided finding marked (a change applied), the
+ * reviewer's findings added, the grade and summary from the findings not rejected, and the review
+ * completed, its reasons kept. Findings the review did not decide stay as the models made them and count.
+ */
+export function applyReview(report: Report, review: ReviewRecord): Report {
+  const decisions = new Map(review.decisions.map((d) => [d.finding, d]));
+  const photoUrl = new Map(report.photos.map((p) => [p.media_id, p.url]));
+  const decided: Finding[] = report.findings.map((f) => {
+    const d = decisions.get(f.id);
+    if (!d) return { ...f, review: null };
+    return {
+      ...f,
+      ...(d.type === undefined ? {} : { type: d.type }),
+      ...(d.part === undefined ? {} : { part: d.part }),
+      ...(d.severity === undefined ? {} : { severity: d.severity }),
+      review: DECIDED[d.action],
+    };
+  });
+  const added: Finding[] = review.added.map((a) => ({
+    id: a.id,
+    object: "finding",
+    type: a.type,
+    part: a.part ?? null,
+    severity: a.severity,
+    confidence: null,
+    media_id: a.media_id,
+    bbox: a.bbox,
+    evidence_url: photoUrl.get(a.media_id) ?? null,
+    source: "reviewer",
+    review: null,
+  }));
+  const findings = [...decided, ...added];
+  const counted = findings.filter((f) => f.review !== "rejected");
+  const grade = overallGrade(counted.map((f) => f.severity));
+  return {
+    ...report,
+    grade,
+    summary: { ...report.summary, findings: counted.length, grade, needs_review: false },
+    findings,
+    review: {
+      status: "completed",
+      reasons: report.review.reasons,
+      reviewed_at: formatTimestamp(review.at)!,
+      reviewed_by: review.by,
+      note: review.note,
+    },
+  };
 }

@@ -48,6 +48,12 @@ export function captureLinkState(status: Status, expiresAt: number, now: number)
   return expiresAt <= now ? "expired" : "active";
 }
 
-export type EventType = `inspection.${Status}`;
-export const EVENT_TYPES = STATUSES.map((s) => `inspection.${s}` as EventType);
+/** Sent with `inspection.completed` when the report asks for a person's review (summary.needs_review). */
+export const REVIEW_REQUIRED = "inspection.review_required";
+/** Sent for every review of a completed inspection, with the reviewed summary and who reviewed. */
+export const REVIEWED = "inspection.reviewed";
+
+export type EventType = `inspection.${Status}` | typeof REVIEW_REQUIRED | typeof REVIEWED;
+/** Each move's event, then the review's, which are not moves: the state machine's table has no row for them. */
+export const EVENT_TYPES: EventType[] = [...STATUSES.map((s) => `inspection.${s}` as const), REVIEW_REQUIRED, REVIEWED];
 export const eventTypeFor = (status: Status): EventType => `inspection.${status}`;

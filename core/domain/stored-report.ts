@@ -4,13 +4,24 @@
  * additions are ever made to v1 (api-contract.md, Versioning), so filling in is all it takes.
  */
 export function currentReportJson(stored: string): string {
-  // Every GET of a report comes here, so reports written since `review` existed are answered as
-  // stored, without a parse. Only they can hold the text: no key of earlier reports is named
-  // review, and a string value holding it has its quotes escaped (\"review\":), which this does not match.
-  if (stored.includes('"review":')) return stored;
-  const report = JSON.parse(stored) as { summary: Record<string, unknown>; photos: Record<string, unknown>[]; review?: unknown };
+  if (isCurrent(stored)) return stored;
+  const report = JSON.parse(stored) as {
+    summary: Record<string, unknown>;
+    photos: Record<string, unknown>[];
+    findings: Record<string, unknown>[];
+    review?: Record<string, unknown>;
+  };
   report.summary = { needs_review: false, ...report.summary };
   report.photos = report.photos.map((p) => ({ part: null, damage_score: null, ...p }));
-  report.review = { status: "not_required", reasons: [], reviewed_at: null, reviewed_by: null };
+  report.findings = report.findings.map((f) => ({ source: "model", review: null, ...f }));
+  report.review = { status: "not_required", reasons: [], reviewed_at: null, reviewed_by: null, note: null, ...report.review };
   return JSON.stringify(report);
 }
+
+/**
+ * Every GET of a report comes here, so reports written since the newest field existed are answered
+ * as stored, without a parse. Only they hold its text: no key of earlier reports is named so, and a
+ * string value holding it has its quotes escaped (\"note\":), which this does not match. `note` is
+ * the review's, written into every report since findings gained `source`.
+ */
+const isCurrent = (stored: string): boolean => stored.includes('"note":');

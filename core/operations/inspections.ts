@@ -34,6 +34,7 @@ export async function createInspection(s: Services, scope: Scope, body: CreateIn
     vin: body.vehicle.vin,
     ...vehicle,
     notifyUrl: body.notify_url ?? null,
+    reviewPolicy: body.review ?? null,
     expiresAt: now + s.config.inspectionTtlMs,
     createdAt: now,
     updatedAt: now,

@@ -1,6 +1,8 @@
 import { reportBlobKey } from "../blob-keys.ts";
 import { isTerminal } from "../domain/state-machine.ts";
 import { currentReportJson } from "../domain/stored-report.ts";
+import { applyReview } from "../domain/review.ts";
+import type { Report } from "../schemas/report.ts";
 import { ApiError } from "../errors.ts";
 import type { BlobStore } from "../ports/blob-store.ts";
 import type { InspectionRecord } from "../ports/records.ts";
@@ -38,5 +40,11 @@ export async function completedReport(s: Pick<Services, "blobs">, inspection: In
       "report_not_ready",
       `The report is not ready: the inspection is ${inspection.status}; it is ready once the inspection is completed.`,
     );
-  return currentReportJson(report.toString("utf8"));
+  const current = currentReportJson(report.toString("utf8"));
+  return inspection.review ? JSON.stringify(applyReview(JSON.parse(current) as Report, inspection.review)) : current;
+}
+
+/** The report as the models made it, before any review: what a review is made against. */
+export async function modelReport(s: Pick<Services, "blobs">, inspection: InspectionRecord): Promise<Report> {
+  return JSON.parse(await completedReport(s, { ...inspection, review: null })) as Report;
 }

@@ -1,4 +1,5 @@
 import type { Status } from "../domain/state-machine.ts";
+import type { ReviewRecord } from "../domain/review.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "./records.ts";
 
 export type ListFilter = {
@@ -34,6 +35,7 @@ export const UNSTARTED = {
   canceledAt: null,
   summary: null,
   failure: null,
+  review: null,
   openedAt: null,
   submitRequestedAt: null,
   cancelRequestedAt: null,
@@ -43,8 +45,14 @@ export const UNSTARTED = {
   reconcileGeneration: 0,
 } as const satisfies Partial<InspectionRecord>;
 
-/** Builds the event body for the inspection as it is after the move, inside the same transaction. */
-export type EventFactory = (after: InspectionRecord) => { id: string; type: string; data: string };
+export type EventBody = { id: string; type: string; data: string };
+/** Builds the event body for the inspection as it is after the write, inside the same transaction. */
+export type EventFactory = (after: InspectionRecord) => EventBody;
+/** The same, for a write that may append several events, in their order (`inspection.completed`, then `inspection.review_required`). */
+export type EventsFactory = (after: InspectionRecord) => EventBody | readonly EventBody[];
+
+/** The events an EventFactory made, as a list. */
+export const eventsMade = (made: EventBody | readonly EventBody[]): readonly EventBody[] => (Array.isArray(made) ? made : [made as EventBody]);
 
 /**
  * Inspections, their photos and media (reports are blobs: core/operations/reports.ts). Every write of status goes through `transition`,
@@ -82,9 +90,17 @@ export interface InspectionStore {
     to: Status,
     at: number,
     patch: TransitionPatch,
-    event: EventFactory,
+    events: EventsFactory,
   ): Promise<InspectionRecord | null>;
   scheduleProcessingRetry(id: string, attempts: number, dueAt: number): Promise<void>;
+
+  // Review (API and dashboard).
+  /**
+   * Stores a review of a completed inspection, replacing any earlier one, with the summary it makes
+   * and its `inspection.reviewed` event, atomically; null (nothing written) unless the inspection is
+   * completed. Of two reviews racing, both are stored and both events kept; the later write stands.
+   */
+  recordReview(id: string, review: ReviewRecord, event: EventFactory): Promise<InspectionRecord | null>;
 
   // Photos, media and reports.
   /**

@@ -1,3 +1,4 @@
+import type { ReviewPolicy } from "../domain/review.ts";
 import type { Environment } from "../ids.ts";
 
 export type ApiKeyRecord = {
@@ -66,6 +67,10 @@ export interface KeyStore {
     now: number,
     overlapMs: number,
   ): Promise<WebhookSecretRecord>;
+  /** The account and environment's review policy (core/domain/review.ts): `when_unsure` until set. */
+  reviewPolicy(accountId: string, livemode: boolean): Promise<ReviewPolicy>;
+  /** Sets it; inspections completed from then on follow it, unless created with a policy of their own. */
+  setReviewPolicy(accountId: string, livemode: boolean, policy: ReviewPolicy): Promise<void>;
   /** The account's id, the account made on first use (as createKey and webhookSecret do). */
   accountId(accountName: string, now: number): Promise<string>;
 }

@@ -1,6 +1,7 @@
 import type { Status } from "../domain/state-machine.ts";
 import type { Grade } from "../domain/grading.ts";
 import type { Quality } from "../schemas/report.ts";
+import type { ReviewPolicy, ReviewRecord } from "../domain/review.ts";
 
 /** Whose data a request may see: one account, one environment. */
 export type Scope = { accountId: string; livemode: boolean };
@@ -25,6 +26,10 @@ export type InspectionRecord = {
   canceledAt: number | null;
   summary: { findings: number; grade: Grade; needs_review: boolean } | null;
   failure: { code: "photos_unusable" | "processing_error"; message: string } | null;
+  /** The review policy asked for at creation; null: the account's. */
+  reviewPolicy: ReviewPolicy | null;
+  /** The latest review of the completed inspection, which replaced any earlier; null before one. */
+  review: ReviewRecord | null;
   // Intents recorded by the API and capture routes; only the controller turns them into status.
   openedAt: number | null;
   submitRequestedAt: number | null;

@@ -2,6 +2,16 @@ import { z } from "zod";
 import { EVENT_TYPES } from "../domain/state-machine.ts";
 import { Timestamp, listOf } from "./common.ts";
 import { Inspection } from "./inspection.ts";
+import { AddedFinding, ReviewDecision } from "./review.ts";
+
+/** What an `inspection.reviewed` event says of its review: who, when, and what they decided. */
+export const EventReview = z.object({
+  reviewed_by: z.string().meta({ description: "An API key's id (key_…) or a dashboard user's email." }),
+  reviewed_at: Timestamp,
+  note: z.string().nullable(),
+  decisions: z.array(ReviewDecision),
+  added: z.array(AddedFinding.extend({ id: z.string().meta({ description: "The id the added finding has in the report." }) })),
+});
 
 export const DELIVERY_STATUSES = ["pending", "succeeded", "failed", "none"] as const;
 
@@ -21,6 +31,7 @@ export const Event = z
     created_at: Timestamp,
     livemode: z.boolean(),
     data: Inspection,
+    review: EventReview.optional().meta({ description: "On inspection.reviewed only: the review this event records." }),
     delivery: z.object({
       status: z.enum(DELIVERY_STATUSES).meta({ description: "`none` when the inspection has no notify_url." }),
       next_attempt_at: Timestamp.nullable(),

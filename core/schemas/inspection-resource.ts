@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { STATUSES } from "../domain/state-machine.ts";
 import { CreateInspectionBody, Failure, Grade, Summary } from "./inspection.ts";
-import { Quality } from "./report.ts";
+import { Quality, REVIEW_STATUSES } from "./report.ts";
+import type { ReviewRecord } from "../domain/review.ts";
 
 /** Where the resource lives in the Kubernetes API: the CRD's names, written once. */
 export const INSPECTION_RESOURCE = { group: "inspection.dev", version: "v1", plural: "inspections", kind: "Inspection" } as const;
@@ -84,6 +85,12 @@ export const CaptureRecord = z.object({
       media: StoredMedia,
     }),
   ),
+  /**
+   * The latest review (core/domain/review.ts), written by the api as the rest of this record is,
+   * and every review's `inspection.reviewed` event; absent before the first review.
+   */
+  review: z.custom<ReviewRecord>((v) => typeof v === "object" && v !== null).optional(),
+  reviewEvents: z.array(StoredEvent).optional(),
   /** The `count`-th resend of an event, asked for at `at`, its schedule counted from `from` attempts. */
   resends: z.array(z.object({ eventId: z.string(), count: millis, at: millis, from: millis })),
 });
@@ -137,6 +144,9 @@ export const InspectionStatus = z.object({
   completedAt: z.string().optional(),
   canceledAt: z.string().optional(),
   expiresAt: z.string().optional(),
+  /** A completed inspection's review: required, completed or not_required (kubectl get's Review column). */
+  review: z.enum(REVIEW_STATUSES).optional(),
+  reviewedBy: z.string().optional(),
   /** Set by the Kubernetes inspection store, where the resource is the record; absent where it is a projection. */
   store: StoreStatus.optional(),
 });

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { STATUSES } from "../domain/state-machine.ts";
 import { GRADES } from "../domain/grading.ts";
+import { REVIEW_POLICIES } from "../domain/review.ts";
 import { normalizeVin, vinProblem, VIN_PROBLEM_MESSAGES } from "../domain/vin.ts";
 import { Timestamp, listOf } from "./common.ts";
 
@@ -26,6 +27,10 @@ export const CreateInspectionBody = z.strictObject({
     .url({ protocol: /^https?$/ })
     .max(2048)
     .optional(),
+  review: z.enum(REVIEW_POLICIES).optional().meta({
+    description:
+      "When the report goes to a person: always, when_unsure (a reason to look: damage suspected, low confidence, photo problems kept, VIN unconfirmed) or off. Default: the account's policy, itself when_unsure unless changed in the dashboard.",
+  }),
 });
 export type CreateInspectionBody = z.infer<typeof CreateInspectionBody>;
 

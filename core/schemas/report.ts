@@ -15,6 +15,11 @@ export const FINDING_TYPES = [
   "vin_mismatch",
 ] as const;
 
+/** Who placed a finding: the models, or a person reviewing the report. */
+export const FINDING_SOURCES = ["model", "reviewer"] as const;
+/** What a review decided of a model's finding. */
+export const FINDING_REVIEWS = ["confirmed", "rejected", "changed"] as const;
+
 /** Why a person should look at a report before acting on its grade (`review.reasons`). */
 export const REVIEW_REASONS = [
   "damage_suspected",
@@ -29,9 +34,10 @@ export const REVIEW_STATUSES = ["not_required", "required", "completed"] as cons
 
 export const Review = z.object({
   status: z.enum(REVIEW_STATUSES),
-  reasons: z.array(z.enum(REVIEW_REASONS)),
+  reasons: z.array(z.enum(REVIEW_REASONS)).meta({ description: "Why the report went to a person; kept once the review is completed." }),
   reviewed_at: Timestamp.nullable(),
-  reviewed_by: z.string().nullable(),
+  reviewed_by: z.string().nullable().meta({ description: "Who completed the review: an API key's id (key_…) or a dashboard user's email." }),
+  note: z.string().nullable().meta({ description: "The reviewer's note, if any." }),
 });
 export type Review = z.infer<typeof Review>;
 
@@ -89,6 +95,11 @@ export const Finding = z.object({
     .nullable()
     .meta({ description: "x, y, width, height, relative to the photo, each 0 to 1." }),
   evidence_url: z.string().nullable(),
+  source: z.enum(FINDING_SOURCES),
+  review: z.enum(FINDING_REVIEWS).nullable().meta({
+    description:
+      "What the review decided of a model's finding; null before a review, for a finding the review left as it was, and for a reviewer's own. A rejected finding stays listed and leaves the grade.",
+  }),
 });
 export type Finding = z.infer<typeof Finding>;
 

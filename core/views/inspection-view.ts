@@ -1,6 +1,8 @@
 import type { Inspection } from "../schemas/inspection.ts";
 import type { InspectionRecord } from "../ports/records.ts";
 import { formatTimestamp } from "../time.ts";
+import type { ReviewRecord } from "../domain/review.ts";
+import { REVIEWED } from "../domain/state-machine.ts";
 
 /** The public inspection object of the contract, from a stored record. */
 export function inspectionView(r: InspectionRecord, publicUrl: string, captureUrl: string | null): Inspection {
@@ -37,5 +39,15 @@ export function eventPayload(id: string, type: string, r: InspectionRecord, publ
     created_at: formatTimestamp(r.updatedAt),
     livemode: r.livemode,
     data: inspectionView(r, publicUrl, null),
+    ...(type === REVIEWED && r.review ? { review: eventReview(r.review) } : {}),
   });
 }
+
+/** A stored review as its event tells it. */
+const eventReview = (review: ReviewRecord) => ({
+  reviewed_by: review.by,
+  reviewed_at: formatTimestamp(review.at),
+  note: review.note,
+  decisions: review.decisions,
+  added: review.added,
+});

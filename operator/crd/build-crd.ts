@@ -69,6 +69,7 @@ export function buildCrd(): JsonSchema {
             { name: "Phase", type: "string", jsonPath: ".status.phase" },
             { name: "Grade", type: "string", jsonPath: ".status.grade" },
             { name: "Findings", type: "integer", jsonPath: ".status.findings" },
+            { name: "Review", type: "string", jsonPath: ".status.review" },
             { name: "VIN", type: "string", jsonPath: ".spec.vehicle.vin" },
             { name: "Reference", type: "string", jsonPath: ".spec.reference" },
             { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },

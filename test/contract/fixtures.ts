@@ -15,6 +15,7 @@ export function sampleInspection(overrides: Partial<InspectionRecord> = {}): Ins
     model: null,
     year: null,
     notifyUrl: null,
+    reviewPolicy: null,
     expiresAt: now + 3_600_000,
     createdAt: now,
     updatedAt: now,

@@ -82,9 +82,12 @@ function recordOf(o: InspectionResource, c: CaptureRecord, s: StoreStatus): Insp
     submittedAt: s.submittedAt,
     completedAt: s.completedAt,
     canceledAt: s.canceledAt,
-    // Resources written before needs_review existed lack it.
-    summary: s.summary ? { ...s.summary, needs_review: s.summary.needs_review ?? false } : null,
+    // A review (the api's) replaces the summary the controller wrote on completion. Resources written
+    // before needs_review existed lack it.
+    summary: c.review ? c.review.summary : s.summary ? { ...s.summary, needs_review: s.summary.needs_review ?? false } : null,
     failure: s.failure,
+    reviewPolicy: spec.review ?? null,
+    review: c.review ?? null,
     openedAt: c.openedAt,
     submitRequestedAt: c.submitRequestedAt,
     // A cancel set on the spec with kubectl carries no time of its own: it reads as asked at creation
@@ -95,6 +98,13 @@ function recordOf(o: InspectionResource, c: CaptureRecord, s: StoreStatus): Insp
     processingDueAt: s.processingDueAt,
     reconcileGeneration: c.intents - s.reconciledIntents + (generation - s.reconciledGeneration),
   };
+}
+
+/** Every event of an inspection, oldest first: its creation's and its reviews' (the api's) and its moves' (the controller's). */
+function storedEvents(v: Pick<InspectionView, "capture" | "store">): StoredEvent[] {
+  const reviews = v.capture.reviewEvents ?? [];
+  const all = [v.capture.createdEvent, ...v.store.events, ...reviews];
+  return reviews.length === 0 ? all : all.sort((a, b) => a.seq - b.seq);
 }
 
 /** An event's delivery before the controller has recorded anything of it. */
@@ -311,7 +321,7 @@ export class InspectionRecords {
     const pointers = [
       ...v.capture.photos.map((p) => ARCHIVE.media(p.mediaId)),
       ...v.store.media.map((m) => ARCHIVE.media(m.id)),
-      ...[v.capture.createdEvent, ...v.store.events].map((e) => ARCHIVE.event(e.id)),
+      ...storedEvents(v).map((e) => ARCHIVE.event(e.id)),
     ];
     await Promise.all([
       ...pointers.map((key) => this.#archive!.put(key, text(id), "text/plain")),
@@ -388,7 +398,7 @@ export class InspectionRecords {
       index.tokens.set(v.capture.tokenHash, id);
       for (const p of v.capture.photos) index.media.set(p.mediaId, id);
       for (const m of v.store.media) index.media.set(m.id, id);
-      for (const e of [v.capture.createdEvent, ...v.store.events]) index.events.set(e.id, id);
+      for (const e of storedEvents(v)) index.events.set(e.id, id);
     }
     this.#index = index;
     return index;
@@ -412,7 +422,7 @@ export class InspectionRecords {
 
   /** Each event of the inspection, oldest first, with its delivery; the api's resends not yet taken in count as made. */
   events(v: InspectionView): EventView[] {
-    return [v.capture.createdEvent, ...v.store.events].map((event) => {
+    return storedEvents(v).map((event) => {
       let delivery = v.store.deliveries.find((d) => d.eventId === event.id) ?? firstDelivery(event, v.record.notifyUrl);
       const resend = v.capture.resends.find((r) => r.eventId === event.id);
       if (resend && resend.count > delivery.resendsSeen && delivery.status !== "none") {

@@ -27,6 +27,7 @@ export function inspectionResource(r: InspectionRecord, namespace: string): Insp
       ...(r.reference === null ? {} : { reference: r.reference }),
       vehicle: { vin: r.vin },
       ...(r.notifyUrl === null ? {} : { notify_url: r.notifyUrl }),
+      ...(r.reviewPolicy === null ? {} : { review: r.reviewPolicy }),
       accountId: r.accountId,
       livemode: r.livemode,
     },
@@ -72,13 +73,33 @@ function reportReady(r: InspectionRecord): Said {
   }
 }
 
+/** `Reviewed`: whether a person has reviewed the completed inspection's report, and if not, whether one should. */
+function reviewed(r: InspectionRecord): Said {
+  const type = "Reviewed";
+  if (r.review) {
+    const message = `reviewed by ${r.review.by} at ${new Date(r.review.at).toISOString()}: ${r.review.summary.findings} findings, grade ${r.review.summary.grade}`;
+    return { type, status: "True", reason: "Reviewed", message };
+  }
+  if (r.status !== "completed") return { type, status: "False", reason: "NotCompleted", message: "no report to review yet" };
+  return r.summary?.needs_review
+    ? { type, status: "False", reason: "ReviewRequired", message: "waiting for a person to review the report" }
+    : { type, status: "False", reason: "NotRequired", message: "no review asked for" };
+}
+
+/** The review column of `kubectl get inspections`: absent before completion. */
+function reviewState(r: InspectionRecord): InspectionStatus["review"] {
+  if (r.review) return "completed";
+  if (r.status !== "completed") return undefined;
+  return r.summary?.needs_review ? "required" : "not_required";
+}
+
 /**
  * The status the resource should show for the record, `generation` the spec's it was made from. A
  * condition keeps its lastTransitionTime while its status stays, as metav1.Condition wants, so the
  * status of a record that has not moved is the same object, and nothing is written.
  */
 export function desiredStatus(r: InspectionRecord, generation: number, previous: Condition[] | undefined, now: number): InspectionStatus {
-  const conditions = [submitted(r), reportReady(r)].map((c): Condition => {
+  const conditions = [submitted(r), reportReady(r), reviewed(r)].map((c): Condition => {
     const before = previous?.find((p) => p.type === c.type);
     const lastTransitionTime = before && before.status === c.status ? before.lastTransitionTime : new Date(now).toISOString();
     return { ...c, observedGeneration: generation, lastTransitionTime };
@@ -93,6 +114,8 @@ export function desiredStatus(r: InspectionRecord, generation: number, previous:
     canceledAt: iso(r.canceledAt),
     ...(r.summary ? { grade: r.summary.grade, findings: r.summary.findings } : {}),
     ...(r.failure ? { failure: r.failure } : {}),
+    review: reviewState(r),
+    reviewedBy: r.review?.by,
   };
   // Absent rather than undefined, as the API server hands it back.
   return JSON.parse(JSON.stringify(status));

@@ -3,11 +3,14 @@ import type { Status } from "../../domain/state-machine.ts";
 import {
   UNSTARTED,
   type EventFactory,
+  type EventsFactory,
+  eventsMade,
   type InspectionStore,
   type ListFilter,
   type PutPhotoResult,
   type TransitionPatch,
 } from "../../ports/inspection-store.ts";
+import type { ReviewRecord } from "../../domain/review.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
 import type { CaptureRecord } from "../../schemas/inspection-resource.ts";
 import { eventStamp, type InspectionRecords, withCapture } from "./inspection-records.ts";
@@ -137,6 +140,22 @@ export class KubernetesInspectionStore implements InspectionStore {
     }));
   }
 
+  /**
+   * The api's write, on the resource as its other writes are: the review and its event in the
+   * capture record, counted as an intent so that the controller writes the status it makes (the
+   * `Reviewed` condition). Two replicas' reviews of one inspection are compare-and-set writes one
+   * after the other: both events are kept, the later review stands.
+   */
+  recordReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | null> {
+    return this.#records.updateResource(id, null as InspectionRecord | null, (v) => {
+      if (v.record.status !== "completed") return { answer: null };
+      const after: InspectionRecord = { ...v.record, review, summary: review.summary, updatedAt: review.at };
+      const made = eventsMade(events(after)).map((e) => ({ id: e.id, type: e.type, data: e.data, createdAt: review.at, seq: eventStamp() }));
+      const capture = { ...v.capture, review, reviewEvents: [...(v.capture.reviewEvents ?? []), ...made], intents: v.capture.intents + 1 };
+      return { answer: after, write: withCapture(v, capture) };
+    });
+  }
+
   async needingReconcile(now: number, limit: number): Promise<InspectionRecord[]> {
     const due: InspectionRecord[] = [];
     for (const { record } of this.#records.all()) {
@@ -163,12 +182,12 @@ export class KubernetesInspectionStore implements InspectionStore {
     to: Status,
     at: number,
     patch: TransitionPatch,
-    event: EventFactory,
+    events: EventsFactory,
   ): Promise<InspectionRecord | null> {
     return this.#records.updateStatus(id, null, (v) => {
       if (v.record.status !== from) return { answer: null };
       const after: InspectionRecord = { ...v.record, status: to, updatedAt: at, ...moved(patch) };
-      const e = event(after);
+      const made = eventsMade(events(after)).map((e) => ({ id: e.id, type: e.type, data: e.data, createdAt: at, seq: eventStamp() }));
       const { submittedAt, completedAt, canceledAt, summary, failure } = after;
       return {
         answer: after,
@@ -181,7 +200,7 @@ export class KubernetesInspectionStore implements InspectionStore {
           canceledAt,
           summary,
           failure,
-          events: [...v.store.events, { id: e.id, type: e.type, data: e.data, createdAt: at, seq: eventStamp() }],
+          events: [...v.store.events, ...made],
         },
       };
     });

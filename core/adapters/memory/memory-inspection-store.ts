@@ -3,11 +3,14 @@ import type { Status } from "../../domain/state-machine.ts";
 import {
   UNSTARTED,
   type EventFactory,
+  type EventsFactory,
+  eventsMade,
   type InspectionStore,
   type ListFilter,
   type PutPhotoResult,
   type TransitionPatch,
 } from "../../ports/inspection-store.ts";
+import type { ReviewRecord } from "../../domain/review.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
 import { appendEvent } from "./memory-event-store.ts";
 import { constraint, photoPlace, snapshot, type MemoryState, type StoredPhoto } from "./memory-state.ts";
@@ -110,13 +113,24 @@ export class MemoryInspectionStore implements InspectionStore {
     to: Status,
     at: number,
     patch: TransitionPatch,
-    event: EventFactory,
+    events: EventsFactory,
   ): Promise<InspectionRecord | null> {
     const r = this.#state.inspections.get(id);
     if (!r || r.status !== from) return null;
-    const after = snapshot({ ...r, status: to, updatedAt: at, ...moved(patch) });
-    appendEvent(this.#state, after, at, event(after));
-    this.#state.inspections.set(id, after);
+    return this.#write(snapshot({ ...r, status: to, updatedAt: at, ...moved(patch) }), at, events);
+  }
+
+  async recordReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | null> {
+    const r = this.#state.inspections.get(id);
+    if (r?.status !== "completed") return null;
+    return this.#write(snapshot({ ...r, review, summary: review.summary, updatedAt: review.at }), review.at, events);
+  }
+
+  #write(after: InspectionRecord, at: number, events: EventsFactory): InspectionRecord {
+    const made = eventsMade(events(after));
+    for (const e of made) constraint(!this.#state.eventSeq.has(e.id), "events.id");
+    for (const e of made) appendEvent(this.#state, after, at, e);
+    this.#state.inspections.set(after.id, after);
     return after;
   }
 

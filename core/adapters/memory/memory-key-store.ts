@@ -1,3 +1,4 @@
+import { DEFAULT_REVIEW_POLICY, type ReviewPolicy } from "../../domain/review.ts";
 import type { Environment } from "../../ids.ts";
 import { type ApiKeyRecord, byCreation, type KeyStore, newestFirst, signingAt, type WebhookSecretRecord } from "../../ports/key-store.ts";
 import { constraint, pairKey, snapshot, type MemoryState } from "./memory-state.ts";
@@ -45,6 +46,14 @@ export class MemoryKeyStore implements KeyStore {
     if (!key) return false;
     if (key.revokedAt === null) this.#state.apiKeys.set(keyId, snapshot({ ...key, revokedAt: now }));
     return true;
+  }
+
+  async reviewPolicy(accountId: string, livemode: boolean): Promise<ReviewPolicy> {
+    return this.#state.reviewPolicies.get(pairKey(accountId, livemode)) ?? DEFAULT_REVIEW_POLICY;
+  }
+
+  async setReviewPolicy(accountId: string, livemode: boolean, policy: ReviewPolicy): Promise<void> {
+    this.#state.reviewPolicies.set(pairKey(accountId, livemode), policy);
   }
 
   async accountId(accountName: string, now: number): Promise<string> {

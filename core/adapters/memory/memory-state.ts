@@ -1,3 +1,4 @@
+import type { ReviewPolicy } from "../../domain/review.ts";
 import { newId } from "../../ids.ts";
 import type { StoredResponse } from "../../ports/idempotency-store.ts";
 import type { ApiKeyRecord } from "../../ports/key-store.ts";
@@ -48,6 +49,8 @@ export class MemoryState {
   readonly keyHashes = new Map<string, string>();
   /** By `secretKey(accountId, livemode)`. */
   readonly webhookSecrets = new Map<string, StoredSecret>();
+  /** By `pairKey(accountId, livemode)`; absent: the default. */
+  readonly reviewPolicies = new Map<string, ReviewPolicy>();
   /** By `scopedKey(scope, key)`. */
   readonly idempotencyKeys = new Map<string, StoredIdempotencyKey>();
 

@@ -1,3 +1,4 @@
+import { DEFAULT_REVIEW_POLICY, type ReviewPolicy } from "../../domain/review.ts";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KV, Kvm, KvWatchEntry } from "@nats-io/kv";
 import { ClosedConnectionError, type QueuedIterator } from "@nats-io/transport-node";
@@ -8,6 +9,8 @@ import { type ApiKeyRecord, byCreation, type KeyStore, newestFirst, signingAt, t
 import { firstWriter, natsCall, storedValue } from "./nats-connection.ts";
 
 type Held = { record: ApiKeyRecord | null; revision: number };
+/** An account and environment's settings, one KV value. */
+type AccountSettings = { reviewPolicy: ReviewPolicy };
 
 const WHAT = "The API key store";
 const MAX_ROUNDS = 8;
@@ -20,7 +23,7 @@ const token = kvToken;
 const pairKey = (accountId: string, livemode: boolean) => `${token(accountId)}.${livemode ? "live" : "test"}`;
 
 export type NatsKeyStoreOptions = {
-  /** Put before each bucket's name (`accounts`, `api-keys`, `api-key-ids`, `webhook-secrets`). */
+  /** Put before each bucket's name (`accounts`, `api-keys`, `api-key-ids`, `webhook-secrets`, `account-settings`). */
   prefix?: string;
   /** Told when the watch that keeps the key cache fresh fails and is started again. */
   onWatchError?: (error: unknown) => void;
@@ -38,6 +41,7 @@ export class NatsKeyStore implements KeyStore {
   readonly #keys: KV;
   readonly #keyIds: KV;
   readonly #secrets: KV;
+  readonly #settings: KV;
   readonly #onWatchError: (error: unknown) => void;
   /** By the key's KV key (its hash, encoded); a null record is a deleted key. */
   readonly #held = new Map<string, Held>();
@@ -49,13 +53,13 @@ export class NatsKeyStore implements KeyStore {
 
   private constructor(accounts: NatsAccounts, buckets: KV[], onWatchError: (error: unknown) => void) {
     this.#accounts = accounts;
-    [this.#keys, this.#keyIds, this.#secrets] = buckets as [KV, KV, KV];
+    [this.#keys, this.#keyIds, this.#secrets, this.#settings] = buckets as [KV, KV, KV, KV];
     this.#onWatchError = onWatchError;
   }
 
   /** Opens the buckets, made on first use (file storage, one value per key). The watch starts with the first read. */
   static async open(kvm: Kvm, options: NatsKeyStoreOptions = {}): Promise<NatsKeyStore> {
-    const names = ["api-keys", "api-key-ids", "webhook-secrets"].map((n) => `${options.prefix ?? ""}${n}`);
+    const names = ["api-keys", "api-key-ids", "webhook-secrets", "account-settings"].map((n) => `${options.prefix ?? ""}${n}`);
     const buckets = await natsCall(WHAT, () => Promise.all(names.map((n) => kvm.create(n, { history: 1 }))));
     return new NatsKeyStore(await NatsAccounts.open(kvm, options.prefix), buckets, options.onWatchError ?? (() => {}));
   }
@@ -144,6 +148,18 @@ export class NatsKeyStore implements KeyStore {
 
   async webhookSecret(accountName: string, env: Environment, make: () => string, now: number): Promise<string> {
     return natsCall(WHAT, async () => (await this.#signing(await this.#accounts.id(accountName, now), env === "live", make, now)).secret);
+  }
+
+  async reviewPolicy(accountId: string, livemode: boolean): Promise<ReviewPolicy> {
+    return natsCall(WHAT, async () => {
+      const settings = storedValue<AccountSettings>(await this.#settings.get(pairKey(accountId, livemode)));
+      return settings?.reviewPolicy ?? DEFAULT_REVIEW_POLICY;
+    });
+  }
+
+  async setReviewPolicy(accountId: string, livemode: boolean, policy: ReviewPolicy): Promise<void> {
+    const settings: AccountSettings = { reviewPolicy: policy };
+    await natsCall(WHAT, () => this.#settings.put(pairKey(accountId, livemode), JSON.stringify(settings)));
   }
 
   async webhookSecretFor(accountId: string, livemode: boolean, make: () => string, now: number): Promise<WebhookSecretRecord> {

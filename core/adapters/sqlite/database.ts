@@ -143,6 +143,15 @@ const MIGRATIONS: string[] = [
   DROP TABLE photos;
   ALTER TABLE photos_with_slots RENAME TO photos;
   `,
+  // Review: the policy asked for at creation (NULL: the account's), and the latest review as JSON.
+  `
+  ALTER TABLE inspections ADD COLUMN review_policy TEXT;
+  ALTER TABLE inspections ADD COLUMN review TEXT;
+  CREATE TABLE account_settings (
+    account_id TEXT NOT NULL, livemode INTEGER NOT NULL, review_policy TEXT NOT NULL,
+    PRIMARY KEY (account_id, livemode)
+  );
+  `,
 ];
 
 export type Database = DatabaseSync;

@@ -1,6 +1,15 @@
 import type { StatementSync } from "node:sqlite";
 import { isCaptureOpen, STATUSES, type Status } from "../../domain/state-machine.ts";
-import type { EventFactory, InspectionStore, ListFilter, PutPhotoResult, TransitionPatch } from "../../ports/inspection-store.ts";
+import {
+  type EventFactory,
+  type EventsFactory,
+  eventsMade,
+  type InspectionStore,
+  type ListFilter,
+  type PutPhotoResult,
+  type TransitionPatch,
+} from "../../ports/inspection-store.ts";
+import type { ReviewPolicy, ReviewRecord } from "../../domain/review.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
 import { groupCommit, sql, transaction, type Database } from "./database.ts";
 import { insertEvent } from "./event-store.ts";
@@ -34,6 +43,8 @@ function toRecord(r: Row): InspectionRecord {
         ? null
         : { findings: r.summary_findings as number, grade: r.summary_grade as never, needs_review: r.summary_needs_review === 1 },
     failure: r.failure_code === null ? null : { code: r.failure_code as never, message: r.failure_message as string },
+    reviewPolicy: (r.review_policy as ReviewPolicy | null) ?? null,
+    review: r.review === null || r.review === undefined ? null : (JSON.parse(r.review as string) as ReviewRecord),
     openedAt: r.opened_at as number | null,
     submitRequestedAt: r.submit_requested_at as number | null,
     cancelRequestedAt: r.cancel_requested_at as number | null,
@@ -91,8 +102,8 @@ export class SqliteInspectionStore implements InspectionStore {
     return groupCommit(this.#db, () => {
       this.#sql(
         `INSERT INTO inspections (id, account_id, livemode, status, reference, vin, make, model, year, notify_url,
-           capture_token_hash, expires_at, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           capture_token_hash, expires_at, created_at, updated_at, review_policy)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         r.id,
         r.accountId,
@@ -108,6 +119,7 @@ export class SqliteInspectionStore implements InspectionStore {
         r.expiresAt,
         r.createdAt,
         r.updatedAt,
+        r.reviewPolicy,
       );
       insertEvent(this.#db, r, r.createdAt, event(r));
     });
@@ -225,7 +237,7 @@ export class SqliteInspectionStore implements InspectionStore {
     to: Status,
     at: number,
     patch: TransitionPatch,
-    event: EventFactory,
+    events: EventsFactory,
   ): Promise<InspectionRecord | null> {
     return transaction(this.#db, () => {
       const sets = ["status = ?", "updated_at = ?"];
@@ -248,7 +260,21 @@ export class SqliteInspectionStore implements InspectionStore {
       const result = this.#sql(`UPDATE inspections SET ${sets.join(", ")} WHERE id = ? AND status = ?`).run(...params, id, from);
       if (result.changes !== 1) return null;
       const after = this.#read(id)!;
-      insertEvent(this.#db, after, at, event(after));
+      for (const e of eventsMade(events(after))) insertEvent(this.#db, after, at, e);
+      return after;
+    });
+  }
+
+  async recordReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | null> {
+    return transaction(this.#db, () => {
+      const { summary } = review;
+      const result = this.#sql(
+        `UPDATE inspections SET review = ?, summary_findings = ?, summary_grade = ?, summary_needs_review = 0, updated_at = ?
+         WHERE id = ? AND status = 'completed'`,
+      ).run(JSON.stringify(review), summary.findings, summary.grade, review.at, id);
+      if (result.changes !== 1) return null;
+      const after = this.#read(id)!;
+      for (const e of eventsMade(events(after))) insertEvent(this.#db, after, review.at, e);
       return after;
     });
   }

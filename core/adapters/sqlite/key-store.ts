@@ -1,3 +1,4 @@
+import { DEFAULT_REVIEW_POLICY, type ReviewPolicy } from "../../domain/review.ts";
 import type { Environment } from "../../ids.ts";
 import { newId } from "../../ids.ts";
 import { type ApiKeyRecord, type KeyStore, signingAt, type WebhookSecretRecord } from "../../ports/key-store.ts";
@@ -99,6 +100,22 @@ export class SqliteKeyStore implements KeyStore {
 
   async webhookSecret(accountName: string, env: Environment, make: () => string, now: number): Promise<string> {
     return transaction(this.#db, () => this.#secrets(this.#account(accountName, now), env === "live", make, now).secret);
+  }
+
+  async reviewPolicy(accountId: string, livemode: boolean): Promise<ReviewPolicy> {
+    const row = sql(this.#db, "SELECT review_policy FROM account_settings WHERE account_id = ? AND livemode = ?").get(
+      accountId,
+      livemode ? 1 : 0,
+    ) as { review_policy: ReviewPolicy } | undefined;
+    return row?.review_policy ?? DEFAULT_REVIEW_POLICY;
+  }
+
+  async setReviewPolicy(accountId: string, livemode: boolean, policy: ReviewPolicy): Promise<void> {
+    sql(
+      this.#db,
+      `INSERT INTO account_settings (account_id, livemode, review_policy) VALUES (?, ?, ?)
+       ON CONFLICT (account_id, livemode) DO UPDATE SET review_policy = excluded.review_policy`,
+    ).run(accountId, livemode ? 1 : 0, policy);
   }
 
   async webhookSecretFor(accountId: string, livemode: boolean, make: () => string, now: number): Promise<WebhookSecretRecord> {
