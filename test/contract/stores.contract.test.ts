@@ -392,6 +392,60 @@ for (const adapter of INSPECTION_ADAPTERS) {
       expect((await inspections.get(scope, r.id))!.summary).toEqual({ findings: 0, grade: "none", needs_review: true });
     });
 
+    it("appends every event a move makes, in their order", async () => {
+      const { inspections, events } = await adapter.make();
+      const r = sampleInspection({ status: "processing", notifyUrl: "https://example.com/hooks" });
+      await inspections.create(r, "h", event());
+      const completed = { completedAt: r.createdAt + 1, summary: { findings: 0, grade: "none" as const, needs_review: true } };
+      await inspections.transition(r.id, "processing", "completed", r.createdAt + 1, completed, () => [
+        { id: newId("evt"), type: "inspection.completed", data: "{}" },
+        { id: newId("evt"), type: "inspection.review_required", data: "{}" },
+      ]);
+      expect((await events.forInspection(scope, r.id)).map((e) => e.type)).toEqual([
+        "inspection.created",
+        "inspection.completed",
+        "inspection.review_required",
+      ]);
+    });
+
+    it("records a review of a completed inspection only, with its event; a later review replaces it, both events kept", async () => {
+      const { inspections, events, reopen } = await adapter.make();
+      const r = sampleInspection({ status: "processing", reviewPolicy: "always" });
+      await inspections.create(r, "h", event());
+      const review = (at: number, grade: "minor" | "severe") => ({
+        by: "key_1",
+        at,
+        note: null,
+        decisions: [{ finding: "fnd_1", action: "reject" as const }],
+        added: [{ id: "fnd_2", media_id: "med_1", type: "dent" as const, part: "hood" as const, severity: grade, bbox: [0.1, 0.1, 0.2, 0.2] }],
+        summary: { findings: 1, grade, needs_review: false as const },
+      });
+      expect(await inspections.recordReview(r.id, review(r.createdAt + 1, "minor"), event("inspection.reviewed"))).toBeNull();
+      await inspections.transition(
+        r.id,
+        "processing",
+        "completed",
+        r.createdAt + 2,
+        { completedAt: r.createdAt + 2, summary: { findings: 3, grade: "moderate", needs_review: true } },
+        event("inspection.completed"),
+      );
+      const first = await inspections.recordReview(r.id, review(r.createdAt + 3, "minor"), event("inspection.reviewed"));
+      expect(first).toMatchObject({ status: "completed", summary: { findings: 1, grade: "minor", needs_review: false }, reviewPolicy: "always" });
+      expect(first!.review).toEqual(review(r.createdAt + 3, "minor"));
+      await inspections.recordReview(r.id, review(r.createdAt + 4, "severe"), event("inspection.reviewed"));
+      const stored = (await (await reopen()).get(scope, r.id))!;
+      expect(stored.review).toEqual(review(r.createdAt + 4, "severe"));
+      expect(stored.summary).toEqual({ findings: 1, grade: "severe", needs_review: false });
+      expect(stored.updatedAt).toBe(r.createdAt + 4);
+      expect((await events.forInspection(scope, r.id)).map((e) => e.type)).toEqual([
+        "inspection.created",
+        "inspection.completed",
+        "inspection.reviewed",
+        "inspection.reviewed",
+      ]);
+      expect(await inspections.recordReview(newId("insp"), review(r.createdAt + 5, "minor"), event("inspection.reviewed"))).toBeNull();
+    });
+
     it("keyset pages by (created_at seconds, id) descending, and filters", async () => {
       const { inspections } = await adapter.make();
       const t = Date.now();
@@ -807,6 +861,20 @@ for (const adapter of KEY_ADAPTERS) {
       expect((await keys.webhookSecretFor(k.accountId, true, make, 3)).secret).toBe(s1);
       expect(await keys.webhookSecret("acme", "test", make, 1)).not.toBe(s1);
       expect((await keys.list()).map((x) => x.id)).toEqual(["key_1"]);
+    });
+
+    it("keeps a review policy per account and environment, when_unsure until set", async () => {
+      const { keys, reopenKeys } = await adapter.make();
+      const accountId = await keys.accountId(`acme-${newId("acct")}`, 1);
+      expect(await keys.reviewPolicy(accountId, false)).toBe("when_unsure");
+      await keys.setReviewPolicy(accountId, false, "always");
+      await keys.setReviewPolicy(accountId, true, "off");
+      const other = await reopenKeys();
+      expect(await other.reviewPolicy(accountId, false)).toBe("always");
+      expect(await other.reviewPolicy(accountId, true)).toBe("off");
+      await other.setReviewPolicy(accountId, false, "when_unsure");
+      expect(await keys.reviewPolicy(accountId, false)).toBe("when_unsure");
+      expect(await keys.reviewPolicy("acct_nobody", false)).toBe("when_unsure");
     });
 
     it("rotates the webhook secret, the one it replaces signing beside it until the overlap ends", async () => {

@@ -19,7 +19,7 @@ type Made = { id: string; base: string };
 
 async function create(svc: TestService, key: string, extra: Record<string, unknown> = {}): Promise<Made> {
   const res = await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, ...extra } });
-  expect(res.status).toBe(201);
+  expect(res.status, await res.clone().text()).toBe(201);
   const made = (await res.json()) as { id: string; capture_url: string };
   return { id: made.id, base: `${svc.url}/capture/v1/${made.capture_url.split("/c/")[1]}` };
 }

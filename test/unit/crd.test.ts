@@ -25,6 +25,7 @@ describe("crds/inspections.yaml", () => {
       "Phase",
       "Grade",
       "Findings",
+      "Review",
       "VIN",
       "Reference",
       "Age",

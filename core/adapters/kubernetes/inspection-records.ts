@@ -78,7 +78,8 @@ function recordOf(o: InspectionResource, c: CaptureRecord, s: StoreStatus): Insp
     notifyUrl: spec.notify_url ?? null,
     expiresAt: c.expiresAt,
     createdAt: c.createdAt,
-    updatedAt: s.updatedAt,
+    // A review is the api's write, recorded in the capture record: it moves updatedAt too.
+    updatedAt: Math.max(s.updatedAt, c.review?.at ?? 0),
     submittedAt: s.submittedAt,
     completedAt: s.completedAt,
     canceledAt: s.canceledAt,
