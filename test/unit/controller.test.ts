@@ -137,8 +137,15 @@ describe("Controller.reconcile(id)", () => {
     runner.calls[0]!.resolve(result);
     await settle();
     expect(await statusOf(r.id)).toBe("completed");
-    expect(await report(r.id)).toMatchObject({ grade: "none", summary: { findings: 0 } });
-    expect(await types(r.id)).toEqual(["inspection.created", "inspection.in_progress", "inspection.processing", "inspection.completed"]);
+    // No VIN was confirmed, so the report asks for review: its event is sent with the completion's.
+    expect(await report(r.id)).toMatchObject({ grade: "none", summary: { findings: 0, needs_review: true } });
+    expect(await types(r.id)).toEqual([
+      "inspection.created",
+      "inspection.in_progress",
+      "inspection.processing",
+      "inspection.completed",
+      "inspection.review_required",
+    ]);
   });
 
   it("writes the report before the move: after a crash between the two, the retry completes with the first report", async () => {

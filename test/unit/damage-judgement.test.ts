@@ -104,25 +104,41 @@ describe("review", () => {
 
 describe("reports stored before review existed", () => {
   it("read with review not required, no damage score and no part", () => {
-    const old = JSON.stringify({ summary: { findings: 0, grade: "none" }, photos: [{ media_id: "med_1" }], findings: [] });
+    const old = JSON.stringify({ summary: { findings: 0, grade: "none" }, photos: [{ media_id: "med_1" }], findings: [{ id: "fnd_1" }] });
     expect(JSON.parse(currentReportJson(old))).toEqual({
       summary: { findings: 0, grade: "none", needs_review: false },
       photos: [{ media_id: "med_1", part: null, damage_score: null }],
+      findings: [{ id: "fnd_1", source: "model", review: null }],
+      review: { status: "not_required", reasons: [], reviewed_at: null, reviewed_by: null, note: null },
+    });
+  });
+  it("stored before findings had a source keep their review and gain the note", () => {
+    const old = JSON.stringify({
+      summary: { findings: 0, grade: "none", needs_review: true },
+      photos: [],
       findings: [],
-      review: { status: "not_required", reasons: [], reviewed_at: null, reviewed_by: null },
+      review: { status: "required", reasons: ["vin_unconfirmed"], reviewed_at: null, reviewed_by: null },
+    });
+    expect(JSON.parse(currentReportJson(old)).review).toEqual({
+      status: "required",
+      reasons: ["vin_unconfirmed"],
+      reviewed_at: null,
+      reviewed_by: null,
+      note: null,
     });
   });
   it("are told from current ones by the key, not by a value that spells it", () => {
-    const old = JSON.stringify({ summary: { findings: 0, grade: "none" }, photos: [], vehicle: { model: '"review": x' } });
+    const old = JSON.stringify({ summary: { findings: 0, grade: "none" }, photos: [], findings: [], vehicle: { model: '"note": x' } });
     expect(JSON.parse(currentReportJson(old)).review).toEqual({
       status: "not_required",
       reasons: [],
       reviewed_at: null,
       reviewed_by: null,
+      note: null,
     });
   });
   it("leave a current report as it is", () => {
-    const current = JSON.stringify({ summary: { needs_review: true }, review: { status: "required" } });
+    const current = JSON.stringify({ summary: { needs_review: true }, review: { status: "required", note: null } });
     expect(currentReportJson(current)).toBe(current);
   });
 });

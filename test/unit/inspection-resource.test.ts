@@ -36,6 +36,7 @@ describe("an inspection as its Inspection resource", () => {
     expect(first.conditions!.map((c) => [c.type, c.status, c.reason, c.lastTransitionTime])).toEqual([
       ["Submitted", "False", "AwaitingPhotos", "2026-11-25T10:00:00.000Z"],
       ["ReportReady", "False", "AwaitingSubmission", "2026-11-25T10:00:00.000Z"],
+      ["Reviewed", "False", "NotCompleted", "2026-11-25T10:00:00.000Z"],
     ]);
     // Nothing moved: the very same status, so nothing is written.
     expect(desiredStatus(created, 1, first.conditions, t0 + 60_000)).toEqual(first);
@@ -51,7 +52,29 @@ describe("an inspection as its Inspection resource", () => {
     expect(later.conditions!.map((c) => [c.type, c.status, c.reason, c.lastTransitionTime])).toEqual([
       ["Submitted", "True", "Submitted", "2026-11-25T10:02:00.000Z"],
       ["ReportReady", "True", "Completed", "2026-11-25T10:02:00.000Z"],
+      ["Reviewed", "False", "NotRequired", "2026-11-25T10:00:00.000Z"],
     ]);
+    expect(later.review).toBe("not_required");
+    const asked = desiredStatus({ ...done, summary: { findings: 2, grade: "moderate", needs_review: true } }, 1, later.conditions, t0);
+    expect(asked.review).toBe("required");
+    expect(asked.conditions![2]).toMatchObject({ type: "Reviewed", status: "False", reason: "ReviewRequired" });
+    const review = {
+      by: "claims@acme.example",
+      at: t0 + 180_000,
+      note: null,
+      decisions: [],
+      added: [],
+      summary: { findings: 1, grade: "minor" as const, needs_review: false as const },
+    };
+    const reviewed = desiredStatus({ ...done, review, summary: review.summary }, 1, asked.conditions, t0 + 180_000);
+    expect(reviewed).toMatchObject({ review: "completed", reviewedBy: "claims@acme.example", grade: "minor", findings: 1 });
+    expect(reviewed.conditions![2]).toMatchObject({
+      type: "Reviewed",
+      status: "True",
+      reason: "Reviewed",
+      message: "reviewed by claims@acme.example at 2026-11-25T10:03:00.000Z: 1 findings, grade minor",
+      lastTransitionTime: "2026-11-25T10:03:00.000Z",
+    });
     const failed = desiredStatus(
       { ...done, status: "failed", summary: null, failure: { code: "photos_unusable", message: "no photo readable" } },
       2,
