@@ -446,6 +446,39 @@ for (const adapter of INSPECTION_ADAPTERS) {
       expect(await inspections.recordReview(newId("insp"), review(r.createdAt + 5, "minor"), event("inspection.reviewed"))).toBeNull();
     });
 
+    it("of two writers' reviews at once (two api replicas), both are stored with their events, and one stands whole", async () => {
+      const { inspections, events, reopen } = await adapter.make();
+      const other = await reopen();
+      const r = sampleInspection({ status: "processing" });
+      await inspections.create(r, "h", event());
+      await inspections.transition(
+        r.id,
+        "processing",
+        "completed",
+        r.createdAt + 1,
+        { completedAt: r.createdAt + 1, summary: { findings: 1, grade: "minor", needs_review: true } },
+        event("inspection.completed"),
+      );
+      const review = (by: string, grade: "minor" | "severe") => ({
+        by,
+        at: r.createdAt + 2,
+        note: by,
+        decisions: [],
+        added: [],
+        summary: { findings: 1, grade, needs_review: false as const },
+      });
+      const written = await Promise.all([
+        inspections.recordReview(r.id, review("key_a", "minor"), event("inspection.reviewed")),
+        other.recordReview(r.id, review("key_b", "severe"), event("inspection.reviewed")),
+      ]);
+      expect(written.map((w) => w?.review?.by)).toEqual(["key_a", "key_b"]);
+      const types = async () => (await events.forInspection(scope, r.id)).map((e) => e.type);
+      await expect.poll(types).toEqual(["inspection.created", "inspection.completed", "inspection.reviewed", "inspection.reviewed"]);
+      const stands = (await (await reopen()).get(scope, r.id))!;
+      expect([review("key_a", "minor"), review("key_b", "severe")]).toContainEqual(stands.review);
+      expect(stands.summary).toEqual(stands.review!.summary);
+    });
+
     it("keyset pages by (created_at seconds, id) descending, and filters", async () => {
       const { inspections } = await adapter.make();
       const t = Date.now();

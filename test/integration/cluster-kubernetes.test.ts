@@ -187,14 +187,45 @@ describe("cluster mode with the Inspection resources as the store, under the cha
       .trim()
       .split("\n")
       .find((l) => l.startsWith(inspection.id.replace("_", "-")))!;
-    expect(row.split(/\s{2,}/).slice(0, 6)).toEqual([inspection.id.replace("_", "-"), "completed", "none", "0", VALID_VIN, "kube-1"]);
-    const resource = JSON.parse(await k.kubectl("get", "inspection", inspection.id.replace("_", "-"), "-n", NAMESPACE, "-o", "json"));
-    expect(resource.status.conditions.map((c: { type: string; status: string }) => [c.type, c.status])).toEqual([
-      ["Submitted", "True"],
-      ["ReportReady", "True"],
+    // No VIN was confirmed: the report waits for a person.
+    const name = inspection.id.replace("_", "-");
+    expect(row.split(/\s{2,}/).slice(0, 7)).toEqual([name, "completed", "none", "0", "required", VALID_VIN, "kube-1"]);
+    const resource = JSON.parse(await k.kubectl("get", "inspection", name, "-n", NAMESPACE, "-o", "json"));
+    expect(resource.status.conditions.map((c: { type: string; status: string; reason: string }) => [c.type, c.status, c.reason])).toEqual([
+      ["Submitted", "True", "Submitted"],
+      ["ReportReady", "True", "Completed"],
+      ["Reviewed", "False", "ReviewRequired"],
     ]);
     expect(resource.metadata.labels["inspection.dev/livemode"]).toBe("false");
-    made = { id: inspection.id, key, completed };
+
+    // Two reviews at once, one through each replica: both are kept as events, the later stands, and
+    // the operator shows it on the resource.
+    const reviewed = await Promise.all(
+      [a, b].map((on, i) =>
+        on(`/v1/inspections/${inspection.id}/review`, { method: "POST", body: JSON.stringify({ note: `replica ${i}` }) }),
+      ),
+    );
+    expect(reviewed.map((r) => r.status)).toEqual([200, 200]);
+    const events = await until(
+      "both inspection.reviewed events",
+      async () => ((await (await a("/v1/events?limit=100")).json()).data as { type: string; data: { id: string } }[]).filter(
+        (e) => e.type === "inspection.reviewed" && e.data.id === inspection.id,
+      ),
+      (e) => e.length === 2,
+      20_000,
+    );
+    expect(events).toHaveLength(2);
+    const stands = (await (await b(`/v1/inspections/${inspection.id}/report`)).json()).review;
+    expect(stands).toMatchObject({ status: "completed", reviewed_by: expect.stringMatching(/^key_/) });
+    expect(["replica 0", "replica 1"]).toContain(stands.note);
+    const shown = await until(
+      "the Reviewed condition",
+      async () => JSON.parse(await k.kubectl("get", "inspection", name, "-n", NAMESPACE, "-o", "json")).status,
+      (st: { review?: string }) => st.review === "completed",
+      20_000,
+    );
+    expect(shown.conditions.find((c: { type: string }) => c.type === "Reviewed")).toMatchObject({ status: "True", reason: "Reviewed" });
+    made = { id: inspection.id, key, completed: await (await a(`/v1/inspections/${inspection.id}`)).json() };
   });
 
   it("lets the api's account write the resource but never its status, and the operator's write status but make none", async () => {
