@@ -32,6 +32,15 @@ export function newId(prefix: IdPrefix): string {
   return `${prefix}_${randomLowercase(24)}`;
 }
 
+/**
+ * An id that `seed` always gives (24 characters of [a-z0-9] from its SHA-256): the id of an inspection
+ * created under an Idempotency-Key, so that the store of record itself refuses a second one.
+ */
+export function derivedId(prefix: IdPrefix, seed: string): string {
+  const n = BigInt(`0x${hash("sha256", seed)}`);
+  return `${prefix}_${n.toString(36).padStart(24, "0").slice(-24)}`;
+}
+
 export function isId(prefix: IdPrefix, value: string): boolean {
   return value.length === prefix.length + 25 && value.startsWith(`${prefix}_`) && /^[a-z0-9]{24}$/.test(value.slice(prefix.length + 1));
 }

@@ -47,7 +47,7 @@ export const inspectionRoutes =
         },
       },
       async (request, reply) => {
-        const record = await createInspection(s, request.scope, request.body);
+        const record = await createInspection(s, request.scope, request.body, request.idempotency?.key);
         return reply.code(201).header("location", `/v1/inspections/${record.id}`).send(view(record));
       },
     );

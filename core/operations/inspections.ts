@@ -1,7 +1,7 @@
 import { CaptureLinks } from "../capture-links.ts";
 import { eventTypeFor, isCancelable, isTerminal } from "../domain/state-machine.ts";
 import { ApiError, notFound } from "../errors.ts";
-import { newId } from "../ids.ts";
+import { derivedId, newId } from "../ids.ts";
 import { UNSTARTED } from "../ports/inspection-store.ts";
 import type { InspectionRecord, Scope } from "../ports/records.ts";
 import type { CreateInspectionBody } from "../schemas/inspection.ts";
@@ -19,12 +19,28 @@ export async function findInspection(s: Services, scope: Scope, id: string): Pro
   return found;
 }
 
-/** Stores a new inspection and its `inspection.created` event; resolves once both are durable. */
-export async function createInspection(s: Services, scope: Scope, body: CreateInspectionBody): Promise<InspectionRecord> {
+/**
+ * Stores a new inspection and its `inspection.created` event; resolves once both are durable.
+ *
+ * Under an Idempotency-Key the inspection's id is derived from the key (and the account and
+ * environment), so the key names one inspection in the store of record itself: a retry whose key's
+ * record was lost between the create and its completion (a timeout, a crash, the key store down)
+ * finds the inspection its first try made and answers it, rather than making a second.
+ */
+export async function createInspection(
+  s: Services,
+  scope: Scope,
+  body: CreateInspectionBody,
+  idempotencyKey?: string,
+): Promise<InspectionRecord> {
+  const id = idempotencyKey === undefined ? newId("insp") : derivedId("insp", `${scope.accountId}\n${scope.livemode}\n${idempotencyKey}`);
+  if (idempotencyKey !== undefined) {
+    const made = await s.inspections.get(scope, id);
+    if (made) return sameRequest(made, body);
+  }
   if (body.notify_url) await checkNotifyUrl(body.notify_url, scope.livemode, s.config.webhooks.allowPrivateTargets);
   const vehicle = await s.vin.decode(body.vehicle.vin);
   const now = s.clock.now();
-  const id = newId("insp");
   const record: InspectionRecord = {
     id,
     accountId: scope.accountId,
@@ -40,11 +56,31 @@ export async function createInspection(s: Services, scope: Scope, body: CreateIn
     updatedAt: now,
     ...UNSTARTED,
   };
-  await s.inspections.create(record, CaptureLinks.hash(s.captureLinks.token(id)), (r) => {
-    const eventId = newId("evt");
-    return { id: eventId, type: eventTypeFor(r.status), data: eventPayload(eventId, eventTypeFor(r.status), r, s.config.publicUrl) };
-  });
+  try {
+    await s.inspections.create(record, CaptureLinks.hash(s.captureLinks.token(id)), (r) => {
+      const eventId = newId("evt");
+      return { id: eventId, type: eventTypeFor(r.status), data: eventPayload(eventId, eventTypeFor(r.status), r, s.config.publicUrl) };
+    });
+  } catch (error) {
+    // Two tries under one key at once: the store took the other's; answer it.
+    const made = idempotencyKey === undefined ? null : await s.inspections.get(scope, id);
+    if (!made) throw error;
+    return sameRequest(made, body);
+  }
   return record;
+}
+
+/** The inspection a key already names, if the request is the one that made it (else the contract's 422). */
+function sameRequest(made: InspectionRecord, body: CreateInspectionBody): InspectionRecord {
+  const same =
+    made.vin === body.vehicle.vin &&
+    made.reference === (body.reference ?? null) &&
+    made.notifyUrl === (body.notify_url ?? null) &&
+    made.reviewPolicy === (body.review ?? null);
+  if (same) return made;
+  throw new ApiError("idempotency_key_reused", "This Idempotency-Key was used with a different request; use a new key for a new request.", {
+    param: "Idempotency-Key",
+  });
 }
 
 /** Records the cancel intent and waits for the controller's verdict; canceling twice is not an error. */

@@ -221,7 +221,7 @@ describe("cluster mode with the Inspection resources as the store, under the cha
     const shown = await until(
       "the Reviewed condition",
       async () => JSON.parse(await k.kubectl("get", "inspection", name, "-n", NAMESPACE, "-o", "json")).status,
-      (st: { review?: string }) => st.review === "completed",
+      (st: { review?: string; conditions: { type: string }[] }) => st.review === "completed",
       20_000,
     );
     expect(shown.conditions.find((c: { type: string }) => c.type === "Reviewed")).toMatchObject({ status: "True", reason: "Reviewed" });

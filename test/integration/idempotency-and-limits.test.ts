@@ -1,3 +1,5 @@
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
 
@@ -27,6 +29,36 @@ describe("Idempotency-Key", () => {
     const list = await (await svc.api(key, "/v1/inspections?reference=r1")).json();
     expect(list.data).toHaveLength(1);
   });
+
+  // The key's record is the embedded store's SQLite row here; in the cluster compositions it is NATS KV,
+  // where the derived id works the same (the store of record refuses a second inspection of that id).
+  it.skipIf(process.env.VI_TEST_COMPOSITION)(
+    "names one inspection for good: a retry after the key's record was lost answers the first inspection, not a second",
+    async () => {
+      const body = { vehicle: { vin: VALID_VIN }, reference: "lost-key" };
+      const first = await post(key, "order-lost", body);
+      expect(first.status).toBe(201);
+      const made = await first.json();
+      // What a crash or a timeout between the create and recording the key leaves: no record of the key.
+      const db = new DatabaseSync(join(svc.dataDir, "inspections.db"));
+      expect(db.prepare("DELETE FROM idempotency_keys WHERE key = ?").run("order-lost").changes).toBe(1);
+      db.close();
+      const retry = await post(key, "order-lost", body);
+      expect(retry.status).toBe(201);
+      expect((await retry.json()).id).toBe(made.id);
+      expect((await (await svc.api(key, "/v1/inspections?reference=lost-key")).json()).data).toHaveLength(1);
+      // Another request under that key is still refused, though the key's record was lost.
+      const db2 = new DatabaseSync(join(svc.dataDir, "inspections.db"));
+      db2.prepare("DELETE FROM idempotency_keys WHERE key = ?").run("order-lost");
+      db2.close();
+      const other = await post(key, "order-lost", { ...body, reference: "another" });
+      expect(other.status).toBe(422);
+      // The same key in another environment or account names another inspection.
+      const live = await post(await svc.key("live"), "order-lost", body);
+      expect(live.status).toBe(201);
+      expect((await live.json()).id).not.toBe(made.id);
+    },
+  );
 
   it("422 idempotency_key_reused for a different request under the same key", async () => {
     await post(key, "order-2", { vehicle: { vin: VALID_VIN }, reference: "a" });
