@@ -103,7 +103,8 @@ export function reviewMistake(report: Report, body: ReviewBody): ReviewMistake |
   }
   const photos = new Set(report.photos.map((p) => p.media_id));
   for (const [i, a] of (body.added ?? []).entries()) {
-    if (!photos.has(a.media_id)) return { param: `added[${i}].media_id`, message: `${a.media_id} is not a photo of this inspection's report.` };
+    if (!photos.has(a.media_id))
+      return { param: `added[${i}].media_id`, message: `${a.media_id} is not a photo of this inspection's report.` };
   }
   return null;
 }

@@ -45,6 +45,10 @@ export const UNSTARTED = {
   reconcileGeneration: 0,
 } as const satisfies Partial<InspectionRecord>;
 
+/** Whether a media row stored is the one given again (a replayed write): same inspection, kind and blob. */
+export const sameMedia = (a: MediaRecord, b: MediaRecord): boolean =>
+  a.inspectionId === b.inspectionId && a.kind === b.kind && a.blobKey === b.blobKey && a.etag === b.etag;
+
 export type EventBody = { id: string; type: string; data: string };
 /** Builds the event body for the inspection as it is after the write, inside the same transaction. */
 export type EventFactory = (after: InspectionRecord) => EventBody;
@@ -52,7 +56,8 @@ export type EventFactory = (after: InspectionRecord) => EventBody;
 export type EventsFactory = (after: InspectionRecord) => EventBody | readonly EventBody[];
 
 /** The events an EventFactory made, as a list. */
-export const eventsMade = (made: EventBody | readonly EventBody[]): readonly EventBody[] => (Array.isArray(made) ? made : [made as EventBody]);
+export const eventsMade = (made: EventBody | readonly EventBody[]): readonly EventBody[] =>
+  Array.isArray(made) ? made : [made as EventBody];
 
 /**
  * Inspections, their photos and media (reports are blobs: core/operations/reports.ts). Every write of status goes through `transition`,
@@ -114,6 +119,11 @@ export interface InspectionStore {
    */
   putPhoto(photo: PhotoRecord, media: MediaRecord): Promise<PutPhotoResult>;
   photos(inspectionId: string): Promise<PhotoRecord[]>;
+  /**
+   * Stores a media row (an evidence photo). Storing the same row again is a no-op: a new leader
+   * resuming detection writes again the evidence rows its predecessor stored before it died. A
+   * different row under a taken id is refused.
+   */
   putMedia(media: MediaRecord): Promise<void>;
   getMedia(scope: Scope, id: string): Promise<MediaRecord | null>;
 }

@@ -36,7 +36,10 @@ export const Review = z.object({
   status: z.enum(REVIEW_STATUSES),
   reasons: z.array(z.enum(REVIEW_REASONS)).meta({ description: "Why the report went to a person; kept once the review is completed." }),
   reviewed_at: Timestamp.nullable(),
-  reviewed_by: z.string().nullable().meta({ description: "Who completed the review: an API key's id (key_…) or a dashboard user's email." }),
+  reviewed_by: z
+    .string()
+    .nullable()
+    .meta({ description: "Who completed the review: an API key's id (key_…) or a dashboard user's email." }),
   note: z.string().nullable().meta({ description: "The reviewer's note, if any." }),
 });
 export type Review = z.infer<typeof Review>;

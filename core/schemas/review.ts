@@ -34,7 +34,10 @@ export type ReviewDecision = z.infer<typeof ReviewDecision>;
 const Box = z
   .array(z.number().min(0).max(1))
   .length(4)
-  .refine(([x, y, w, h]) => w! > 0 && h! > 0 && x! + w! <= 1.000001 && y! + h! <= 1.000001, "the box must have a size and lie within the photo")
+  .refine(
+    ([x, y, w, h]) => w! > 0 && h! > 0 && x! + w! <= 1.000001 && y! + h! <= 1.000001,
+    "the box must have a size and lie within the photo",
+  )
   .meta({ description: "x, y, width, height, relative to the photo, each 0 to 1; the box lies within the photo." });
 
 export const AddedFinding = z.strictObject({

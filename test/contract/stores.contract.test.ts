@@ -417,7 +417,9 @@ for (const adapter of INSPECTION_ADAPTERS) {
         at,
         note: null,
         decisions: [{ finding: "fnd_1", action: "reject" as const }],
-        added: [{ id: "fnd_2", media_id: "med_1", type: "dent" as const, part: "hood" as const, severity: grade, bbox: [0.1, 0.1, 0.2, 0.2] }],
+        added: [
+          { id: "fnd_2", media_id: "med_1", type: "dent" as const, part: "hood" as const, severity: grade, bbox: [0.1, 0.1, 0.2, 0.2] },
+        ],
         summary: { findings: 1, grade, needs_review: false as const },
       });
       expect(await inspections.recordReview(r.id, review(r.createdAt + 1, "minor"), event("inspection.reviewed"))).toBeNull();
@@ -430,7 +432,11 @@ for (const adapter of INSPECTION_ADAPTERS) {
         event("inspection.completed"),
       );
       const first = await inspections.recordReview(r.id, review(r.createdAt + 3, "minor"), event("inspection.reviewed"));
-      expect(first).toMatchObject({ status: "completed", summary: { findings: 1, grade: "minor", needs_review: false }, reviewPolicy: "always" });
+      expect(first).toMatchObject({
+        status: "completed",
+        summary: { findings: 1, grade: "minor", needs_review: false },
+        reviewPolicy: "always",
+      });
       expect(first!.review).toEqual(review(r.createdAt + 3, "minor"));
       await inspections.recordReview(r.id, review(r.createdAt + 4, "severe"), event("inspection.reviewed"));
       const stored = (await (await reopen()).get(scope, r.id))!;
@@ -477,6 +483,19 @@ for (const adapter of INSPECTION_ADAPTERS) {
       const stands = (await (await reopen()).get(scope, r.id))!;
       expect([review("key_a", "minor"), review("key_b", "severe")]).toContainEqual(stands.review);
       expect(stands.summary).toEqual(stands.review!.summary);
+    });
+
+    it("stores an evidence row written again (a resumed detection) once, and refuses another row under its id", async () => {
+      const { inspections, reopen } = await adapter.make();
+      const r = sampleInspection({ status: "processing" });
+      await inspections.create(r, "h", event());
+      const [, photo] = photoOf(r, "front");
+      const evidence = { ...photo, kind: "evidence" as const, blobKey: `evidence/${r.id}/${photo.id}.jpg` };
+      await inspections.putMedia(evidence);
+      await (await reopen()).putMedia({ ...evidence });
+      expect(await inspections.getMedia(scope, evidence.id)).toEqual(evidence);
+      await expect(inspections.putMedia({ ...evidence, blobKey: "evidence/other.jpg" })).rejects.toThrow(/media.id/i);
+      expect(await inspections.getMedia(scope, evidence.id)).toEqual(evidence);
     });
 
     it("keyset pages by (created_at seconds, id) descending, and filters", async () => {

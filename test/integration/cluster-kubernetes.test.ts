@@ -208,9 +208,10 @@ describe("cluster mode with the Inspection resources as the store, under the cha
     expect(reviewed.map((r) => r.status)).toEqual([200, 200]);
     const events = await until(
       "both inspection.reviewed events",
-      async () => ((await (await a("/v1/events?limit=100")).json()).data as { type: string; data: { id: string } }[]).filter(
-        (e) => e.type === "inspection.reviewed" && e.data.id === inspection.id,
-      ),
+      async () =>
+        ((await (await a("/v1/events?limit=100")).json()).data as { type: string; data: { id: string } }[]).filter(
+          (e) => e.type === "inspection.reviewed" && e.data.id === inspection.id,
+        ),
       (e) => e.length === 2,
       20_000,
     );

@@ -27,14 +27,23 @@ async function create(svc: TestService, key: string, extra: Record<string, unkno
 const put = (url: string, bytes: Buffer) => fetch(url, { method: "PUT", body: bytes, headers: { "content-type": "image/jpeg" } });
 
 /** Every exterior angle and the VIN photo, `over` taking the place of the plain photos where given; the VIN confirmed unless told. */
-async function walkaround(svc: TestService, key: string, m: Made, o: { over?: { angle: string; bytes: Buffer }[]; confirmVin?: boolean } = {}) {
+async function walkaround(
+  svc: TestService,
+  key: string,
+  m: Made,
+  o: { over?: { angle: string; bytes: Buffer }[]; confirmVin?: boolean } = {},
+) {
   const angles = [...EXTERIOR_ANGLES, "vin"];
   for (const [i, angle] of angles.entries()) {
     const bytes = o.over?.find((x) => x.angle === angle)?.bytes ?? photos[i]!;
     expect((await put(`${m.base}/photos/${angle}`, bytes)).status).toBe(200);
   }
   if (o.confirmVin !== false) {
-    const vin = await fetch(`${m.base}/vin`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ vin: VALID_VIN }) });
+    const vin = await fetch(`${m.base}/vin`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ vin: VALID_VIN }),
+    });
     expect(vin.status).toBe(200);
   }
   return submitAndWait(svc, key, m.base, m.id);
@@ -191,7 +200,11 @@ describe("review, with the models", () => {
     const added = reviewed.findings.at(-1);
     expect(added).toMatchObject({ source: "reviewer", review: null, type: "scratch", media_id: clean.media_id, confidence: null });
     expect(added.id).toMatch(/^fnd_/);
-    expect(reviewed.review).toMatchObject({ status: "completed", reasons: expect.arrayContaining(["policy"]), note: "Checked on the photos." });
+    expect(reviewed.review).toMatchObject({
+      status: "completed",
+      reasons: expect.arrayContaining(["policy"]),
+      note: "Checked on the photos.",
+    });
     expect(reviewed.review.reviewed_by).toMatch(/^key_/);
     expect(await report(svc, key, m.id)).toEqual(reviewed);
     const inspection = await (await svc.api(key, `/v1/inspections/${m.id}`)).json();
@@ -218,7 +231,11 @@ describe("review, with the models", () => {
     for (const { x } of reviewedEvents) verifier.verify(x.body, x.headers as Record<string, string>);
     const [first, later] = reviewedEvents.map(({ e }) => e);
     expect(first.data.summary).toEqual({ findings: 2, grade: "moderate", needs_review: false });
-    expect(first.review).toMatchObject({ reviewed_by: reviewed.review.reviewed_by, note: "Checked on the photos.", decisions: body.decisions });
+    expect(first.review).toMatchObject({
+      reviewed_by: reviewed.review.reviewed_by,
+      note: "Checked on the photos.",
+      decisions: body.decisions,
+    });
     expect(first.review.added[0]).toMatchObject({ id: added.id, type: "scratch" });
     expect(later.data.summary.grade).toBe(modelReport.grade);
     // Both are in the event list too.

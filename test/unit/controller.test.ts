@@ -183,6 +183,55 @@ describe("Controller.reconcile(id)", () => {
     expect((await store.getById(r.id))!.summary).toEqual(first.summary);
   });
 
+  it("a new leader resuming detection whose evidence its predecessor stored completes on its first try, no row twice", async () => {
+    const { clock, store, runner, controllerOver, make, statusOf, report, withPhoto } = setup();
+    const r = await make();
+    const plain = await withPhoto(r);
+    const evidence = { mediaId: `med_ev_${r.id}`, blobKey: `evidence/${r.id}.jpg`, bytes: 2, etag: "ev", width: 640, height: 480 };
+    const result: DetectionResult = {
+      ...plain,
+      detections: [
+        { mediaId: `med_${r.id}`, type: "dent", part: "hood", severity: "moderate", confidence: 0.8, bbox: [0.1, 0.1, 0.2, 0.2], evidence },
+      ],
+    };
+    await store.recordSubmitRequested(r.id, clock.t);
+    // The first leader dies once the evidence rows are stored: no write it makes after that returns.
+    let stored = false;
+    const dying = new Proxy(store, {
+      get(target, prop) {
+        if (prop === "transition" || prop === "scheduleProcessingRetry") {
+          const write = Reflect.get(target, prop, target).bind(target);
+          return (...args: unknown[]) => (stored ? new Promise(() => {}) : write(...args));
+        }
+        if (prop === "putMedia") {
+          return async (...args: Parameters<MemoryInspectionStore["putMedia"]>) => {
+            await target.putMedia(...args);
+            stored = true;
+          };
+        }
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    await controllerOver(dying).reconcile(r.id);
+    runner.calls[0]!.resolve(result);
+    await settle();
+    expect(stored).toBe(true);
+    expect(await statusOf(r.id)).toBe("processing");
+    // The standby leads: detection again (a Job's stored result gives the same evidence), then done.
+    const next = new ScriptedRunner();
+    await controllerOver(store, next).reconcile(r.id);
+    next.calls[0]!.resolve(result);
+    await settle();
+    expect(await statusOf(r.id)).toBe("completed");
+    const done = (await store.getById(r.id))!;
+    expect(done.processingAttempts).toBe(0);
+    expect((await report(r.id)).findings.map((f: { evidence_url: string }) => f.evidence_url)).toEqual([
+      `http://localhost/v1/media/${evidence.mediaId}/full.jpg`,
+    ]);
+    expect(await store.getMedia({ accountId: r.accountId, livemode: false }, evidence.mediaId)).toMatchObject({ kind: "evidence" });
+  });
+
   it("lets a cancel win over a submission recorded with it", async () => {
     const { clock, store, runner, controller, make, statusOf } = setup();
     const r = await make();

@@ -6,6 +6,7 @@ import {
   type EventsFactory,
   eventsMade,
   type InspectionStore,
+  sameMedia,
   type ListFilter,
   type PutPhotoResult,
   type TransitionPatch,
@@ -150,7 +151,13 @@ export class KubernetesInspectionStore implements InspectionStore {
     return this.#records.updateResource(id, null as InspectionRecord | null, (v) => {
       if (v.record.status !== "completed") return { answer: null };
       const after: InspectionRecord = { ...v.record, review, summary: review.summary, updatedAt: review.at };
-      const made = eventsMade(events(after)).map((e) => ({ id: e.id, type: e.type, data: e.data, createdAt: review.at, seq: eventStamp() }));
+      const made = eventsMade(events(after)).map((e) => ({
+        id: e.id,
+        type: e.type,
+        data: e.data,
+        createdAt: review.at,
+        seq: eventStamp(),
+      }));
       const capture = { ...v.capture, review, reviewEvents: [...(v.capture.reviewEvents ?? []), ...made], intents: v.capture.intents + 1 };
       return { answer: after, write: withCapture(v, capture) };
     });
@@ -254,6 +261,8 @@ export class KubernetesInspectionStore implements InspectionStore {
 
   putMedia(m: MediaRecord): Promise<void> {
     return this.#records.updateStatus(m.inspectionId, undefined, (v) => {
+      const held = v.store.media.find((x) => x.id === m.id);
+      if (held && sameMedia(held, m)) return { answer: undefined };
       if (this.#records.byMediaId(m.id)) throw new Error("constraint failed: media.id");
       return { answer: undefined, store: { ...v.store, media: [...v.store.media, m] } };
     });

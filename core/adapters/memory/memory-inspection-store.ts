@@ -6,6 +6,7 @@ import {
   type EventsFactory,
   eventsMade,
   type InspectionStore,
+  sameMedia,
   type ListFilter,
   type PutPhotoResult,
   type TransitionPatch,
@@ -178,7 +179,9 @@ export class MemoryInspectionStore implements InspectionStore {
   }
 
   async putMedia(m: MediaRecord): Promise<void> {
-    constraint(!this.#state.media.has(m.id), "media.id");
+    const held = this.#state.media.get(m.id);
+    if (held && sameMedia(held, m)) return;
+    constraint(!held, "media.id");
     this.#state.media.set(m.id, snapshot(m));
   }
 

@@ -5,6 +5,7 @@ import {
   type EventsFactory,
   eventsMade,
   type InspectionStore,
+  sameMedia,
   type ListFilter,
   type PutPhotoResult,
   type TransitionPatch,
@@ -326,7 +327,11 @@ export class SqliteInspectionStore implements InspectionStore {
   }
 
   async putMedia(m: MediaRecord): Promise<void> {
-    this.#insertMedia(m);
+    transaction(this.#db, () => {
+      const held = this.#sql("SELECT * FROM media WHERE id = ?").get(m.id);
+      if (held && sameMedia(toMedia(held as Row), m)) return;
+      this.#insertMedia(m);
+    });
   }
 
   #insertMedia(m: MediaRecord): void {
