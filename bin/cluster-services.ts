@@ -4,6 +4,8 @@ import { connectNats, firstWriter, natsCall, type Nats } from "../core/adapters/
 import { NatsIdempotencyStore } from "../core/adapters/nats/nats-idempotency-store.ts";
 import { NatsRateLimitStore } from "../core/adapters/nats/nats-rate-limit-store.ts";
 import type { Config } from "../core/config.ts";
+import type { Metrics } from "../core/metrics.ts";
+import { systemClock } from "../core/time.ts";
 import type { InspectionRecords } from "../core/adapters/kubernetes/inspection-records.ts";
 import { natsAccountStores } from "./account-stores.ts";
 import { embeddedServices, moveReports, localSecret, signingFrom, type EmbeddedServices } from "./embedded-services.ts";
@@ -22,14 +24,18 @@ export type WorkloadServices = EmbeddedServices & {
  * (bin/kubernetes-stores.ts), else the SQLite store under DATA_DIR, shared by the processes of one
  * machine; blobs are where config.blobs says (S3). Without NATS_URL this is the embedded set.
  */
-export async function workloadServices(config: Config, log: Logger, workload: string): Promise<WorkloadServices> {
-  const base = embeddedServices(config, log, workload);
+export async function workloadServices(config: Config, log: Logger, workload: string, metrics?: Metrics): Promise<WorkloadServices> {
+  const base = embeddedServices(config, log, workload, systemClock, metrics);
   await moveReports(base, log);
   if (!config.natsUrl) return { ...base, nats: null, inspectionRecords: null };
+  // A workload may start before NATS (a node's pods in any order, NATS restarting): it waits, not
+  // ready (its /readyz says 503), and goes on once NATS answers, as its supervisor would have it.
+  log.info({ nats_url: config.natsUrl }, "connecting to NATS; waiting for it if it is not up yet");
   const nats = await connectNats({
     url: config.natsUrl,
     name: `vehicle-inspection-${workload}`,
     onStatus: (status) => log.info({ nats: status.type }, "NATS connection status"),
+    waitForServer: true,
   });
   try {
     const idempotency = await NatsIdempotencyStore.open(nats.kvm, { retentionMs: IDEMPOTENCY_RETENTION_MS });

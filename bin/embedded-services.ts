@@ -49,7 +49,13 @@ export const localSecret = (config: Config): Buffer => captureSecret(config.data
 export type EmbeddedServices = Services & { db: Database; close(): Promise<void> };
 
 /** The embedded adapters: SQLite under DATA_DIR for every store, a directory (or S3_BUCKET) for blobs, in-process signals. */
-export function embeddedServices(config: Config, log: Logger, workload = "start", clock: Clock = systemClock): EmbeddedServices {
+export function embeddedServices(
+  config: Config,
+  log: Logger,
+  workload = "start",
+  clock: Clock = systemClock,
+  metrics: Metrics = new Metrics(workload),
+): EmbeddedServices {
   const db = openDatabase(config.dataDir);
   const checkpointer = new Checkpointer(db, databaseFile(config.dataDir), {
     onStop: (err) => log.warn({ err }, "the WAL checkpoint thread stopped; SQLite checkpoints on commit again"),
@@ -82,7 +88,7 @@ export function embeddedServices(config: Config, log: Logger, workload = "start"
     vin,
     ...signingFrom(secret, config.publicUrl),
     signals: new Signals(clock),
-    metrics: new Metrics(workload),
+    metrics,
     modelInputSizes: modelInputSizes(config.models),
     uploadChecks,
     async close() {

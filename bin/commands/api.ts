@@ -4,19 +4,27 @@ import { publishIntents } from "../../core/intents-over-bus.ts";
 import { createLogger } from "../../core/logger.ts";
 import { workloadServices } from "../cluster-services.ts";
 import { storeAnswers } from "../../core/net/probe-routes.ts";
-import { startProbeServer } from "./probe-server.ts";
+import { Metrics } from "../../core/metrics.ts";
+import { Readiness, startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
 import { startHttp } from "./workloads.ts";
 
 /** `vehicle-inspection api`: the /v1 and capture routes and the dashboard, alone; run as many as needed. */
 export async function api(config: Config): Promise<{ close(): Promise<void>; port: number }> {
   const log = createLogger(config.logLevel).child({ workload: "api" });
-  const s = await workloadServices(config, log, "api");
+  // Probes first: while its stores' servers are not up yet, the workload is alive and not ready.
+  const metrics = new Metrics("api");
+  const readiness = new Readiness();
+  const probes = await startProbeServer(config, metrics, () => readiness.check(), log);
+  const s = await workloadServices(config, log, "api", metrics).catch(async (error) => {
+    await probes.close();
+    throw error;
+  });
   // Intents recorded here wake the operator's controller over the bus (cluster mode).
   const bus = s.nats ? await NatsBus.open(s.nats, { log: log.child({ component: "bus" }) }) : null;
   const stopIntents = bus ? publishIntents(s.signals, bus, log) : () => {};
   const http = await startHttp(s, config, log);
-  const probes = await startProbeServer(config, s.metrics, () => storeAnswers(s), log);
+  readiness.when(() => storeAnswers(s));
   log.info({ port: http.port, metrics_port: probes.port, nats: config.natsUrl !== null, blobs: config.blobs.kind }, "api workload started");
   return {
     port: http.port,

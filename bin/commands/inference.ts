@@ -1,7 +1,7 @@
 import { type Config, ConfigError } from "../../core/config.ts";
 import { createLogger } from "../../core/logger.ts";
 import { Metrics } from "../../core/metrics.ts";
-import { startProbeServer } from "./probe-server.ts";
+import { Readiness, startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
 import { startInferenceWorker } from "../../inference/worker/inference-worker.ts";
 
@@ -17,9 +17,14 @@ export async function inference(config: Config): Promise<{ close(): Promise<void
   }
   const log = createLogger(config.logLevel).child({ workload: "inference" });
   const metrics = new Metrics("inference");
-  const worker = await startInferenceWorker({ config, log, metrics });
-  // Ready once it takes jobs: it is started by then.
-  const probes = await startProbeServer(config, metrics, async () => {}, log);
+  // Probes first: alive, and not ready until it takes jobs (NATS may not be up yet).
+  const readiness = new Readiness();
+  const probes = await startProbeServer(config, metrics, () => readiness.check(), log);
+  const worker = await startInferenceWorker({ config, log, metrics }).catch(async (error) => {
+    await probes.close();
+    throw error;
+  });
+  readiness.when(async () => {});
   const started = { worker: worker.name, threads: config.detectionThreads, blobs: config.blobs.kind, metrics_port: probes.port };
   log.info(started, "inference workload started");
   const close = closeOnce(async () => {

@@ -11,7 +11,8 @@ import type { DetectionRunner } from "../../core/ports/detection-runner.ts";
 import { WorkerPoolRunner } from "../../inference/detection/worker-pool-runner.ts";
 import { workloadServices } from "../cluster-services.ts";
 import { storeAnswers } from "../../core/net/probe-routes.ts";
-import { startProbeServer } from "./probe-server.ts";
+import { Metrics } from "../../core/metrics.ts";
+import { Readiness, startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
 import { startOperator, startUpkeep } from "./workloads.ts";
 
@@ -23,9 +24,16 @@ import { startOperator, startUpkeep } from "./workloads.ts";
  */
 export async function operator(config: Config): Promise<{ close(): Promise<void>; port: number }> {
   const log = createLogger(config.logLevel).child({ workload: "operator" });
-  const s = await workloadServices(config, log, "operator");
-  // Before the lease: a standby answers its probes too. Ready while the store answers.
-  const probes = await startProbeServer(config, s.metrics, () => storeAnswers(s), log);
+  // Probes first, before the stores' servers answer and before the lease: a standby answers its
+  // probes too. Ready while the store answers.
+  const metrics = new Metrics("operator");
+  const readiness = new Readiness();
+  const probes = await startProbeServer(config, metrics, () => readiness.check(), log);
+  const s = await workloadServices(config, log, "operator", metrics).catch(async (error) => {
+    await probes.close();
+    throw error;
+  });
+  readiness.when(() => storeAnswers(s));
   // Replicas wait here while another leads: one controller writes status at a time.
   const lease = await operatorLease(config, s.nats, log);
   if (lease) {

@@ -4,6 +4,20 @@ import type { Config } from "../../core/config.ts";
 import type { Metrics } from "../../core/metrics.ts";
 import { metricsRoute, probeRoutes } from "../../core/net/probe-routes.ts";
 
+/** What /readyz asks: not ready until told how to tell (the workload's stores are open), then that. */
+export class Readiness {
+  #check: (() => Promise<void>) | null = null;
+
+  when(check: () => Promise<void>): void {
+    this.#check = check;
+  }
+
+  async check(): Promise<void> {
+    if (!this.#check) throw new Error("starting: waiting for the servers its stores live on");
+    await this.#check();
+  }
+}
+
 /**
  * /metrics, and /healthz and /readyz, on METRICS_PORT: a small server of every workload's own, apart
  * from the port customers and clients reach (`start` and `api` answer their probes there too).

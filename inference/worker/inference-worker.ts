@@ -57,6 +57,8 @@ export async function startInferenceWorker(options: InferenceWorkerOptions): Pro
     url: config.natsUrl,
     name: `vehicle-inspection-inference-${name}`,
     onStatus: (status) => log.info({ nats: status.type }, "NATS connection status"),
+    // Started before NATS is up (a Job's pod, a node's restart): wait for it rather than exit.
+    waitForServer: true,
   });
   try {
     const jsm = await nats.js.jetstreamManager();

@@ -236,9 +236,10 @@ export async function startVersityGw(bucket = "inspections"): Promise<VersityGw>
 export type NatsServer = GoServerHandle & { url: string; port: number };
 
 /** nats-server with JetStream on a free loopback port, its store in a directory of its own. */
-export async function startNatsServer(): Promise<NatsServer> {
+/** nats-server with JetStream on `port` (a free one unless given: a test that starts it after its clients). */
+export async function startNatsServer(port?: number): Promise<NatsServer> {
   const storeDir = mkdtempSync(join(tmpdir(), "vi-nats-"));
-  const port = await freePort();
+  port ??= await freePort();
   const args = ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir];
   const handle = await started(new ServerProcess("nats-server", args, port), storeDir);
   return { ...handle, url: `nats://127.0.0.1:${port}`, port };

@@ -200,7 +200,7 @@ describe("Controller.reconcile(id)", () => {
     const dying = new Proxy(store, {
       get(target, prop) {
         if (prop === "transition" || prop === "scheduleProcessingRetry") {
-          const write = Reflect.get(target, prop, target).bind(target);
+          const write = Reflect.get(target, prop, target).bind(target) as (...args: unknown[]) => Promise<unknown>;
           return (...args: unknown[]) => (stored ? new Promise(() => {}) : write(...args));
         }
         if (prop === "putMedia") {

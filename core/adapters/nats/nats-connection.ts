@@ -26,10 +26,22 @@ export type Nats = {
  * NATS restart or failover is an outage the stores ride out (their calls fail as unavailable
  * meanwhile), never a reason for the process to stop.
  */
-export async function connectNats(options: { url: string; name: string; onStatus?: (status: Status) => void }): Promise<Nats> {
+export async function connectNats(options: {
+  url: string;
+  name: string;
+  onStatus?: (status: Status) => void;
+  /** Keep trying until the server answers, rather than failing at once (a workload started before NATS). */
+  waitForServer?: boolean;
+}): Promise<Nats> {
   // Half a second between tries rather than the client's 2 s: a restarted server is back in about
   // that, and an operator's lease (OPERATOR_LEASE_MS) must be renewed within its TTL.
-  const nc = await connect({ servers: options.url.split(","), name: options.name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  const nc = await connect({
+    servers: options.url.split(","),
+    name: options.name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+    waitOnFirstConnect: options.waitForServer ?? false,
+  });
   if (options.onStatus) {
     const report = options.onStatus;
     void (async () => {
