@@ -88,6 +88,34 @@ const ADAPTERS: Adapter[] = [
   },
 ];
 
+describe("LeaderLease over NATS: a NATS restart", () => {
+  it("of a second or two, well within the lease, leaves the leader leading and no other takes it", async () => {
+    nats ??= await startNatsServer();
+    const bucket = `leader-restart-${++leases}`;
+    const ttlMs = 9_000;
+    const replica = async (identity: string) => {
+      const connection = await connectNats({ url: nats!.url, name: identity });
+      return { lease: await NatsLeaderLease.open(connection.kvm, { bucket, identity, ttlMs }), close: () => connection.close() };
+    };
+    const [a, b] = [await replica("a"), await replica("b")];
+    let lost = "";
+    await a.lease.acquire((why) => (lost = why));
+    let bLeads = false;
+    void b.lease.acquire(() => {}).then(() => (bLeads = true));
+    // Down just before a renewal is due (every 3 s), so that renewal is sent while NATS is away.
+    await new Promise((r) => setTimeout(r, 2_500));
+    await nats.stop();
+    await new Promise((r) => setTimeout(r, 1_500));
+    await nats.start();
+    await new Promise((r) => setTimeout(r, ttlMs));
+    expect(lost).toBe("");
+    expect(bLeads).toBe(false);
+    await a.lease.release();
+    await b.lease.release();
+    await Promise.all([a.close(), b.close()]);
+  }, 60_000);
+});
+
 for (const adapter of ADAPTERS) {
   describe(`LeaderLease contract: ${adapter.name}`, () => {
     it("one replica of two leads; released, the other leads at once", async () => {

@@ -235,8 +235,7 @@ export async function startVersityGw(bucket = "inspections"): Promise<VersityGw>
 
 export type NatsServer = GoServerHandle & { url: string; port: number };
 
-/** nats-server with JetStream on a free loopback port, its store in a directory of its own. */
-/** nats-server with JetStream on `port` (a free one unless given: a test that starts it after its clients). */
+/** nats-server with JetStream on loopback, its store in a directory of its own; on `port`, or a free one (a test may start it after its clients). */
 export async function startNatsServer(port?: number): Promise<NatsServer> {
   const storeDir = mkdtempSync(join(tmpdir(), "vi-nats-"));
   port ??= await freePort();

@@ -5,6 +5,10 @@ import { firstWriter } from "./nats-connection.ts";
 const KEY = "leader";
 /** After a failed renewal, the next try comes this soon (not a third of the lease later). */
 const RETRY_MS = 500;
+/** The longest a call on the lease may take. */
+const CALL_TIMEOUT_MS = 1_000;
+/** The holder renews every third of the TTL and gives up two thirds after its last renewal (Kubernetes' 15 s lease, 10 s deadline). */
+const renewEvery = (ttlMs: number) => Math.max(100, Math.floor(ttlMs / 3));
 
 /**
  * One active operator among its replicas, until Kubernetes' leader election takes over: a lease in
@@ -37,7 +41,7 @@ export class NatsLeaderLease implements LeaderLease {
 
   /** Resolves once this replica leads; then renews until release(), and calls `lost` if it stops leading. */
   async acquire(lost: (why: string) => void): Promise<void> {
-    const every = Math.max(100, Math.floor(this.#ttlMs / 3));
+    const every = renewEvery(this.#ttlMs);
     while (!this.#stopped) {
       try {
         if (await firstWriter(this.#kv.create(KEY, this.#identity).then((revision) => (this.#revision = revision)))) break;
@@ -50,7 +54,11 @@ export class NatsLeaderLease implements LeaderLease {
     const renew = async () => {
       let next = every;
       try {
-        const write = this.#kv.update(KEY, this.#identity, this.#revision).then((revision) => (this.#revision = revision));
+        // Answered within a second (not JetStream's 5 s): a renewal sent while NATS restarts would
+        // otherwise wait out its timeout past the point where the holder must give up, though NATS
+        // was back seconds before; failing fast, it is tried again every RETRY_MS until it goes through.
+        const timeout = Math.min(CALL_TIMEOUT_MS, every);
+        const write = this.#kv.update(KEY, this.#identity, this.#revision, timeout).then((revision) => (this.#revision = revision));
         if (!(await firstWriter(write)) && !(await this.#stillMine())) return lost("another replica holds the lease");
         this.#renewedAt = Date.now();
       } catch (error) {
