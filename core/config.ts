@@ -13,6 +13,9 @@ const MODELS_DIR = resolve(import.meta.dirname, "../inference/models");
 const DEFAULT_DAMAGE_MODEL = resolve(MODELS_DIR, "damage/model.onnx");
 const DEFAULT_PARTS_MODEL = resolve(MODELS_DIR, "parts/model.onnx");
 const DEFAULT_JUDGE_MODEL = resolve(MODELS_DIR, "judge/model.onnx");
+/** Where probes and metrics are served when METRICS_PORT is unset (the chart's probes expect it). */
+export const DEFAULT_METRICS_PORT = 9464;
+
 export const DEFAULT_MODELS = { damage: DEFAULT_DAMAGE_MODEL, parts: DEFAULT_PARTS_MODEL, judge: DEFAULT_JUDGE_MODEL };
 /**
  * Per-class score thresholds for the shipped damage model, chosen on car-damage/valid (its model
@@ -95,7 +98,8 @@ const EnvSchema = z.object({
   // once the queue is empty. Unset: it runs until stopped.
   INFERENCE_EXIT_WHEN_IDLE_MS: z.coerce.number().int().min(100).max(86_400_000).optional(),
   // Where the operator and inference workloads serve /metrics, /healthz and /readyz (0: any free port).
-  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  // Unset, 9464, or any free port when another process of the machine holds 9464.
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   // Detection: a path to an Ultralytics-format ONNX detection model, or "none".
   DAMAGE_MODEL: z.string().default(DEFAULT_DAMAGE_MODEL),
   PARTS_MODEL: z.string().default(DEFAULT_PARTS_MODEL),
@@ -169,6 +173,8 @@ export type Config = {
   inferenceAckWaitMs: number;
   /** Where the `operator` and `inference` workloads serve their probes and metrics; `api` and `start` serve them on PORT. */
   metricsPort: number;
+  /** METRICS_PORT was set: a port taken is an error, not a reason to take another. */
+  metricsPortFixed: boolean;
   /** Detection as Kubernetes Jobs (operator/detection-job-scaler.ts); null: inference workers run as they are started. */
   detectionJobs: {
     templatePath: string;
@@ -273,7 +279,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     processingMaxAttempts: e.PROCESSING_MAX_ATTEMPTS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     inferenceAckWaitMs: e.INFERENCE_ACK_WAIT_MS,
-    metricsPort: e.METRICS_PORT,
+    metricsPort: e.METRICS_PORT ?? DEFAULT_METRICS_PORT,
+    metricsPortFixed: e.METRICS_PORT !== undefined,
     operatorLeaseMs: e.OPERATOR_LEASE_MS,
     operatorLease: e.OPERATOR_LEASE_BACKEND === "kubernetes" ? { backend: "kubernetes", name: e.OPERATOR_LEASE_NAME } : { backend: "nats" },
     detectionJobs: e.DETECTION_JOB_TEMPLATE

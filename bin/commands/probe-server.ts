@@ -31,7 +31,14 @@ export async function startProbeServer(
   const app = fastify();
   await app.register(probeRoutes(ready));
   await app.register(metricsRoute(metrics));
-  await app.listen({ port: config.metricsPort, host: config.host });
+  try {
+    await app.listen({ port: config.metricsPort, host: config.host });
+  } catch (error) {
+    // METRICS_PORT unset and its default held by another workload of this machine: any free port, logged.
+    if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE" || config.metricsPortFixed) throw error;
+    log.warn({ taken: config.metricsPort }, "the default metrics port is taken and METRICS_PORT is unset; serving probes and metrics on a free port");
+    await app.listen({ port: 0, host: config.host });
+  }
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.metricsPort;
   log.info({ metrics_port: port }, "probes and metrics listening");

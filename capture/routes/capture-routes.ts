@@ -321,10 +321,13 @@ export const captureRoutes =
           (r) => !isCaptureOpen(r.status),
           MOVE_WAIT_MS,
         );
-        if (after.status === "processing" || after.status === "completed" || after.status === "failed")
-          return reply.code(202).send({ status: "processing" as const });
-        if (!isCaptureOpen(after.status)) throw linkInactive(after.status);
-        throw new ApiError("service_unavailable", "The submission is recorded but not yet confirmed; retry in a moment.");
+        if (!isCaptureOpen(after.status) && after.status !== "processing" && after.status !== "completed" && after.status !== "failed")
+          throw linkInactive(after.status);
+        // Not moved yet (no controller leads this moment: a failover): the submit intent is durable and
+        // the next leader processes it, so the answer does not wait for one. Only a cancel recorded
+        // first wins over it (the controller's rule), and then the link is closed.
+        if (isCaptureOpen(after.status) && after.cancelRequestedAt !== null) throw linkInactive("canceled");
+        return reply.code(202).send({ status: "processing" as const });
       },
     );
   };

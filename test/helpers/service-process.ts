@@ -15,9 +15,9 @@ export class ServiceProcess {
   #waiters: (() => void)[] = [];
 
   /** `workload`: `start` (the embedded service), or one workload of the cluster mode (`api`, `operator`, `inference`). */
-  constructor(env: Record<string, string>, workload = "start") {
-    // Metrics on any free port unless told: test processes run side by side.
-    const full = { ...process.env, METRICS_PORT: "0", ...env };
+  constructor(env: Record<string, string | undefined>, workload = "start") {
+    // Metrics on any free port unless told (undefined: unset): test processes run side by side.
+    const full = Object.fromEntries(Object.entries({ ...process.env, METRICS_PORT: "0", ...env }).filter(([, v]) => v !== undefined));
     this.#child = spawn(process.execPath, [CLI, workload], { env: full, stdio: ["ignore", "pipe", "pipe"] });
     let partial = "";
     this.#child.stdout!.on("data", (d) => {

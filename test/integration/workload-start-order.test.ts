@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { DEFAULT_METRICS_PORT } from "../../core/config.ts";
 import { type NatsServer, startNatsServer } from "../helpers/go-servers.ts";
 import { freePort } from "../helpers/service.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
@@ -59,4 +61,23 @@ describe("cluster workloads started before NATS", () => {
     for (const [i, [, started]] of workloads.entries()) await processes[i]!.line((l) => l.msg === started, 30_000);
     for (const port of metricsPorts) expect(await probe(port, "/readyz")).toBe(200);
   }, 90_000);
+
+  it("serve probes on a free port when METRICS_PORT is unset and its default is taken by another process", async () => {
+    const holder = createServer();
+    // Held by this test, or already by something else of the machine: either way taken.
+    await new Promise<void>((resolve) => holder.once("error", () => resolve()).listen(DEFAULT_METRICS_PORT, "127.0.0.1", resolve));
+    try {
+      const p = new ServiceProcess(
+        { DATA_DIR: mkdtempSync(join(dataDir, "default-port-")), HOST: "127.0.0.1", PORT: String(await freePort()), METRICS_PORT: undefined },
+        "api",
+      );
+      processes.push(p);
+      const listening = await p.line((l) => l.msg === "probes and metrics listening");
+      expect(listening.metrics_port).not.toBe(DEFAULT_METRICS_PORT);
+      await p.line((l) => l.msg === "api workload started");
+      expect((await fetch(`http://127.0.0.1:${listening.metrics_port}/healthz`)).status).toBe(200);
+    } finally {
+      holder.close();
+    }
+  }, 60_000);
 });
