@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../../core/errors.ts";
 import { sha256 } from "../../core/ids.ts";
-import type { IdempotencyStore } from "../../core/ports/idempotency-store.ts";
+import type { IdempotencyStore, StoredResponse } from "../../core/ports/idempotency-store.ts";
 import type { Scope } from "../../core/ports/records.ts";
 import type { Clock } from "../../core/time.ts";
 
@@ -13,6 +13,13 @@ const REPLAYED_HEADERS = ["location"];
 declare module "fastify" {
   interface FastifyRequest {
     idempotency?: { scope: Scope; key: string };
+  }
+  interface FastifyContextConfig {
+    /**
+     * A route's way to tell that an earlier request under the key took effect though its key still
+     * reads as in flight (its process died, or recording its answer failed): the response to give.
+     */
+    idempotentEffect?: (request: FastifyRequest) => Promise<StoredResponse | null>;
   }
 }
 
@@ -41,12 +48,22 @@ export function idempotency(store: IdempotencyStore, clock: Clock) {
           "This Idempotency-Key was used with a different request; use a new key for a new request.",
           { param: "Idempotency-Key" },
         );
-      case "in_flight":
+      case "in_flight": {
+        const effect = await request.routeOptions.config.idempotentEffect?.(request);
+        if (effect) {
+          reply
+            .code(effect.statusCode)
+            .headers(effect.headers)
+            .header("idempotent-replayed", "true")
+            .type("application/json; charset=utf-8");
+          return reply.send(effect.body);
+        }
         throw new ApiError(
           "idempotency_key_in_use",
           "A request with this Idempotency-Key is still being processed; retry after it finishes.",
           { param: "Idempotency-Key" },
         );
+      }
       case "replay":
         reply
           .code(result.response.statusCode)

@@ -9,7 +9,7 @@ import { CreateInspectionBody, IdParams, Inspection, InspectionList, InspectionL
 import { Report } from "../../core/schemas/report.ts";
 import type { Services } from "../../core/services.ts";
 import { inspectionView } from "../../core/views/inspection-view.ts";
-import { cancelInspection, createInspection, findInspection } from "../../core/operations/inspections.ts";
+import { cancelInspection, createdUnder, createInspection, findInspection } from "../../core/operations/inspections.ts";
 import { completedReport } from "../../core/operations/reports.ts";
 import { submitReview } from "../../core/operations/reviews.ts";
 import { ReviewBody } from "../../core/schemas/review.ts";
@@ -44,6 +44,21 @@ export const inspectionRoutes =
           headers: z.object({ "idempotency-key": z.string().optional() }),
           body: CreateInspectionBody,
           response: { 201: Inspection, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody, 422: ErrorBody, ...commonErrorResponses },
+        },
+        config: {
+          // A create whose key reads in flight but whose inspection exists (derived from the key) took effect.
+          idempotentEffect: async (request) => {
+            // Before validation (a preValidation hook): the body as the route would read it.
+            const body = CreateInspectionBody.safeParse(request.body);
+            if (!body.success) return null;
+            const made = await createdUnder(s, request.scope, body.data, request.headers["idempotency-key"] as string);
+            if (!made) return null;
+            return {
+              statusCode: 201,
+              body: JSON.stringify(z.encode(Inspection, view(made))),
+              headers: { location: `/v1/inspections/${made.id}` },
+            };
+          },
         },
       },
       async (request, reply) => {

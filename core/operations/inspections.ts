@@ -33,10 +33,10 @@ export async function createInspection(
   body: CreateInspectionBody,
   idempotencyKey?: string,
 ): Promise<InspectionRecord> {
-  const id = idempotencyKey === undefined ? newId("insp") : derivedId("insp", `${scope.accountId}\n${scope.livemode}\n${idempotencyKey}`);
+  const id = idempotencyKey === undefined ? newId("insp") : idUnder(scope, idempotencyKey);
   if (idempotencyKey !== undefined) {
-    const made = await s.inspections.get(scope, id);
-    if (made) return sameRequest(made, body);
+    const made = await createdUnder(s, scope, body, idempotencyKey);
+    if (made) return made;
   }
   if (body.notify_url) await checkNotifyUrl(body.notify_url, scope.livemode, s.config.webhooks.allowPrivateTargets);
   const vehicle = await s.vin.decode(body.vehicle.vin);
@@ -68,6 +68,23 @@ export async function createInspection(
     return sameRequest(made, body);
   }
   return record;
+}
+
+const idUnder = (scope: Scope, idempotencyKey: string) => derivedId("insp", `${scope.accountId}\n${scope.livemode}\n${idempotencyKey}`);
+
+/**
+ * The inspection an earlier create under this Idempotency-Key made, if it made one: what a retry
+ * answers while that create's key still reads as in flight (its answer was lost with its process).
+ * A different request under the key is the contract's 422.
+ */
+export async function createdUnder(
+  s: Services,
+  scope: Scope,
+  body: CreateInspectionBody,
+  idempotencyKey: string,
+): Promise<InspectionRecord | null> {
+  const made = await s.inspections.get(scope, idUnder(scope, idempotencyKey));
+  return made && sameRequest(made, body);
 }
 
 /** The inspection a key already names, if the request is the one that made it (else the contract's 422). */

@@ -47,6 +47,14 @@ describe("Idempotency-Key", () => {
       expect(retry.status).toBe(201);
       expect((await retry.json()).id).toBe(made.id);
       expect((await (await svc.api(key, "/v1/inspections?reference=lost-key")).json()).data).toHaveLength(1);
+      // The key's record left in flight (its process died before answering): a retry answers the inspection at once.
+      const held = new DatabaseSync(join(svc.dataDir, "inspections.db"));
+      held.prepare("UPDATE idempotency_keys SET state = 'in_flight', status_code = NULL, body = NULL WHERE key = ?").run("order-lost");
+      held.close();
+      const inFlight = await post(key, "order-lost", body);
+      expect(inFlight.status).toBe(201);
+      expect(inFlight.headers.get("idempotent-replayed")).toBe("true");
+      expect((await inFlight.json()).id).toBe(made.id);
       // Another request under that key is still refused, though the key's record was lost.
       const db2 = new DatabaseSync(join(svc.dataDir, "inspections.db"));
       db2.prepare("DELETE FROM idempotency_keys WHERE key = ?").run("order-lost");
