@@ -138,6 +138,7 @@ describe("cluster mode under faults: workloads and NATS killed while customers a
         await new Promise((res) => setTimeout(res, 300));
       }
     };
+    const submittedAt = new Map<string, number>();
     const walkaround = async (n: number) => {
       const made = await createWith(`walk-${n}`);
       const token = made.capture_url.split("/c/")[1]!;
@@ -150,6 +151,7 @@ describe("cluster mode under faults: workloads and NATS killed while customers a
         );
       }
       await capture(token, "/submit", { method: "POST" }, (r) => r.status === 202);
+      submittedAt.set(made.id, Date.now());
       return made.id;
     };
 
@@ -215,6 +217,20 @@ describe("cluster mode under faults: workloads and NATS killed while customers a
       () => receiver.received.map((r) => JSON.parse(r.body)).filter((e) => ids.has(e.data.id)),
       (got) => new Set(got.map((e) => e.id)).size >= expected,
       120_000,
+    );
+    // Submit to the completed webhook, as the client meets it, through the faults.
+    const latencies = walkIds
+      .map((id) => {
+        const done = receiver.received.find((r) => {
+          const e = JSON.parse(r.body);
+          return e.type === "inspection.completed" && e.data.id === id;
+        });
+        return done!.at - submittedAt.get(id)!;
+      })
+      .sort((a, b) => a - b);
+    const quantile = (q: number) => latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)]!;
+    console.log(
+      `faults: submit to inspection.completed webhook p50 ${quantile(0.5)} ms, p99 ${quantile(0.99)} ms (${latencies.length} walkarounds)`,
     );
     const perId = new Map<string, number>();
     for (const e of delivered) perId.set(e.id, (perId.get(e.id) ?? 0) + 1);
