@@ -38,12 +38,24 @@ describe("the Inspection CRD on a real API server", () => {
 
   it("stores an Inspection and lists it with its printer columns, by its short name too", async () => {
     expect((await apply(inspection("insp-columns"))).code).toBe(0);
-    const set = await patch("insp-columns", { status: { phase: "completed", grade: "minor", findings: 2 } }, "--subresource=status");
+    const set = await patch(
+      "insp-columns",
+      { status: { phase: "completed", grade: "minor", findings: 2, review: "required" } },
+      "--subresource=status",
+    );
     expect(set.stderr).toBe("");
     const table = await k.kubectl("get", "insp");
     const [header, row] = table.trim().split("\n");
-    expect(header!.split(/\s{2,}/)).toEqual(["NAME", "PHASE", "GRADE", "FINDINGS", "VIN", "REFERENCE", "AGE"]);
-    expect(row!.split(/\s{2,}/).slice(0, 6)).toEqual(["insp-columns", "completed", "minor", "2", "1HGCM82633A004352", "ref-insp-columns"]);
+    expect(header!.split(/\s{2,}/)).toEqual(["NAME", "PHASE", "GRADE", "FINDINGS", "REVIEW", "VIN", "REFERENCE", "AGE"]);
+    expect(row!.split(/\s{2,}/).slice(0, 7)).toEqual([
+      "insp-columns",
+      "completed",
+      "minor",
+      "2",
+      "required",
+      "1HGCM82633A004352",
+      "ref-insp-columns",
+    ]);
     console.log(`kubectl get inspections:\n${await k.kubectl("get", "inspections")}`);
   });
 
