@@ -29,6 +29,21 @@ describe("the Helm chart", () => {
     }
   });
 
+  it("carries a checksum of the Job template on every pod template, so helm upgrade of its values rolls the pods", () => {
+    const cluster = ["publicUrl=https://inspect.example.com", "mode=cluster", "nats.url=nats://nats:4222", "s3.bucket=vi-photos"];
+    const checksums = (...set: string[]) =>
+      render(...cluster, "detection.jobs.enabled=true", ...set)
+        .filter((d) => d.kind === "Deployment" || d.kind === "StatefulSet")
+        .map((d) => [d.metadata.name, d.spec.template.metadata.annotations["checksum/config"]]);
+    const before = checksums("detection.jobs.gpus=1");
+    expect(before.length).toBeGreaterThan(0);
+    for (const [, sum] of before) expect(sum).toMatch(/^[0-9a-f]{64}$/);
+    const after = checksums("detection.jobs.gpus=2");
+    expect(after.map(([name]) => name)).toEqual(before.map(([name]) => name));
+    for (const [i, [name, sum]] of after.entries()) expect(sum, name).not.toBe(before[i]![1]);
+    expect(checksums("detection.jobs.gpus=1")).toEqual(before);
+  });
+
   it("refuses values its schema does not know or allow, saying which (values.schema.json)", () => {
     const refused = (...set: string[]) =>
       spawnSync(helm, ["template", "r", CHART, "--set", "publicUrl=https://inspect.example.com", ...set.flatMap((s) => ["--set", s])], {

@@ -104,3 +104,16 @@ envFrom:
 - { name: DETECTION_JOBS_INSPECTIONS_PER_POD, value: {{ $jobs.inspectionsPerPod | quote }} }
 - { name: DETECTION_JOBS_STUCK_AFTER_MS, value: {{ mul $jobs.stuckAfterSeconds 1000 | quote }} }
 {{- end -}}
+
+{{/*
+A checksum of the configuration the pods read from files rather than env (the detection Job
+template's ConfigMap), on every pod template: `helm upgrade` of any value then rolls the pods, and
+the operator, restarted, makes its new Jobs from the new template.
+*/}}
+{{- define "vi.configChecksum" -}}
+{{- $files := "" -}}
+{{- if .Values.detection.jobs.enabled -}}
+{{- $files = include (print .Template.BasePath "/detection-job.yaml") . -}}
+{{- end -}}
+{{- $files | sha256sum -}}
+{{- end }}
