@@ -82,7 +82,9 @@ describe("crash and restart", () => {
     expect(finished).toEqual(["completed", "completed"]);
 
     const events = (await (await api("/v1/events?limit=100")).json()).data;
-    expect(events).toHaveLength(8);
+    // Four moves each, and each report asks for review (no VIN was confirmed): inspection.review_required.
+    expect(events).toHaveLength(10);
+    expect(events.filter((e: any) => e.type === "inspection.review_required")).toHaveLength(2);
     const delivered = await until(
       "all delivered",
       async () => (await (await api("/v1/events?limit=100")).json()).data,

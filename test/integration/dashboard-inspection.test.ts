@@ -219,9 +219,9 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("an inspection's dashboard p
 
   it("lists each event with its delivery attempts, and resends one to the receiver", async () => {
     const delivered = await until(
-      "four deliveries",
+      "five deliveries",
       () => receiver.events(),
-      (e) => e.length >= 4,
+      (e) => e.length >= 5,
     );
     const html = await (await page()).text();
     for (const type of ["created", "in_progress", "processing", "completed"]) {
@@ -240,6 +240,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("an inspection's dashboard p
       "inspection.in_progress",
       "inspection.processing",
       "inspection.completed",
+      "inspection.review_required",
     ]);
 
     const completed = delivered.find((d) => d.type === "inspection.completed")!;

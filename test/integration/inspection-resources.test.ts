@@ -126,6 +126,7 @@ describe("Inspection resources kept by the service", () => {
     expect(made.status.conditions.map((c: { type: string; status: string; reason: string }) => [c.type, c.status, c.reason])).toEqual([
       ["Submitted", "False", "AwaitingPhotos"],
       ["ReportReady", "False", "AwaitingSubmission"],
+      ["Reviewed", "False", "NotCompleted"],
     ]);
     expect(made.status.observedGeneration).toBe(made.metadata.generation);
 
@@ -137,7 +138,7 @@ describe("Inspection resources kept by the service", () => {
     });
     const table = await k.kubectl("get", "inspections");
     console.log(`kubectl get inspections (the service's own):\n${table}`);
-    expect(table).toMatch(new RegExp(`${name}\\s+completed\\s+none\\s+0\\s+${VALID_VIN}\\s+resources-1`));
+    expect(table).toMatch(new RegExp(`${name}\\s+completed\\s+none\\s+0\\s+required\\s+${VALID_VIN}\\s+resources-1`));
 
     // Pruned once finished for the retention; the record and report stay.
     await until(
@@ -179,7 +180,7 @@ describe("Inspection resources kept by the service", () => {
       (r) => r?.status?.phase === "canceled",
       30_000,
     );
-    expect(canceled.status.conditions.map((c: { reason: string }) => c.reason)).toEqual(["Canceled", "Canceled"]);
+    expect(canceled.status.conditions.map((c: { reason: string }) => c.reason)).toEqual(["Canceled", "Canceled", "NotCompleted"]);
   });
 
   it("rides out a storm of status writes racing its own (409s): each overwrite is made right again, and it ends as the record says", async () => {

@@ -41,9 +41,9 @@ describe("webhook delivery", () => {
     receiver.received.length = 0;
     const id = await runInspection(svc, key, receiver.url);
     await until(
-      "4 deliveries",
+      "5 deliveries",
       () => receiver.received.length,
-      (n) => n >= 4,
+      (n) => n >= 5,
     );
     const verifier = new Webhook(secret);
     const types = [];
@@ -59,7 +59,14 @@ describe("webhook delivery", () => {
       expect(payload.data.id).toBe(id);
       types.push(payload.type);
     }
-    expect(types.sort()).toEqual(["inspection.completed", "inspection.created", "inspection.in_progress", "inspection.processing"]);
+    // No VIN was confirmed: the report asks for review, and says so with inspection.review_required.
+    expect(types.sort()).toEqual([
+      "inspection.completed",
+      "inspection.created",
+      "inspection.in_progress",
+      "inspection.processing",
+      "inspection.review_required",
+    ]);
     const completed = receiver.events().find((e) => e.type === "inspection.completed")! as any;
     expect(completed.data.status).toBe("completed");
     expect(completed.data.report_url).toBe(`${svc.url}/v1/inspections/${id}/report`);
@@ -75,9 +82,9 @@ describe("webhook delivery", () => {
     const events = await until(
       "every delivery recorded",
       async () => (await svc.api(key, "/v1/events?limit=10")).json(),
-      (listed: any) => listed.data.length === 4 && listed.data.every((e: any) => e.delivery.status !== "pending"),
+      (listed: any) => listed.data.length === 5 && listed.data.every((e: any) => e.delivery.status !== "pending"),
     );
-    expect(events.data).toHaveLength(4);
+    expect(events.data).toHaveLength(5);
     for (const e of events.data) {
       expect(e.delivery.status).toBe("succeeded");
       expect(e.delivery.attempts).toHaveLength(1);
