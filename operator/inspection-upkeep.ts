@@ -19,15 +19,23 @@ export type InspectionUpkeepOptions = {
  *   `kubectl get inspections` would show no phase until its first move: its status is written;
  * - a finished one is pruned after the retention, so etcd holds what is current and not every
  *   inspection ever made. Each is archived to the blob store first and read from there from then on:
- *   its record, report, photos and events stay readable through the API.
+ *   its record, report, photos and events stay readable through the API;
+ * - one deleted with kubectl (or with its namespace) is held by its finalizer until it is archived
+ *   the same way, whatever its status: a delete loses nothing.
  */
 export function startInspectionUpkeep(o: InspectionUpkeepOptions): { stop(): Promise<void> } {
   return repeat(
     async () => {
       for (const v of o.records.unshown()) await o.records.show(v.record.id);
       for (const v of o.records.prunable(o.clock.now(), o.retentionMs)) {
+        const deleted = v.object.metadata?.deletionTimestamp != null;
         const pruned = await o.records.prune(v);
-        if (pruned) o.log.info({ inspection_id: v.record.id }, "finished inspection's resource pruned; its record is archived");
+        if (pruned && deleted)
+          o.log.warn(
+            { inspection_id: v.record.id, status: v.record.status },
+            "inspection's resource deleted; archived first, the API still serves it",
+          );
+        else if (pruned) o.log.info({ inspection_id: v.record.id }, "finished inspection's resource pruned; its record is archived");
       }
     },
     o.everyMs,

@@ -95,6 +95,11 @@ export const CaptureRecord = z.object({
   resends: z.array(z.object({ eventId: z.string(), count: millis, at: millis, from: millis })),
 });
 export const CAPTURE_ANNOTATION = `${INSPECTION_RESOURCE.group}/capture`;
+/**
+ * On every resource where the resources are the store: a delete (`kubectl delete inspection`, or its
+ * namespace) waits until the operator has archived the inspection, which the API then serves from the archive.
+ */
+export const ARCHIVE_FINALIZER = `${INSPECTION_RESOURCE.group}/archive`;
 
 export const StoredDelivery = z.object({
   eventId: z.string(),

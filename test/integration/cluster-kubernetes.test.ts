@@ -251,6 +251,27 @@ describe("cluster mode with the Inspection resources as the store, under the cha
     expect(((await asApi.getNamespacedCustomObject({ ...where, name })) as { status: { phase: string } }).status.phase).toBe("completed");
   });
 
+  it("archives an inspection deleted with kubectl, open or not, before its resource goes, and still serves it (issue 31)", async () => {
+    const api = at(urls[0]!, made.key);
+    const body = JSON.stringify({ reference: "kube-deleted", vehicle: { vin: VALID_VIN } });
+    const created = await (await api("/v1/inspections", { method: "POST", body })).json();
+    const name = created.id.replace("_", "-");
+    const before = JSON.parse(await k.kubectl("get", "inspection", name, "-n", NAMESPACE, "-o", "json"));
+    expect(before.metadata.finalizers).toEqual(["inspection.dev/archive"]);
+    const listed = (await (await api("/v1/events?limit=100")).json()).data as { id: string; data: { id: string } }[];
+    const createdEvent = listed.find((e) => e.data.id === created.id)!;
+    // kubectl waits for the delete to complete: the operator archives, then lets it go.
+    await k.kubectl("delete", "inspection", name, "-n", NAMESPACE, "--timeout=60s");
+    expect((await k.kubectlResult(["get", "inspection", name, "-n", NAMESPACE])).code).not.toBe(0);
+    const served = await api(`/v1/inspections/${created.id}`);
+    expect(served.status).toBe(200);
+    expect(await served.json()).toMatchObject({ id: created.id, reference: "kube-deleted", status: "created" });
+    // Its events went with the resource, as a pruned one's do: found by id in the archive.
+    const event = await api(`/v1/events/${createdEvent.id}`);
+    expect(event.status).toBe(200);
+    expect(await event.json()).toMatchObject({ id: createdEvent.id, type: "inspection.created" });
+  });
+
   it("prunes the finished resource after the retention, and still serves its record, report, photos and events from the archive", async () => {
     const name = made.id.replace("_", "-");
     await until(

@@ -7,6 +7,7 @@ import type { ListFilter } from "../../ports/inspection-store.ts";
 import type { InspectionRecord, Scope } from "../../ports/records.ts";
 import { archiveFolder, entryMatches, entryName, parseEntry, pastTheEnd, startAfter } from "./archive-index.ts";
 import {
+  ARCHIVE_FINALIZER,
   CAPTURE_ANNOTATION,
   CaptureRecord,
   INSPECTION_RESOURCE,
@@ -100,6 +101,10 @@ function recordOf(o: InspectionResource, c: CaptureRecord, s: StoreStatus): Insp
     reconcileGeneration: c.intents - s.reconciledIntents + (generation - s.reconciledGeneration),
   };
 }
+
+/** A delete was asked for (kubectl, a namespace's deletion) and waits for the archive finalizer. */
+const isBeingDeleted = (v: InspectionView): boolean =>
+  v.object.metadata?.deletionTimestamp != null && (v.object.metadata.finalizers ?? []).includes(ARCHIVE_FINALIZER);
 
 /** Every event of an inspection, oldest first: its creation's and its reviews' (the api's) and its moves' (the controller's). */
 function storedEvents(v: Pick<InspectionView, "capture" | "store">): StoredEvent[] {
@@ -243,6 +248,15 @@ export class InspectionRecords {
     return this.archived(id);
   }
 
+  /**
+   * Reads the resource from the API server and takes it into the cache: for a write whose
+   * precondition the cached version fails, where the cache may not have the latest move yet.
+   */
+  async refresh(id: string): Promise<void> {
+    const fetched = await this.#fetch(resourceName(id));
+    if (fetched) this.#cache.wrote(fetched);
+  }
+
   /** The inspection a media id belongs to, live or pruned. */
   async findByMediaId(mediaId: string): Promise<InspectionView | null> {
     return this.byMediaId(mediaId) ?? (isId("med", mediaId) ? this.#archivedBy(ARCHIVE.media(mediaId)) : null);
@@ -303,9 +317,10 @@ export class InspectionRecords {
   prunable(now: number, retentionMs: number): InspectionView[] {
     return this.all().filter(
       (v) =>
-        isTerminal(v.record.status) &&
-        v.record.updatedAt + retentionMs <= now &&
-        this.events(v).every((e) => e.delivery.status !== "pending"),
+        isBeingDeleted(v) ||
+        (isTerminal(v.record.status) &&
+          v.record.updatedAt + retentionMs <= now &&
+          this.events(v).every((e) => e.delivery.status !== "pending")),
     );
   }
 
@@ -332,10 +347,24 @@ export class InspectionRecords {
     const { managedFields: _, ...metadata } = v.object.metadata ?? {};
     await this.#archive.put(ARCHIVE.inspection(id), text(JSON.stringify({ ...v.object, metadata })), "application/json");
     try {
+      // Archived as it is now: the finalizer goes, on this version only (a write since is a 409, and
+      // a later pass archives that). A delete under way (kubectl's) then completes by itself.
+      let resourceVersion = v.object.metadata?.resourceVersion;
+      if (v.object.metadata?.finalizers?.includes(ARCHIVE_FINALIZER)) {
+        const finalizers = v.object.metadata.finalizers.filter((f) => f !== ARCHIVE_FINALIZER);
+        const body = { ...v.object, metadata: { ...v.object.metadata, finalizers } };
+        const released = (await this.#api.replaceNamespacedCustomObject({
+          ...this.#where(),
+          name: resourceName(id),
+          body,
+        })) as InspectionResource;
+        if (isBeingDeleted(v)) return true;
+        resourceVersion = released.metadata?.resourceVersion;
+      }
       await this.#api.deleteNamespacedCustomObject({
         ...this.#where(),
         name: resourceName(id),
-        body: { preconditions: { resourceVersion: v.object.metadata?.resourceVersion } },
+        body: { preconditions: { resourceVersion } },
       });
       return true;
     } catch (error) {
@@ -444,6 +473,8 @@ export class InspectionRecords {
   async create(r: InspectionRecord, capture: CaptureRecord): Promise<boolean> {
     const body = inspectionResource(r, this.namespace);
     body.metadata!.annotations = { [CAPTURE_ANNOTATION]: JSON.stringify(capture) };
+    // Where there is an archive, nothing deletes the resource before its inspection is in it.
+    if (this.#archive) body.metadata!.finalizers = [ARCHIVE_FINALIZER];
     try {
       this.#cache.wrote((await this.#api.createNamespacedCustomObject({ ...this.#where(), body })) as InspectionResource);
       return true;

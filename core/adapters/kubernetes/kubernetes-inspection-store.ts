@@ -147,7 +147,15 @@ export class KubernetesInspectionStore implements InspectionStore {
    * `Reviewed` condition). Two replicas' reviews of one inspection are compare-and-set writes one
    * after the other: both events are kept, the later review stands.
    */
-  recordReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | null> {
+  async recordReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | null> {
+    const written = await this.#writeReview(id, review, events);
+    if (written) return written;
+    // Not completed in this replica's cache, which may not have the controller's move yet: ask the API server.
+    await this.#records.refresh(id);
+    return this.#writeReview(id, review, events);
+  }
+
+  #writeReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | null> {
     return this.#records.updateResource(id, null as InspectionRecord | null, (v) => {
       if (v.record.status !== "completed") return { answer: null };
       const after: InspectionRecord = { ...v.record, review, summary: review.summary, updatedAt: review.at };
