@@ -6,6 +6,7 @@ import { createKey } from "../../bin/commands/keys.ts";
 import { loadConfig } from "../../core/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { startNatsServer, startVersityGw, type NatsServer, type VersityGw } from "../helpers/go-servers.ts";
+import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { carPhotos } from "../helpers/photos.ts";
 import { freePort, VALID_VIN } from "../helpers/service.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
@@ -25,231 +26,250 @@ const CREATE_EVERY_MS = 100;
  * failed create retried with its Idempotency-Key as a client would. Afterwards: one inspection per
  * key, every walkaround completed, each of its events delivered, none twice.
  */
-describe("cluster mode under faults: workloads and NATS killed while customers and clients carry on", () => {
-  let nats: NatsServer;
-  let s3: VersityGw;
-  let receiver: WebhookReceiver;
-  let dataDir: string;
-  let env: Record<string, string>;
-  const urls: string[] = [];
-  let stopping = false;
-  /** The running process of each supervised workload, by a name of its own. */
-  const running = new Map<string, ServiceProcess>();
-  const restarts = new Map<string, number>();
+const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
+const NAMESPACE = "faults";
 
-  /** Starts `workload` and starts it again whenever it exits, until the test ends. */
-  async function supervise(name: string, workload: string, extra: Record<string, string> = {}): Promise<void> {
-    const launch = () => {
-      const p = new ServiceProcess({ ...env, ...extra }, workload);
-      running.set(name, p);
-      void p.exited.then(() => {
-        if (stopping) return;
-        restarts.set(name, (restarts.get(name) ?? 0) + 1);
-        setTimeout(launch, 500);
-      });
-      return p;
-    };
-    // A standby operator waits for the lease before it says it started.
-    await launch().line((l) => l.msg === `${workload} workload started` || l.msg === "waiting to lead", 60_000);
-  }
+/** The store of record: the SQLite file the processes of one machine share, or the Inspection resources of a real kube-apiserver. */
+describe.each(["sqlite", "kubernetes"] as const)(
+  "cluster mode under faults, inspections in %s: workloads and NATS killed while customers and clients carry on",
+  (store) => {
+    let k: ControlPlane | undefined;
+    let nats: NatsServer;
+    let s3: VersityGw;
+    let receiver: WebhookReceiver;
+    let dataDir: string;
+    let env: Record<string, string>;
+    const urls: string[] = [];
+    let stopping = false;
+    /** The running process of each supervised workload, by a name of its own. */
+    const running = new Map<string, ServiceProcess>();
+    const restarts = new Map<string, number>();
 
-  beforeAll(async () => {
-    [nats, s3, receiver] = await Promise.all([startNatsServer(), startVersityGw(), new WebhookReceiver().start()]);
-    dataDir = mkdtempSync(join(tmpdir(), "vi-faults-"));
-    const ports = [await freePort(), await freePort()];
-    urls.push(...ports.map((p) => `http://127.0.0.1:${p}`));
-    env = {
-      DATA_DIR: dataDir,
-      HOST: "127.0.0.1",
-      PUBLIC_URL: urls[0]!,
-      NATS_URL: nats.url,
-      METRICS_PORT: "0",
-      ...s3.clientEnv,
-      WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true",
-      CONTROLLER_POLL_MS: "100",
-      OPERATOR_LEASE_MS: "6000",
-      WEBHOOK_RETRY_SCHEDULE_MS: "1000,2000,4000,8000",
-      WEBHOOK_TIMEOUT_MS: "2000",
-      RATE_LIMIT_TEST_PER_SECOND: "10000",
-      LOG_LEVEL: "info",
-      DAMAGE_MODEL: "none",
-      PARTS_MODEL: "none",
-      JUDGE_MODEL: "none",
-    };
-    await Promise.all([
-      supervise("api-0", "api", { PORT: String(ports[0]) }),
-      supervise("api-1", "api", { PORT: String(ports[1]) }),
-      supervise("operator-0", "operator"),
-      supervise("operator-1", "operator"),
-      supervise("inference-0", "inference"),
-      supervise("inference-1", "inference"),
-    ]);
-  }, 180_000);
-
-  afterAll(async () => {
-    stopping = true;
-    for (const p of running.values()) p.kill();
-    await Promise.all([...running.values()].map((p) => p.exited));
-    await Promise.all([nats?.close(), s3?.close(), receiver?.close()]);
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  it("keeps one inspection per key, completes every walkaround and delivers each event once", async () => {
-    const key = await createKey(loadConfig(env), "test", "faults-co");
-    let turn = 0;
-    /** A request to one api and then the other, as a load balancer spreads them; null when neither answered. */
-    const call = async (path: string, init: RequestInit = {}): Promise<Response | null> => {
-      const base = urls[turn++ % urls.length]!;
-      try {
-        return await fetch(base + path, {
-          ...init,
-          headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers },
-          signal: AbortSignal.timeout(15_000),
+    /** Starts `workload` and starts it again whenever it exits, until the test ends. */
+    async function supervise(name: string, workload: string, extra: Record<string, string> = {}): Promise<void> {
+      // Over the resources each process has a data directory of its own, as pods do; one machine's share it.
+      const own = store === "kubernetes" ? { DATA_DIR: mkdtempSync(join(dataDir, `${name}-`)) } : {};
+      const launch = () => {
+        const p = new ServiceProcess({ ...env, ...own, ...extra }, workload);
+        running.set(name, p);
+        void p.exited.then(() => {
+          if (stopping) return;
+          restarts.set(name, (restarts.get(name) ?? 0) + 1);
+          setTimeout(launch, 500);
         });
-      } catch {
-        return null;
+        return p;
+      };
+      // A standby operator waits for the lease before it says it started.
+      await launch().line((l) => l.msg === `${workload} workload started` || l.msg === "waiting to lead", 60_000);
+    }
+
+    beforeAll(async () => {
+      [nats, s3, receiver] = await Promise.all([startNatsServer(), startVersityGw(), new WebhookReceiver().start()]);
+      dataDir = mkdtempSync(join(tmpdir(), "vi-faults-"));
+      let kubernetes: Record<string, string> = {};
+      if (store === "kubernetes") {
+        k = await startControlPlane();
+        await k.kubectl("apply", "--server-side", "-f", CRD);
+        await k.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+        await k.kubectl("create", "namespace", NAMESPACE);
+        kubernetes = { INSPECTION_STORE: "kubernetes", POD_NAMESPACE: NAMESPACE, KUBECONFIG: k.kubeconfig };
       }
-    };
-    /** What a client does: the same request with its key until it is answered 2xx or 4xx (409 in flight too is retried). */
-    const retried = async (path: string, init: RequestInit, ok: (r: Response) => boolean): Promise<Response> => {
-      for (let tries = 0; ; tries++) {
-        const r = await call(path, init);
-        if (r && (ok(r) || (r.status >= 400 && r.status < 500 && r.status !== 409 && r.status !== 429))) return r;
-        if (tries > 200) throw new Error(`${path} never answered: last ${r?.status}`);
-        await new Promise((res) => setTimeout(res, 300));
-      }
-    };
-    const createWith = async (reference: string) => {
-      const body = JSON.stringify({ reference, vehicle: { vin: VALID_VIN }, notify_url: receiver.url });
-      const r = await retried(
-        "/v1/inspections",
-        { method: "POST", body, headers: { "idempotency-key": `key-${reference}` } },
-        (x) => x.status === 201,
-      );
-      expect(r.status, reference).toBe(201);
-      return (await r.json()) as { id: string; capture_url: string };
-    };
-    const capture = async (token: string, path: string, init: RequestInit, ok: (r: Response) => boolean) => {
-      for (let tries = 0; ; tries++) {
+      const ports = [await freePort(), await freePort()];
+      urls.push(...ports.map((p) => `http://127.0.0.1:${p}`));
+      env = {
+        DATA_DIR: dataDir,
+        HOST: "127.0.0.1",
+        PUBLIC_URL: urls[0]!,
+        NATS_URL: nats.url,
+        METRICS_PORT: "0",
+        ...s3.clientEnv,
+        WEBHOOKS_ALLOW_PRIVATE_TARGETS: "true",
+        CONTROLLER_POLL_MS: "100",
+        OPERATOR_LEASE_MS: "6000",
+        WEBHOOK_RETRY_SCHEDULE_MS: "1000,2000,4000,8000",
+        WEBHOOK_TIMEOUT_MS: "2000",
+        RATE_LIMIT_TEST_PER_SECOND: "10000",
+        LOG_LEVEL: "info",
+        DAMAGE_MODEL: "none",
+        PARTS_MODEL: "none",
+        JUDGE_MODEL: "none",
+        ...kubernetes,
+      };
+      await Promise.all([
+        supervise("api-0", "api", { PORT: String(ports[0]) }),
+        supervise("api-1", "api", { PORT: String(ports[1]) }),
+        supervise("operator-0", "operator"),
+        supervise("operator-1", "operator"),
+        supervise("inference-0", "inference"),
+        supervise("inference-1", "inference"),
+      ]);
+    }, 180_000);
+
+    afterAll(async () => {
+      stopping = true;
+      for (const p of running.values()) p.kill();
+      await Promise.all([...running.values()].map((p) => p.exited));
+      await Promise.all([nats?.close(), s3?.close(), receiver?.close(), k?.close()]);
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    it("keeps one inspection per key, completes every walkaround and delivers each event once", async () => {
+      const key = await createKey(loadConfig(env), "test", "faults-co");
+      let turn = 0;
+      /** A request to one api and then the other, as a load balancer spreads them; null when neither answered. */
+      const call = async (path: string, init: RequestInit = {}): Promise<Response | null> => {
         const base = urls[turn++ % urls.length]!;
-        const r = await fetch(`${base}/capture/v1/${token}${path}`, { ...init, signal: AbortSignal.timeout(15_000) }).catch(() => null);
-        if (r && ok(r)) return r;
-        if (tries > 200) throw new Error(`capture ${path} never answered: last ${r?.status}`);
-        await new Promise((res) => setTimeout(res, 300));
+        try {
+          return await fetch(base + path, {
+            ...init,
+            headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers },
+            signal: AbortSignal.timeout(15_000),
+          });
+        } catch {
+          return null;
+        }
+      };
+      /** What a client does: the same request with its key until it is answered 2xx or 4xx (409 in flight too is retried). */
+      const retried = async (path: string, init: RequestInit, ok: (r: Response) => boolean): Promise<Response> => {
+        for (let tries = 0; ; tries++) {
+          const r = await call(path, init);
+          if (r && (ok(r) || (r.status >= 400 && r.status < 500 && r.status !== 409 && r.status !== 429))) return r;
+          if (tries > 200) throw new Error(`${path} never answered: last ${r?.status}`);
+          await new Promise((res) => setTimeout(res, 300));
+        }
+      };
+      const createWith = async (reference: string) => {
+        const body = JSON.stringify({ reference, vehicle: { vin: VALID_VIN }, notify_url: receiver.url });
+        const r = await retried(
+          "/v1/inspections",
+          { method: "POST", body, headers: { "idempotency-key": `key-${reference}` } },
+          (x) => x.status === 201,
+        );
+        expect(r.status, reference).toBe(201);
+        return (await r.json()) as { id: string; capture_url: string };
+      };
+      const capture = async (token: string, path: string, init: RequestInit, ok: (r: Response) => boolean) => {
+        for (let tries = 0; ; tries++) {
+          const base = urls[turn++ % urls.length]!;
+          const r = await fetch(`${base}/capture/v1/${token}${path}`, { ...init, signal: AbortSignal.timeout(15_000) }).catch(() => null);
+          if (r && ok(r)) return r;
+          if (tries > 200) throw new Error(`capture ${path} never answered: last ${r?.status}`);
+          await new Promise((res) => setTimeout(res, 300));
+        }
+      };
+      const submittedAt = new Map<string, number>();
+      const walkaround = async (n: number) => {
+        const made = await createWith(`walk-${n}`);
+        const token = made.capture_url.split("/c/")[1]!;
+        for (const [i, angle] of ANGLES.entries()) {
+          await capture(
+            token,
+            `/photos/${angle}`,
+            { method: "PUT", body: photos[i], headers: { "content-type": "image/jpeg" } },
+            (r) => r.status === 200,
+          );
+        }
+        await capture(token, "/submit", { method: "POST" }, (r) => r.status === 202);
+        submittedAt.set(made.id, Date.now());
+        return made.id;
+      };
+
+      let natsBackAt = 0;
+      let natsStoppedAt = 0;
+      const faults = (async () => {
+        const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+        await pause(1_500);
+        running.get("inference-0")!.kill();
+        await pause(2_000);
+        const leader = [...running.entries()].find(([name, p]) => name.startsWith("operator") && p.logs.some((l) => l.msg === "leading"));
+        leader?.[1].kill();
+        await pause(2_000);
+        running.get("api-1")!.kill();
+        await pause(2_000);
+        natsStoppedAt = Date.now();
+        await nats.stop();
+        await pause(2_000);
+        await nats.start();
+        natsBackAt = Date.now();
+      })();
+      const walks = Promise.all(Array.from({ length: WALKAROUNDS }, (_, n) => walkaround(n)));
+      // Creates with fresh keys up to and across the NATS kill, each retried with its key until answered.
+      const creates: Promise<{ id: string }>[] = [];
+      while (natsBackAt === 0) {
+        creates.push(createWith(`burst-${creates.length}`));
+        await new Promise((r) => setTimeout(r, CREATE_EVERY_MS));
       }
-    };
-    const submittedAt = new Map<string, number>();
-    const walkaround = async (n: number) => {
-      const made = await createWith(`walk-${n}`);
-      const token = made.capture_url.split("/c/")[1]!;
-      for (const [i, angle] of ANGLES.entries()) {
-        await capture(
-          token,
-          `/photos/${angle}`,
-          { method: "PUT", body: photos[i], headers: { "content-type": "image/jpeg" } },
-          (r) => r.status === 200,
+      const [walkIds, burstMade] = await Promise.all([walks, Promise.all(creates), faults]);
+
+      // One inspection per key: the burst's references each name one inspection, the one its create answered.
+      for (const [n, made] of burstMade.entries()) {
+        const listed = await retried(`/v1/inspections?reference=burst-${n}`, {}, (r) => r.status === 200);
+        expect(
+          (await listed.json()).data.map((i: { id: string }) => i.id),
+          `burst-${n}`,
+        ).toEqual([made.id]);
+      }
+      // The leader kept its lease across the NATS restart: no operator exited after NATS went down
+      // (the one killed before it was restarted before).
+      await new Promise((r) => setTimeout(r, 8_000));
+      const lostAfterNats = [...running.entries()].filter(
+        ([name, p]) =>
+          name.startsWith("operator") &&
+          p.logs.some((l) => l.msg === "lost the operator lease; exiting" && (l.time as number) > natsStoppedAt),
+      );
+      expect(lostAfterNats.map(([name]) => name)).toEqual([]);
+      // Every walkaround completes.
+      for (const id of walkIds) {
+        await until(
+          `${id} completed`,
+          async () => (await (await retried(`/v1/inspections/${id}`, {}, (r) => r.status === 200)).json()).status,
+          (s) => s === "completed",
+          120_000,
         );
       }
-      await capture(token, "/submit", { method: "POST" }, (r) => r.status === 202);
-      submittedAt.set(made.id, Date.now());
-      return made.id;
-    };
-
-    let natsBackAt = 0;
-    let natsStoppedAt = 0;
-    const faults = (async () => {
-      const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-      await pause(1_500);
-      running.get("inference-0")!.kill();
-      await pause(2_000);
-      const leader = [...running.entries()].find(([name, p]) => name.startsWith("operator") && p.logs.some((l) => l.msg === "leading"));
-      leader?.[1].kill();
-      await pause(2_000);
-      running.get("api-1")!.kill();
-      await pause(2_000);
-      natsStoppedAt = Date.now();
-      await nats.stop();
-      await pause(2_000);
-      await nats.start();
-      natsBackAt = Date.now();
-    })();
-    const walks = Promise.all(Array.from({ length: WALKAROUNDS }, (_, n) => walkaround(n)));
-    // Creates with fresh keys up to and across the NATS kill, each retried with its key until answered.
-    const creates: Promise<{ id: string }>[] = [];
-    while (natsBackAt === 0) {
-      creates.push(createWith(`burst-${creates.length}`));
-      await new Promise((r) => setTimeout(r, CREATE_EVERY_MS));
-    }
-    const [walkIds, burstMade] = await Promise.all([walks, Promise.all(creates), faults]);
-
-    // One inspection per key: the burst's references each name one inspection, the one its create answered.
-    for (const [n, made] of burstMade.entries()) {
-      const listed = await retried(`/v1/inspections?reference=burst-${n}`, {}, (r) => r.status === 200);
-      expect(
-        (await listed.json()).data.map((i: { id: string }) => i.id),
-        `burst-${n}`,
-      ).toEqual([made.id]);
-    }
-    // The leader kept its lease across the NATS restart: no operator exited after NATS went down
-    // (the one killed before it was restarted before).
-    await new Promise((r) => setTimeout(r, 8_000));
-    const lostAfterNats = [...running.entries()].filter(
-      ([name, p]) =>
-        name.startsWith("operator") &&
-        p.logs.some((l) => l.msg === "lost the operator lease; exiting" && (l.time as number) > natsStoppedAt),
-    );
-    expect(lostAfterNats.map(([name]) => name)).toEqual([]);
-    // Every walkaround completes.
-    for (const id of walkIds) {
-      await until(
-        `${id} completed`,
-        async () => (await (await retried(`/v1/inspections/${id}`, {}, (r) => r.status === 200)).json()).status,
-        (s) => s === "completed",
+      // Each event of each walkaround delivered, none twice (receivers dedupe by webhook-id; the service
+      // promises at least once, and here it was exactly once).
+      const ids = new Set(walkIds);
+      const expected = WALKAROUNDS * 5; // created, in_progress, processing, completed, review_required (no VIN confirmed)
+      const delivered = await until(
+        "every walkaround event delivered",
+        () => receiver.received.map((r) => JSON.parse(r.body)).filter((e) => ids.has(e.data.id)),
+        (got) => new Set(got.map((e) => e.id)).size >= expected,
         120_000,
       );
-    }
-    // Each event of each walkaround delivered, none twice (receivers dedupe by webhook-id; the service
-    // promises at least once, and here it was exactly once).
-    const ids = new Set(walkIds);
-    const expected = WALKAROUNDS * 5; // created, in_progress, processing, completed, review_required (no VIN confirmed)
-    const delivered = await until(
-      "every walkaround event delivered",
-      () => receiver.received.map((r) => JSON.parse(r.body)).filter((e) => ids.has(e.data.id)),
-      (got) => new Set(got.map((e) => e.id)).size >= expected,
-      120_000,
-    );
-    // Submit to the completed webhook, as the client meets it, through the faults.
-    const latencies = walkIds
-      .map((id) => {
-        const done = receiver.received.find((r) => {
-          const e = JSON.parse(r.body);
-          return e.type === "inspection.completed" && e.data.id === id;
-        });
-        return done!.at - submittedAt.get(id)!;
-      })
-      .sort((a, b) => a - b);
-    const quantile = (q: number) => latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)]!;
-    console.log(
-      `faults: submit to inspection.completed webhook p50 ${quantile(0.5)} ms, p99 ${quantile(0.99)} ms (${latencies.length} walkarounds)`,
-    );
-    const perId = new Map<string, number>();
-    for (const e of delivered) perId.set(e.id, (perId.get(e.id) ?? 0) + 1);
-    const twice = [...perId.entries()].filter(([, n]) => n > 1);
-    console.log(
-      `faults: restarts ${JSON.stringify(Object.fromEntries(restarts))}; ${perId.size} events delivered for ${WALKAROUNDS} walkarounds, ${twice.length} twice; ${burstMade.length} creates, one inspection each`,
-    );
-    expect(perId.size).toBe(expected);
-    for (const id of walkIds) {
-      const types = delivered.filter((e) => e.data.id === id).map((e) => e.type);
-      expect(new Set(types), id).toEqual(
-        new Set([
-          "inspection.created",
-          "inspection.in_progress",
-          "inspection.processing",
-          "inspection.completed",
-          "inspection.review_required",
-        ]),
+      // Submit to the completed webhook, as the client meets it, through the faults.
+      const latencies = walkIds
+        .map((id) => {
+          const done = receiver.received.find((r) => {
+            const e = JSON.parse(r.body);
+            return e.type === "inspection.completed" && e.data.id === id;
+          });
+          return done!.at - submittedAt.get(id)!;
+        })
+        .sort((a, b) => a - b);
+      const quantile = (q: number) => latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)]!;
+      console.log(
+        `faults (${store}): submit to inspection.completed webhook p50 ${quantile(0.5)} ms, p99 ${quantile(0.99)} ms (${latencies.length} walkarounds)`,
       );
-    }
-  }, 600_000);
-});
+      const perId = new Map<string, number>();
+      for (const e of delivered) perId.set(e.id, (perId.get(e.id) ?? 0) + 1);
+      const twice = [...perId.entries()].filter(([, n]) => n > 1);
+      console.log(
+        `faults (${store}): restarts ${JSON.stringify(Object.fromEntries(restarts))}; ${perId.size} events delivered for ${WALKAROUNDS} walkarounds, ${twice.length} twice; ${burstMade.length} creates, one inspection each`,
+      );
+      expect(perId.size).toBe(expected);
+      for (const id of walkIds) {
+        const types = delivered.filter((e) => e.data.id === id).map((e) => e.type);
+        expect(new Set(types), id).toEqual(
+          new Set([
+            "inspection.created",
+            "inspection.in_progress",
+            "inspection.processing",
+            "inspection.completed",
+            "inspection.review_required",
+          ]),
+        );
+      }
+    }, 600_000);
+  },
+);
