@@ -1,4 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -42,6 +43,46 @@ describe("the Helm chart", () => {
     expect(after.map(([name]) => name)).toEqual(before.map(([name]) => name));
     for (const [i, [name, sum]] of after.entries()) expect(sum, name).not.toBe(before[i]![1]);
     expect(checksums("detection.jobs.gpus=1")).toEqual(before);
+  });
+
+  it("takes the values charts share: name overrides, pod labels and placement, on every workload's pods", () => {
+    const cluster = ["publicUrl=https://inspect.example.com", "mode=cluster", "nats.url=nats://nats:4222", "s3.bucket=vi-photos"];
+    const placement = [
+      "podLabels.team=claims",
+      "priorityClassName=inspection-high",
+      "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
+      "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists",
+      "topologySpreadConstraints[0].maxSkew=1",
+      "topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
+      "topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+    ];
+    for (const mode of [["publicUrl=https://inspect.example.com"], cluster]) {
+      const workloads = render(...mode, ...placement, "fullnameOverride=claims-vi").filter(
+        (d) => d.kind === "Deployment" || d.kind === "StatefulSet",
+      );
+      expect(workloads.length).toBeGreaterThan(0);
+      for (const w of workloads) {
+        expect(w.metadata.name, w.metadata.name).toMatch(/^claims-vi(-|$)/);
+        const pod = w.spec.template;
+        expect(pod.metadata.labels.team, w.metadata.name).toBe("claims");
+        expect(w.spec.selector.matchLabels.team, w.metadata.name).toBeUndefined();
+        expect(pod.spec.priorityClassName, w.metadata.name).toBe("inspection-high");
+        expect(pod.spec.affinity.nodeAffinity, w.metadata.name).toBeDefined();
+        expect(pod.spec.topologySpreadConstraints[0].maxSkew, w.metadata.name).toBe(1);
+      }
+    }
+    const renamed = render("publicUrl=https://inspect.example.com", "nameOverride=inspect");
+    expect(renamed.find((d) => d.kind === "StatefulSet").metadata.name).toBe("r-inspect");
+  });
+
+  it("asks for the Kubernetes version whose features its pods use", () => {
+    const chart = parseAllDocuments(readFileSync(join(CHART, "Chart.yaml"), "utf8"))[0]!.toJS();
+    expect(chart.kubeVersion).toBe(">=1.33.0-0");
+    const old = spawnSync(helm, ["template", "r", CHART, "--kube-version", "1.32.0", "--set", "publicUrl=https://inspect.example.com"], {
+      encoding: "utf8",
+    });
+    expect(old.status).not.toBe(0);
+    expect(old.stderr).toMatch(/kubeVersion/);
   });
 
   it("refuses values its schema does not know or allow, saying which (values.schema.json)", () => {
