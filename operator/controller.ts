@@ -5,7 +5,7 @@ import { storeReport } from "../core/operations/reports.ts";
 import type { Metrics } from "../core/metrics.ts";
 import type { BlobStore } from "../core/ports/blob-store.ts";
 import { awaitsDetection, dueMove, lookAgainAt } from "../core/domain/reconcile-rules.ts";
-import { eventTypeFor, isTerminal, nextStatus, REVIEW_REQUIRED, type Trigger } from "../core/domain/state-machine.ts";
+import { eventTypeFor, isTerminal, nextStatus, REVIEW_REQUIRED, type Status, type Trigger } from "../core/domain/state-machine.ts";
 import type { ReviewPolicy } from "../core/domain/review.ts";
 import { newId } from "../core/ids.ts";
 import type { DetectionResult, DetectionRunner } from "../core/ports/detection-runner.ts";
@@ -38,6 +38,11 @@ export type ControllerOptions = {
   settled?: (r: InspectionRecord) => Promise<void>;
   /** Where detection's duration and the work queue's depth are recorded. */
   metrics?: Metrics;
+  /** Told of each move and each failed detection attempt (Kubernetes Events, where there is an API server). */
+  recorder?: {
+    moved(after: InspectionRecord, from: Status): void;
+    detectionFailed(r: InspectionRecord, attempt: number, error: unknown): void;
+  };
   /** The review policy a finished inspection's report follows: its own, else its account's (when_unsure when not given). */
   reviewPolicyOf?: (r: InspectionRecord) => Promise<ReviewPolicy>;
 };
@@ -166,6 +171,7 @@ export class Controller {
     });
     if (after) {
       this.#o.log.info({ inspection_id: r.id, from: r.status, to }, "inspection moved");
+      this.#o.recorder?.moved(after, r.status);
       this.#o.signals.changed(r.id);
       if (isTerminal(to)) this.#retrying.delete(r.id);
       if (isTerminal(to) && this.#o.settled) {
@@ -275,6 +281,7 @@ export class Controller {
   async #processingFailed(r: InspectionRecord, error: unknown): Promise<void> {
     const attempts = r.processingAttempts + 1;
     this.#o.log.error({ err: error, inspection_id: r.id, attempt: attempts }, "detection failed");
+    this.#o.recorder?.detectionFailed(r, attempts, error);
     const current = await this.#o.store.getById(r.id);
     if (!current || !awaitsDetection(current)) return;
     if (attempts >= this.#o.maxProcessingAttempts) {

@@ -54,6 +54,7 @@ export async function startOperator(
     settled: async (r) => deleteInspectionModelInputs(s.blobs, r.id, await s.inspections.photos(r.id), s.modelInputSizes),
     metrics: s.metrics,
     reviewPolicyOf: async (r) => r.reviewPolicy ?? (await s.keys.reviewPolicy(r.accountId, r.livemode)),
+    recorder: await eventRecorder(config, log),
   });
   // The controller's process reports the phases: it is the one writer of them.
   s.metrics.countInspections(() => s.inspections.countByStatus());
@@ -92,6 +93,20 @@ export async function startOperator(
       await dispatcher.stop();
     },
   };
+}
+
+/**
+ * Where there are Inspection resources (the store, or kept beside it), Kubernetes Events about them;
+ * loaded only then, as kube-config.ts says why.
+ */
+async function eventRecorder(config: Config, log: Logger) {
+  if (config.inspectionStore !== "kubernetes" && !config.inspectionResources) return undefined;
+  const [{ EventsV1Api }, { KubernetesEventRecorder }, { kubeConfig }] = await Promise.all([
+    import("@kubernetes/client-node"),
+    import("../../core/adapters/kubernetes/kubernetes-event-recorder.ts"),
+    import("./kube-config.ts"),
+  ]);
+  return new KubernetesEventRecorder(kubeConfig().makeApiClient(EventsV1Api), config.namespace, log.child({ component: "events" }));
 }
 
 /** How often the Inspection resources are looked over (new ones to show, finished ones to prune). */

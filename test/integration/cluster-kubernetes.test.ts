@@ -197,6 +197,17 @@ describe("cluster mode with the Inspection resources as the store, under the cha
       ["Reviewed", "False", "ReviewRequired"],
     ]);
     expect(resource.metadata.labels["inspection.dev/livemode"]).toBe("false");
+    // Kubernetes Events tell each move, as kubectl describe shows them (issue 31).
+    const told = await until(
+      "the Events of its moves",
+      async () =>
+        JSON.parse(await k.kubectl("get", "events", "-n", NAMESPACE, "--field-selector", `involvedObject.name=${name}`, "-o", "json"))
+          .items as { reason: string; type: string; reportingComponent: string }[],
+      (items) => items.some((e) => e.reason === "ReviewRequired"),
+      20_000,
+    );
+    expect(told.map((e) => e.reason)).toEqual(expect.arrayContaining(["CaptureOpened", "Submitted", "Completed", "ReviewRequired"]));
+    expect(told.every((e) => e.type === "Normal" && e.reportingComponent === "inspection.dev/operator")).toBe(true);
 
     // Two reviews at once, one through each replica: both are kept as events, the later stands, and
     // the operator shows it on the resource.

@@ -250,6 +250,7 @@ describe("the Helm chart", () => {
     expect(docs.find((d: any) => d.kind === "Role").rules).toEqual([
       { apiGroups: ["inspection.dev"], resources: ["inspections"], verbs: ["get", "list", "watch", "create", "delete"] },
       { apiGroups: ["inspection.dev"], resources: ["inspections/status"], verbs: ["update"] },
+      { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create"] },
     ]);
     expect(docs.find((d: any) => d.kind === "ServiceAccount").automountServiceAccountToken).toBe(true);
   });
