@@ -26,10 +26,13 @@ export const Condition = z.object({
 });
 
 export const InspectionSpec = CreateInspectionBody.extend({
-  accountId: z.string(),
-  livemode: z.boolean(),
-  cancelRequested: z.boolean().optional(),
-});
+  accountId: z.string().meta({ description: "The account the inspection belongs to (acct_…)." }),
+  livemode: z.boolean().meta({ description: "true for the live environment, false for test." }),
+  cancelRequested: z
+    .boolean()
+    .optional()
+    .meta({ description: "Set to true to cancel the inspection, as POST /v1/inspections/:id/cancel does; it cannot be set back." }),
+}).meta({ description: "The creation request (POST /v1/inspections), immutable but for cancelRequested." });
 
 const millis = z.number().int();
 const maybeMillis = millis.nullable();
@@ -138,9 +141,14 @@ export const StoreStatus = z.object({
 });
 
 export const InspectionStatus = z.object({
-  phase: z.enum(STATUSES).optional(),
+  phase: z.enum(STATUSES).optional().meta({ description: "Where the inspection is in its life: the API's status." }),
   observedGeneration: z.number().int().optional(),
-  conditions: z.array(Condition).optional(),
+  conditions: z
+    .array(Condition)
+    .optional()
+    .meta({
+      description: "Submitted (the customer's photos are in), ReportReady (the report can be read) and Reviewed (a person reviewed it).",
+    }),
   grade: Grade.optional(),
   findings: z.number().int().optional(),
   reportKey: z.string().optional(),

@@ -57,7 +57,15 @@ export function buildCrd(): JsonSchema {
     metadata: { name: `${plural}.${group}` },
     spec: {
       group,
-      names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase(), shortNames: ["insp"] },
+      names: {
+        kind,
+        listKind: `${kind}List`,
+        plural,
+        singular: kind.toLowerCase(),
+        shortNames: ["insp"],
+        // `kubectl get vehicle-inspection` lists them with whatever else the product adds.
+        categories: ["vehicle-inspection"],
+      },
       scope: "Namespaced",
       versions: [
         {
@@ -73,10 +81,16 @@ export function buildCrd(): JsonSchema {
             { name: "VIN", type: "string", jsonPath: ".spec.vehicle.vin" },
             { name: "Reference", type: "string", jsonPath: ".spec.reference" },
             { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+            // -o wide only.
+            { name: "Reviewed-By", type: "string", jsonPath: ".status.reviewedBy", priority: 1 },
+            { name: "Completed", type: "date", jsonPath: ".status.completedAt", priority: 1 },
+            { name: "Account", type: "string", jsonPath: ".spec.accountId", priority: 1 },
           ],
           schema: {
             openAPIV3Schema: {
               type: "object",
+              description:
+                "An inspection of a vehicle: a customer's photos taken through a capture link, graded for damage into a report. Written by the service's api (spec, the capture annotation) and operator (status); see the service's README.",
               required: ["spec"],
               properties: {
                 apiVersion: { type: "string" },

@@ -57,6 +57,16 @@ describe("the Inspection CRD on a real API server", () => {
       "ref-insp-columns",
     ]);
     console.log(`kubectl get inspections:\n${await k.kubectl("get", "inspections")}`);
+    // -o wide adds who reviewed, when it completed and whose it is; the category lists it too.
+    const wide = (await k.kubectl("get", "insp", "-o", "wide"))
+      .trim()
+      .split("\n")[0]!
+      .split(/\s{2,}/);
+    expect(wide.slice(-3)).toEqual(["REVIEWED-BY", "COMPLETED", "ACCOUNT"]);
+    expect(await k.kubectl("get", "vehicle-inspection")).toContain("insp-columns");
+    // kubectl explain has something to say.
+    expect(await k.kubectl("explain", "inspections")).toMatch(/An inspection of a vehicle/);
+    expect(await k.kubectl("explain", "inspections.spec.cancelRequested")).toMatch(/cannot be set back/);
   });
 
   it("refuses a spec the schema refuses", async () => {

@@ -29,6 +29,14 @@ describe("crds/inspections.yaml", () => {
       "VIN",
       "Reference",
       "Age",
+      "Reviewed-By",
+      "Completed",
+      "Account",
     ]);
+    expect(crd.spec.names.categories).toEqual(["vehicle-inspection"]);
+    const top = crd.spec.versions[0].schema.openAPIV3Schema;
+    expect(top.description).toMatch(/An inspection of a vehicle/);
+    expect(top.properties.spec.description).toMatch(/creation request/);
+    expect(top.properties.status.properties.phase.description).toBeTruthy();
   });
 });
