@@ -4,7 +4,7 @@ import type { Clock } from "../core/time.ts";
 import { repeat } from "./repeat.ts";
 
 export type InspectionUpkeepOptions = {
-  records: Pick<InspectionRecords, "unshown" | "show" | "prunable" | "prune">;
+  records: Pick<InspectionRecords, "unshown" | "show" | "prunable" | "prune" | "unrecognized" | "refuse">;
   /** How long a finished inspection's resource stays. */
   retentionMs: number;
   everyMs: number;
@@ -21,12 +21,17 @@ export type InspectionUpkeepOptions = {
  *   inspection ever made. Each is archived to the blob store first and read from there from then on:
  *   its record, report, photos and events stay readable through the API;
  * - one deleted with kubectl (or with its namespace) is held by its finalizer until it is archived
- *   the same way, whatever its status: a delete loses nothing.
+ *   the same way, whatever its status: a delete loses nothing;
+ * - one the service did not make (kubectl create by hand) is told, in its status, why it is ignored.
  */
 export function startInspectionUpkeep(o: InspectionUpkeepOptions): { stop(): Promise<void> } {
   return repeat(
     async () => {
       for (const v of o.records.unshown()) await o.records.show(v.record.id);
+      for (const r of o.records.unrecognized()) {
+        await o.records.refuse(r);
+        o.log.warn({ name: r.metadata?.name }, "an Inspection the service did not make is ignored; its status says why");
+      }
       for (const v of o.records.prunable(o.clock.now(), o.retentionMs)) {
         const deleted = v.object.metadata?.deletionTimestamp != null;
         const pruned = await o.records.prune(v);

@@ -283,6 +283,27 @@ describe("cluster mode with the Inspection resources as the store, under the cha
     expect(await event.json()).toMatchObject({ id: createdEvent.id, type: "inspection.created" });
   });
 
+  it("tells a hand-made Inspection, in its status, why the service ignores it (issue 31)", async () => {
+    const manifest = JSON.stringify({
+      apiVersion: "inspection.dev/v1",
+      kind: "Inspection",
+      metadata: { name: "insp-handmade", namespace: NAMESPACE },
+      spec: { vehicle: { vin: VALID_VIN }, accountId: "acct_handmade", livemode: false },
+    });
+    expect((await k.kubectlResult(["create", "-f", "-"], manifest)).code).toBe(0);
+    const status = await until(
+      "the status saying why",
+      async () => JSON.parse(await k.kubectl("get", "inspection", "insp-handmade", "-n", NAMESPACE, "-o", "json")).status,
+      (st: { conditions?: { type: string; status: string; reason: string }[] } | undefined) =>
+        st?.conditions?.some((c) => c.type === "Recognized") === true,
+      20_000,
+    );
+    const recognized = status!.conditions!.find((c) => c.type === "Recognized") as { reason: string; status: string; message: string };
+    expect(recognized).toMatchObject({ status: "False", reason: "NotMadeByTheService" });
+    expect(recognized.message).toMatch(/POST \/v1\/inspections/);
+    await k.kubectl("delete", "inspection", "insp-handmade", "-n", NAMESPACE, "--timeout=30s");
+  });
+
   it("prunes the finished resource after the retention, and still serves its record, report, photos and events from the archive", async () => {
     const name = made.id.replace("_", "-");
     await until(

@@ -283,6 +283,43 @@ export class InspectionRecords {
     return this.all().filter((v) => v.object.status === undefined);
   }
 
+  /**
+   * Inspections the service did not make (by hand with kubectl, or with the api's record torn off):
+   * no record to serve, so none is; not told so yet in their status.
+   */
+  unrecognized(): InspectionResource[] {
+    return this.#cache
+      .list()
+      .filter((o) => this.view(o) === null && !o.status?.conditions?.some((c) => c.type === "Recognized" && c.status === "False"));
+  }
+
+  /**
+   * Says in an unrecognized resource's status why the service ignores it, and drops its finalizer
+   * (there is nothing of it to archive), so kubectl can delete it.
+   */
+  async refuse(o: InspectionResource): Promise<void> {
+    const name = o.metadata!.name!;
+    const condition = {
+      type: "Recognized",
+      status: "False" as const,
+      reason: "NotMadeByTheService",
+      message:
+        "Inspections are made with POST /v1/inspections, which keeps their record in the annotation inspection.dev/capture; this one has none the service can read, so it is ignored. Delete it.",
+      lastTransitionTime: new Date().toISOString(),
+      observedGeneration: o.metadata?.generation ?? 1,
+    };
+    const written = (await this.#api.replaceNamespacedCustomObjectStatus({
+      ...this.#where(),
+      name,
+      body: { ...o, status: { conditions: [condition], observedGeneration: o.metadata?.generation ?? 1 } },
+    })) as InspectionResource;
+    const finalizers = written.metadata?.finalizers ?? [];
+    if (finalizers.includes(ARCHIVE_FINALIZER)) {
+      const body = { ...written, metadata: { ...written.metadata, finalizers: finalizers.filter((f) => f !== ARCHIVE_FINALIZER) } };
+      await this.#api.replaceNamespacedCustomObject({ ...this.#where(), name, body });
+    }
+  }
+
   /** Writes the status of an inspection that has none: what `kubectl get` shows for it. */
   show(id: string): Promise<void> {
     return this.updateStatus(id, undefined, (v) => ({ answer: undefined, store: v.object.status === undefined ? v.store : undefined }));
