@@ -294,11 +294,11 @@ describe("cluster mode with the Inspection resources as the store, under the cha
     const status = await until(
       "the status saying why",
       async () => JSON.parse(await k.kubectl("get", "inspection", "insp-handmade", "-n", NAMESPACE, "-o", "json")).status,
-      (st: { conditions?: { type: string; status: string; reason: string }[] } | undefined) =>
+      (st: { conditions?: { type: string; status: string; reason: string; message: string }[] } | undefined) =>
         st?.conditions?.some((c) => c.type === "Recognized") === true,
       20_000,
     );
-    const recognized = status!.conditions!.find((c) => c.type === "Recognized") as { reason: string; status: string; message: string };
+    const recognized = status!.conditions!.find((c) => c.type === "Recognized")!;
     expect(recognized).toMatchObject({ status: "False", reason: "NotMadeByTheService" });
     expect(recognized.message).toMatch(/POST \/v1\/inspections/);
     await k.kubectl("delete", "inspection", "insp-handmade", "-n", NAMESPACE, "--timeout=30s");
