@@ -278,6 +278,34 @@ describe("VIN confirmation", () => {
   }, 90_000);
 });
 
+describe("VIN confirmation after a reload", () => {
+  it("asks for the VIN again when its photo is in but it was not confirmed (issue 33)", async () => {
+    const browser = await launch("none");
+    try {
+      const page = await phonePage(browser);
+      const { token } = await newInspection();
+      // Every photo is in, the VIN's too, but the customer reloaded before confirming it.
+      await fetch(`${svc.url}/capture/v1/${token}`);
+      for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
+        await fetch(`${svc.url}/capture/v1/${token}/photos/${angle}`, {
+          method: "PUT",
+          body: carPhotos(9)[i]!,
+          headers: { "content-type": "image/jpeg" },
+        });
+      }
+      await page.goto(`${svc.url}/c/${token}`);
+      await expect.poll(() => heading(page).textContent()).toBe("VIN");
+      await expect.poll(() => page.locator(".status").textContent()).toContain("Your VIN photo is in");
+      await page.getByLabel("VIN (17 characters)").fill(VALID_VIN);
+      await page.getByRole("button", { name: "Confirm VIN" }).click();
+      await expect.poll(() => heading(page).textContent(), { timeout: 10_000 }).toBe("Any damage?");
+      expect((await (await fetch(`${svc.url}/capture/v1/${token}`)).json()).vin_confirmed).toBe(VALID_VIN);
+    } finally {
+      await browser.close();
+    }
+  }, 90_000);
+});
+
 describe("end states", () => {
   it.each([
     ["canceled", "Inspection canceled"],

@@ -118,7 +118,8 @@ async function advance(step: Step, still: HTMLCanvasElement): Promise<void> {
   show(next === -1 ? CLOSEUPS() : next);
 }
 
-async function vinStep(still: HTMLCanvasElement): Promise<void> {
+/** The VIN read from the photo just taken (`still`), or typed in when there is none: after a reload the photo is in, the confirmation not yet. */
+async function vinStep(still: HTMLCanvasElement | null): Promise<void> {
   const status = h("p", { class: "status", role: "status", "aria-live": "polite" }, t("vin.reading"));
   const input = h("input", {
     id: "vin",
@@ -185,11 +186,14 @@ async function vinStep(still: HTMLCanvasElement): Promise<void> {
     }
   });
 
-  const blob = await toJpeg(still, still.width, still.height);
-  const { readVin } = await import("./vin-ocr.ts");
-  const read = await readVin(blob).catch(() => null);
+  let read: string | null = null;
+  if (still) {
+    const blob = await toJpeg(still, still.width, still.height);
+    const { readVin } = await import("./vin-ocr.ts");
+    read = await readVin(blob).catch(() => null);
+  }
   input.value = read ?? session.vin_confirmed ?? "";
-  status.textContent = read ? t("vin.read") : t("vin.not_read");
+  status.textContent = read ? t("vin.read") : still ? t("vin.not_read") : t("vin.resume");
   if (input.value) check();
   input.focus();
 }
@@ -229,7 +233,13 @@ async function boot(): Promise<void> {
   } catch (error) {
     return isInactive(error) ? location.reload() : end("invalid");
   }
-  // Resume where the customer was: the first required step not done, else the close-ups.
+  // Resume where the customer was: the VIN's confirmation if its photo is in but the VIN was not
+  // confirmed (a reload between the two), else the first required step not done, else the close-ups.
+  const vin = session.steps.findIndex((s) => s.angle === "vin");
+  if (vin !== -1 && session.steps[vin]!.done && session.vin_confirmed === null) {
+    current = vin;
+    return vinStep(null);
+  }
   const next = session.steps.findIndex((s) => s.required && !s.done);
   show(next === -1 ? CLOSEUPS() : next);
 }
