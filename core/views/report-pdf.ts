@@ -6,6 +6,7 @@ import type { InspectionRecord, Scope } from "../ports/records.ts";
 import { type Finding, Report } from "../schemas/report.ts";
 import type { Services } from "../services.ts";
 import { formatTimestamp } from "../time.ts";
+import { findingMark, isCounted, reviewReasonWords } from "./review-words.ts";
 
 const SERVICE_NAME = "Vehicle inspection service";
 // Photos are scaled down before they are embedded, so that a report stays small enough to mail:
@@ -23,6 +24,7 @@ const INK = "#111827";
 const MUTED = "#6b7280";
 const RULE = "#d1d5db";
 const SHADE = "#f3f4f6";
+const REVIEWER_BOX = "#f59e0b";
 const GRADE_COLOURS = { none: "#15803d", minor: "#a16207", moderate: "#c2410c", severe: "#b91c1c" } as const;
 
 type Doc = PDFKit.PDFDocument;
@@ -48,7 +50,7 @@ export async function reportPdf(s: Pick<Services, "inspections" | "blobs">, insp
     bufferPages: true,
     info: {
       Title: `Condition report ${inspection.id}`,
-      Subject: `VIN ${report.vehicle.vin}, grade ${report.grade}, ${report.findings.length} findings`,
+      Subject: `VIN ${report.vehicle.vin}, grade ${report.grade}, ${report.summary.findings} findings`,
       Author: SERVICE_NAME,
       Creator: SERVICE_NAME,
       // The report's date rather than now: the same inspection always gives the same document.
@@ -59,6 +61,7 @@ export async function reportPdf(s: Pick<Services, "inspections" | "blobs">, insp
   header(doc, inspection);
   vehicle(doc, report);
   result(doc, report);
+  review(doc, report);
   if (report.findings.length > 0) {
     findingsTable(doc, report.findings);
     section(doc, "Evidence", evidenceSize(evidence[0]!)[1] + 40);
@@ -71,11 +74,6 @@ export async function reportPdf(s: Pick<Services, "inspections" | "blobs">, insp
   doc.end();
   return bytes;
 }
-
-/**
- * The report names a finding's evidence photo (its photo with the finding outlined) only by URL;
- * without one, the photo the finding was made on stands in.
- */
 
 async function picture(s: Pick<Services, "inspections" | "blobs">, scope: Scope, mediaId: string | null, longSide: number) {
   const media = mediaId ? await s.inspections.getMedia(scope, mediaId) : null;
@@ -180,44 +178,81 @@ function vehicle(doc: Doc, report: Report): void {
 }
 
 function result(doc: Doc, report: Report): void {
+  const { status, reviewed_by, reviewed_at } = report.review;
+  const rejected = report.findings.filter((f) => !isCounted(f)).length;
   section(doc, "Result");
   fields(doc, [
     // "none" in green would read as undamaged: until a person has looked, it is not.
-    report.review.status === "required" && report.grade === "none"
-      ? ["Grade", "None placed by the model: review needed", GRADE_COLOURS.moderate]
+    status === "required" && report.grade === "none"
+      ? ["Grade", "Needs review: the models placed no damage", GRADE_COLOURS.moderate]
       : ["Grade", words(report.grade), GRADE_COLOURS[report.grade]],
-    ["Findings", String(report.findings.length)],
+    [
+      "Findings",
+      rejected > 0 ? `${report.summary.findings}, and ${rejected} rejected by the reviewer (not counted)` : String(report.summary.findings),
+    ],
+    status === "required"
+      ? ["Review", "Needs review", GRADE_COLOURS.moderate]
+      : status === "completed"
+        ? ["Review", `Reviewed by ${reviewed_by} on ${when(reviewed_at === null ? null : Date.parse(reviewed_at))}`]
+        : ["Review", "Not needed"],
     ["Detected by", report.model ? `${report.model.name} ${report.model.version}` : "No damage model"],
   ]);
-  if (report.review.status === "required") {
-    doc.moveDown(0.6);
-    doc
-      .font("Helvetica-Bold")
-      .fontSize(12)
-      .fillColor(GRADE_COLOURS.moderate)
-      .text(`Review needed before acting on this grade: ${report.review.reasons.map(words).join(", ")}.`, MARGIN);
-  } else if (report.findings.length === 0) {
-    doc.moveDown(0.6);
-    doc.font("Helvetica-Bold").fontSize(12).fillColor(GRADE_COLOURS.none).text("No damage found.", MARGIN);
-  }
 }
 
-const COLUMNS = [
+/** Why the report needs a person, or who reviewed it and what they noted; then whether any damage stands. */
+function review(doc: Doc, report: Report): void {
+  const { status, reasons, note, reviewed_by, reviewed_at } = report.review;
+  const line = (text: string, colour = INK, font = "Helvetica-Bold", size = 12) =>
+    doc.font(font).fontSize(size).fillColor(colour).text(text, MARGIN, doc.y, { width: CONTENT_WIDTH });
+  doc.moveDown(0.6);
+  if (status === "required") {
+    line("Needs review before acting on this grade:", GRADE_COLOURS.moderate);
+    doc.moveDown(0.2);
+    for (const reason of reviewReasonWords(reasons)) line(`•  ${reason}`, INK, "Helvetica", 10);
+    return;
+  }
+  if (status === "completed") {
+    line(`Reviewed by ${reviewed_by} on ${when(reviewed_at === null ? null : Date.parse(reviewed_at))}.`);
+    doc.moveDown(0.2);
+    if (note) line(`Note: "${note}"`, INK, "Helvetica", 10);
+    if (reasons.length > 0) line("Sent for review because:", MUTED, "Helvetica", 9);
+    for (const reason of reviewReasonWords(reasons)) line(`•  ${reason}`, MUTED, "Helvetica", 9);
+    doc.moveDown(0.4);
+  }
+  if (report.summary.findings === 0) line("No damage found.", GRADE_COLOURS.none);
+}
+
+type Column = { title: string; width: number };
+const COLUMNS: Column[] = [
   { title: "#", width: 28 },
   { title: "Type", width: 130 },
   { title: "Part", width: 150 },
   { title: "Severity", width: 100 },
   { title: "Confidence", width: CONTENT_WIDTH - 408 },
-] as const;
+];
+/** Once a review has marked findings, a last column says what it decided of each. */
+const REVIEWED_COLUMNS: Column[] = [
+  { title: "#", width: 28 },
+  { title: "Type", width: 110 },
+  { title: "Part", width: 115 },
+  { title: "Severity", width: 62 },
+  { title: "Confidence", width: 66 },
+  { title: "Review", width: CONTENT_WIDTH - 381 },
+];
 const ROW_HEIGHT = 20;
+/** The cells of a rejected finding's row struck through: type to confidence. */
+const STRUCK_CELLS = [1, 2, 3, 4];
 
 function findingsTable(doc: Doc, findings: Finding[]): void {
+  const reviewed = findings.some((f) => findingMark(f) !== null);
+  const columns = reviewed ? REVIEWED_COLUMNS : COLUMNS;
   section(doc, "Findings", 2 * ROW_HEIGHT);
   const head = () =>
     tableRow(
       doc,
-      COLUMNS.map((c) => c.title),
-      true,
+      columns,
+      columns.map((c) => c.title),
+      { isHead: true },
     );
   head();
   findings.forEach((f, i) => {
@@ -226,27 +261,31 @@ function findingsTable(doc: Doc, findings: Finding[]): void {
       doc.addPage();
       head();
     }
-    tableRow(doc, [
+    const cells = [
       String(i + 1),
       words(f.type),
       f.part ? words(f.part) : "—",
       f.severity,
       f.confidence === null ? "—" : percent(f.confidence),
-    ]);
+    ];
+    if (reviewed) cells.push(findingMark(f) ?? "Not decided");
+    // A rejected finding stays listed, struck through: what it said, and that it no longer counts.
+    tableRow(doc, columns, cells, { struck: isCounted(f) ? [] : STRUCK_CELLS });
   });
 }
 
-function tableRow(doc: Doc, cells: string[], isHead = false): void {
+function tableRow(doc: Doc, columns: Column[], cells: string[], o: { isHead?: boolean; struck?: number[] } = {}): void {
   const y = doc.y;
-  if (isHead) doc.rect(MARGIN, y, CONTENT_WIDTH, ROW_HEIGHT).fill(SHADE);
+  if (o.isHead) doc.rect(MARGIN, y, CONTENT_WIDTH, ROW_HEIGHT).fill(SHADE);
   doc
-    .font(isHead ? "Helvetica-Bold" : "Helvetica")
+    .font(o.isHead ? "Helvetica-Bold" : "Helvetica")
     .fontSize(9.5)
-    .fillColor(INK);
+    .fillColor(o.struck?.length ? MUTED : INK);
   let x = MARGIN;
   cells.forEach((cell, i) => {
-    const width = COLUMNS[i]!.width;
-    doc.text(cell, x + 5, y + 6, { width: width - 10, height: ROW_HEIGHT - 6, ellipsis: true, lineBreak: false });
+    const width = columns[i]!.width;
+    const strike = o.struck?.includes(i) ?? false;
+    doc.text(cell, x + 5, y + 6, { width: width - 10, height: ROW_HEIGHT - 6, ellipsis: true, lineBreak: false, strike });
     x += width;
   });
   doc
@@ -272,13 +311,25 @@ function evidenceSize(photo: Picture | null): [number, number] {
 
 function evidencePhoto(doc: Doc, n: number, f: Finding, photo: Picture | null, angle: string | undefined): void {
   const what = `Finding ${n}: ${words(f.type)}${f.part ? ` on the ${words(f.part)}` : ""}, ${f.severity}`;
-  const caption = f.confidence === null ? what : `${what}, ${percent(f.confidence)} confidence`;
+  const sure = f.confidence === null ? what : `${what}, ${percent(f.confidence)} confidence`;
+  const mark = findingMark(f);
+  const caption = mark ? `${sure}. ${mark}${isCounted(f) ? "" : ": not counted"}.` : sure;
   const source = [angle ? `Photo: ${words(angle)}` : null, f.id].filter(Boolean).join("  ·  ");
   if (photo) {
     const [w, h] = evidenceSize(photo);
     room(doc, h + 40);
-    doc.image(photo.jpeg, MARGIN + (CONTENT_WIDTH - w) / 2, doc.y, { width: w, height: h });
-    doc.y += h + 6;
+    const [left, top] = [MARGIN + (CONTENT_WIDTH - w) / 2, doc.y];
+    doc.image(photo.jpeg, left, top, { width: w, height: h });
+    // A reviewer's finding has no evidence photo with its box drawn, as a model's has: drawn here.
+    if (f.source === "reviewer" && f.bbox) {
+      const [bx, by, bw, bh] = f.bbox as [number, number, number, number];
+      doc
+        .rect(left + bx * w, top + by * h, bw * w, bh * h)
+        .lineWidth(2)
+        .strokeColor(REVIEWER_BOX)
+        .stroke();
+    }
+    doc.y = top + h + 6;
   } else {
     room(doc, 40);
   }

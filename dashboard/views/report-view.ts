@@ -1,5 +1,6 @@
 import { Report } from "../../core/schemas/report.ts";
 import { evidenceMediaId } from "../../core/domain/build-report.ts";
+import { findingMark, isCounted, reviewReasonWords } from "../../core/views/review-words.ts";
 
 /** The long side of a thumbnail as laid out, in CSS pixels; the JPEG itself is the full photo. */
 const THUMBNAIL_WIDTH = 240;
@@ -25,13 +26,23 @@ export function reportView(reportJson: string, mediaUrl: (mediaId: string) => st
   return {
     grade: report.grade,
     findingsCount: report.summary.findings,
-    review: report.review,
+    rejectedCount: report.findings.filter((f) => !isCounted(f)).length,
+    review: {
+      status: report.review.status,
+      /** Why the report went to a person, in plain words; kept once the review is done. */
+      reasons: reviewReasonWords(report.review.reasons),
+      by: report.review.reviewed_by,
+      at: report.review.reviewed_at === null ? null : Date.parse(report.review.reviewed_at),
+      note: report.review.note,
+    },
     createdAt: Date.parse(report.created_at),
     livemode: report.livemode,
     vehicle: report.vehicle,
     findings: report.findings.map((f) => ({
       ...f,
       angle: f.media_id ? (photos.get(f.media_id)?.angle ?? null) : null,
+      mark: findingMark(f),
+      rejected: !isCounted(f),
       evidence: picture(evidenceMediaId(f), f.media_id),
     })),
     photos: report.photos.map((p) => ({ ...p, picture: picture(p.media_id, p.media_id)! })),

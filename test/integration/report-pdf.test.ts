@@ -1,10 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { decodePDFRawStream, PDFArray, PDFDict, PDFDocument, PDFName, PDFNumber, type PDFPage, PDFRawStream } from "pdf-lib";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_MODELS } from "../../core/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { readPdf } from "../helpers/pdf-text.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
 import { newInspection, startService, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
 import { until } from "../helpers/webhook-receiver.ts";
@@ -21,8 +21,13 @@ const DAMAGED: Record<string, string> = {
   rear_right: "001078_jpg.rf.e1f47a21d8b6ec3c11540eddd018192a.jpg",
 };
 
-/** An inspection walked through the capture API with these photos and the VIN confirmed, completed. */
-async function completedInspection(svc: TestService, key: string, photoOf: (angle: string, i: number) => Buffer): Promise<string> {
+/** An inspection walked through the capture API with these photos and the VIN confirmed (unless told), completed. */
+async function completedInspection(
+  svc: TestService,
+  key: string,
+  photoOf: (angle: string, i: number) => Buffer,
+  o: { confirmVin?: boolean } = {},
+): Promise<string> {
   const { id, token } = await newInspection(svc, key);
   const capture = (path: string, init?: RequestInit) => fetch(`${svc.url}/capture/v1/${token}${path}`, init);
   await capture("");
@@ -31,7 +36,8 @@ async function completedInspection(svc: TestService, key: string, photoOf: (angl
     expect(res.status, angle).toBe(200);
   }
   const vin = JSON.stringify({ vin: VALID_VIN });
-  expect((await capture("/vin", { method: "POST", body: vin, headers: { "content-type": "application/json" } })).status).toBe(200);
+  if (o.confirmVin !== false)
+    expect((await capture("/vin", { method: "POST", body: vin, headers: { "content-type": "application/json" } })).status).toBe(200);
   expect((await capture("/submit", { method: "POST" })).status).toBe(202);
   const done = await until(
     "processed",
@@ -41,44 +47,6 @@ async function completedInspection(svc: TestService, key: string, photoOf: (angl
   );
   expect(done.status).toBe("completed");
   return id;
-}
-
-/** The PDF as pdf-lib reads it: its pages, the images they embed, their text and the Info dict. */
-async function readPdf(bytes: Buffer) {
-  const pdf = await PDFDocument.load(bytes);
-  const images = new Map<string, { width: number; height: number }>();
-  for (const page of pdf.getPages()) {
-    const xobjects = page.node.Resources()?.lookupMaybe(PDFName.of("XObject"), PDFDict);
-    for (const [, ref] of xobjects?.entries() ?? []) {
-      const stream = pdf.context.lookup(ref);
-      if (!(stream instanceof PDFRawStream) || stream.dict.get(PDFName.of("Subtype")) !== PDFName.of("Image")) continue;
-      const size = (name: string) => stream.dict.lookup(PDFName.of(name), PDFNumber).asNumber();
-      images.set(ref.toString(), { width: size("Width"), height: size("Height") });
-    }
-  }
-  return {
-    pages: pdf.getPageCount(),
-    images: [...images.values()],
-    text: pdf.getPages().map(pageText),
-    title: pdf.getTitle(),
-    subject: pdf.getSubject(),
-  };
-}
-
-/**
- * A page's text, one TJ operator a line: pdfkit writes Helvetica's text as hex strings of WinAnsi
- * codes inside TJ arrays, split where it kerns; joined again, they give the text as laid out.
- */
-function pageText(page: PDFPage): string {
-  const contents = page.node.Contents();
-  const streams = contents instanceof PDFArray ? contents.asArray().map((ref) => page.doc.context.lookup(ref)) : [contents];
-  const source = streams
-    .filter((s): s is PDFRawStream => s instanceof PDFRawStream)
-    .map((s) => Buffer.from(decodePDFRawStream(s).decode()).toString("latin1"))
-    .join("\n");
-  return [...source.matchAll(/\[([^\]]*)\]\s*TJ/g)]
-    .map(([, array]) => [...array!.matchAll(/<([0-9a-fA-F]*)>/g)].map(([, hex]) => Buffer.from(hex!, "hex").toString("latin1")).join(""))
-    .join("\n");
 }
 
 async function getPdf(svc: TestService, key: string, id: string) {
@@ -152,6 +120,9 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("the condition report as PDF
       if (f.confidence !== null) expect(text).toContain(`${Math.round(f.confidence * 100)}%`);
     }
     expect(text).not.toContain("No damage found");
+    // Not reviewed yet: no finding carries a review's mark, and the table has no column for one.
+    expect(text).not.toContain("by reviewer");
+    if (report.review.status === "required") expect(text).toContain("Review\nNeeds review\n");
     for (const [i, page] of pdf.text.entries()) expect(page).toContain(`Page ${i + 1} of ${pdf.pages}`);
     expect(pdf.title).toBe(`Condition report ${id}`);
     expect(pdf.subject).toBe(`VIN ${VALID_VIN}, grade ${report.grade}, ${report.findings.length} findings`);
@@ -176,8 +147,24 @@ describe("the condition report as PDF, without findings, and refused", () => {
     expect(pdf.images.length).toBe(9);
     const text = pdf.text.join("\n");
     expect(text).toContain("No damage found.");
-    expect(text).toMatch(/Grade\nnone\nFindings\n0\n/);
+    expect(text).toMatch(/Grade\nnone\nFindings\n0\nReview\nNot needed\n/);
     expect(text).not.toContain("Evidence");
+  }, 60_000);
+
+  it("says Needs review, never a grade of none, while the models found nothing but a person should look", async () => {
+    const photos = carPhotos(9);
+    const id = await completedInspection(svc, key, (_angle, i) => photos[i]!, { confirmVin: false });
+    expect((await (await svc.api(key, `/v1/inspections/${id}/report`)).json()).review).toMatchObject({
+      status: "required",
+      reasons: ["vin_unconfirmed"],
+    });
+    const text = (await readPdf((await getPdf(svc, key, id)).bytes)).text.join("\n");
+    expect(text).toContain("Grade\nNeeds review: the models placed no damage\n");
+    expect(text).toContain("Review\nNeeds review\n");
+    // Each reason a line of its own, after a bullet (WinAnsi's, which this reading does not decode).
+    expect(text).toMatch(/Needs review before acting on this grade:\n. {2}The VIN was not confirmed on the vehicle\n/);
+    expect(text).not.toMatch(/Grade\nnone/);
+    expect(text).not.toContain("No damage found");
   }, 60_000);
 
   it("answers 409 report_not_ready before completion, 409 report_unavailable once canceled, 404 to another account", async () => {
