@@ -218,5 +218,10 @@ describe("a report on which the models placed no damage, while a person should l
       expect(text, where).toContain("Needs review The models placed no damage on the photos");
       expect(text, where).not.toContain("No damage found");
     }
+    // The list says so too, rather than a green none.
+    const list = await (await staff.get("/dashboard/test/inspections")).text();
+    const row = list.slice(list.indexOf(id));
+    expect(row.slice(0, row.indexOf("</tr>"))).toContain('<span class="badge review-required">Needs review</span>');
+    expect(row.slice(0, row.indexOf("</tr>"))).not.toContain('class="grade none"');
   });
 });
