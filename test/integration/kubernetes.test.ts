@@ -69,6 +69,37 @@ describe("the Inspection CRD on a real API server", () => {
     expect(await k.kubectl("explain", "inspections.spec.cancelRequested")).toMatch(/cannot be set back/);
   });
 
+  it("upgrades with the chart in place: a release's CRD adds to the schema and every Inspection stays (issue 31)", async () => {
+    // The CRD as a release before review policies was: without spec.review.
+    const current = JSON.parse(await k.kubectl("get", "crd", "inspections.inspection.dev", "-o", "json"));
+    const older = structuredClone(current);
+    const version = older.spec.versions[0];
+    delete version.schema.openAPIV3Schema.properties.spec.properties.review;
+    version.schema.openAPIV3Schema.properties.spec["x-kubernetes-validations"] = version.schema.openAPIV3Schema.properties.spec[
+      "x-kubernetes-validations"
+    ].filter((r: { rule: string }) => !r.rule.includes("review"));
+    delete older.metadata.resourceVersion;
+    delete older.metadata.managedFields;
+    delete older.status;
+    expect((await k.kubectlResult(["replace", "-f", "-"], JSON.stringify(older))).code).toBe(0);
+    expect((await apply(inspection("insp-before-upgrade"))).code).toBe(0);
+    expect((await apply(inspection("insp-too-new", { review: "always" }))).code).not.toBe(0);
+    // helm upgrade: the chart's CRD template, applied as Helm applies it.
+    const { helm } = kubeTools();
+    const rendered = execFileSync(
+      helm,
+      ["template", "r", CHART, "--show-only", "templates/crd.yaml", "--set", "publicUrl=https://inspect.example.com"],
+      { encoding: "utf8" },
+    );
+    const upgraded = await k.kubectlResult(["apply", "--server-side", "--force-conflicts", "-f", "-"], rendered);
+    expect(upgraded.code, upgraded.stderr).toBe(0);
+    await k.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    expect(await k.kubectl("get", "insp", "insp-before-upgrade", "-o", "jsonpath={.spec.reference}")).toBe("ref-insp-before-upgrade");
+    expect((await apply(inspection("insp-after-upgrade", { review: "always" }))).code).toBe(0);
+    const kept = JSON.parse(await k.kubectl("get", "crd", "inspections.inspection.dev", "-o", "json"));
+    expect(kept.metadata.annotations["helm.sh/resource-policy"]).toBe("keep");
+  });
+
   it("refuses a spec the schema refuses", async () => {
     const noAccount = JSON.parse(inspection("insp-bad"));
     delete noAccount.spec.accountId;

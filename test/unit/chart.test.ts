@@ -109,7 +109,22 @@ describe("the Helm chart", () => {
 
   it("runs one hardened replica of `start` with its data on a volume and probes on the health routes", () => {
     const docs = render("publicUrl=https://inspect.example.com");
-    expect(docs.map((d: any) => d.kind).sort()).toEqual(["Role", "RoleBinding", "Service", "Service", "ServiceAccount", "StatefulSet"]);
+    expect(docs.map((d: any) => d.kind).sort()).toEqual([
+      "CustomResourceDefinition",
+      "Role",
+      "RoleBinding",
+      "Service",
+      "Service",
+      "ServiceAccount",
+      "StatefulSet",
+    ]);
+    // The CRD with the release (upgraded with it, kept on uninstall), unless the platform team applies it.
+    expect(docs.find((d: any) => d.kind === "CustomResourceDefinition").metadata.annotations).toEqual({
+      "helm.sh/resource-policy": "keep",
+    });
+    expect(
+      render("publicUrl=https://inspect.example.com", "crds.install=false").some((d: any) => d.kind === "CustomResourceDefinition"),
+    ).toBe(false);
     const sts = docs.find((d: any) => d.kind === "StatefulSet");
     const pod = sts.spec.template.spec;
     const c = pod.containers[0];
