@@ -4,6 +4,7 @@ import { parseAllDocuments } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GPU_JOBS, jobTemplateIn } from "../helpers/detection-queue.ts";
 import { type ControlPlane, kubeTools, startControlPlane } from "../helpers/kube-control-plane.ts";
+import { until } from "../helpers/webhook-receiver.ts";
 
 const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
 const CHART = join(import.meta.dirname, "../../charts/vehicle-inspection");
@@ -212,8 +213,18 @@ describe("the Inspection CRD on a real API server", () => {
     const manifest = execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-rbac", ...sets(GPU_JOBS)], { encoding: "utf8" });
     const rbac = parseAllDocuments(manifest)
       .map((d) => d.toJS())
-      .filter((d) => d && ["ServiceAccount", "Role", "RoleBinding"].includes(d.kind));
-    expect(rbac.map((d) => d.kind).sort()).toEqual(["Role", "RoleBinding", "ServiceAccount"]);
+      .filter(
+        (d) =>
+          d && ["ServiceAccount", "Role", "RoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"].includes(d.kind),
+      );
+    expect(rbac.map((d) => d.kind).sort()).toEqual([
+      "Role",
+      "RoleBinding",
+      "ServiceAccount",
+      "ServiceAccount",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
+    ]);
     const applied = await k.kubectlResult(
       ["apply", "-n", "vi-rbac", "-f", "-"],
       JSON.stringify({ apiVersion: "v1", kind: "List", items: rbac }),
@@ -254,5 +265,42 @@ describe("the Inspection CRD on a real API server", () => {
       "--as=system:serviceaccount:vi-rbac:r-vehicle-inspection",
     ]);
     expect(elsewhere.stdout.trim()).toBe("no");
+
+    // RBAC lets it create any Job; the admission policy holds its Jobs to what the chart renders (issue 31).
+    const template = jobTemplateIn(manifest);
+    const job = (spec: Record<string, unknown> = {}) =>
+      JSON.stringify({
+        ...template,
+        metadata: { name: `detection-${Math.random().toString(36).slice(2, 8)}`, namespace: "vi-rbac" },
+        spec: { ...template.spec, template: { ...template.spec!.template, spec: { ...template.spec!.template!.spec, ...spec } } },
+      });
+    const asService = (body: string) =>
+      k.kubectlResult(
+        ["create", "--dry-run=server", "-n", "vi-rbac", "--as=system:serviceaccount:vi-rbac:r-vehicle-inspection", "-f", "-"],
+        body,
+      );
+    const container = template.spec!.template!.spec!.containers[0]!;
+    const secretMount = {
+      volumes: [{ name: "stolen", secret: { secretName: "anything" } }],
+      containers: [{ ...container, volumeMounts: [{ name: "stolen", mountPath: "/stolen" }] }],
+    };
+    // The policy takes a moment to be in force once made.
+    await until(
+      "the policy in force",
+      async () => (await asService(job(secretMount))).stderr,
+      (err) => err.includes("scratch volumes (emptyDir) only"),
+      30_000,
+    );
+    expect((await asService(job({ serviceAccountName: "default" }))).stderr).toContain(
+      "detection Jobs run as r-vehicle-inspection-detection",
+    );
+    expect((await asService(job({ containers: [{ ...container, image: "attacker/miner:latest" }] }))).stderr).toContain(
+      "run vehicle-inspection",
+    );
+    const rendered = await asService(job());
+    expect(rendered.code, rendered.stderr).toBe(0);
+    // A person with the rights to do so is not held to it: the policy binds the service's account only.
+    const admin = await k.kubectlResult(["create", "--dry-run=server", "-n", "vi-rbac", "-f", "-"], job({ serviceAccountName: "default" }));
+    expect(admin.code, admin.stderr).toBe(0);
   });
 });

@@ -145,3 +145,23 @@ topologySpreadConstraints:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
+
+{{/* The detection Jobs' pods' own service account (no Kubernetes API; annotatable for a cloud identity). */}}
+{{- define "vi.detectionAccount" -}}
+{{- printf "%s-detection" (include "vi.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The image the detection Jobs run. */}}
+{{- define "vi.detectionImage" -}}
+{{- $jobs := .Values.detection.jobs -}}
+{{- printf "%s:%s" ($jobs.image.repository | default .Values.image.repository) ($jobs.image.tag | default (.Values.image.tag | default .Chart.AppVersion)) -}}
+{{- end -}}
+
+{{/* The service account that makes the detection Jobs: the embedded service's, or the operator's. */}}
+{{- define "vi.jobMaker" -}}
+{{- if eq .Values.mode "cluster" -}}
+{{- include "vi.workloadAccount" (dict "root" . "workload" "operator") -}}
+{{- else -}}
+{{- include "vi.serviceAccountName" . -}}
+{{- end -}}
+{{- end -}}
