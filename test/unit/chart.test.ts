@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
+import { chartReadme } from "../../charts/chart-docs.ts";
 import { kubeTools } from "../helpers/kube-control-plane.ts";
 import { parseJobTemplate } from "../../operator/detection-job-scaler.ts";
 
@@ -83,6 +84,10 @@ describe("the Helm chart", () => {
     });
     expect(old.status).not.toBe(0);
     expect(old.stderr).toMatch(/kubeVersion/);
+  });
+
+  it("has a README whose values table is what helm-docs makes of values.yaml (npm run chart-docs)", () => {
+    expect(readFileSync(join(CHART, "README.md"), "utf8")).toBe(chartReadme());
   });
 
   it("refuses values its schema does not know or allow, saying which (values.schema.json)", () => {
