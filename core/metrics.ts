@@ -14,6 +14,8 @@ export class Metrics {
   readonly webhookAttempts: Counter<"outcome">;
   readonly detectionSeconds: Histogram<"outcome">;
   readonly detectionJobs: Gauge<"state">;
+  /** 1 while this operator replica leads (holds the lease), else 0: the sum over replicas is 1 in health. */
+  readonly leader: Gauge;
   readonly #depths = new Map<string, () => number | Promise<number>>();
   readonly #staleness = new Map<string, () => number>();
   #countInspections: (() => Promise<Map<string, number>>) | null = null;
@@ -46,6 +48,11 @@ export class Metrics {
       name: "detection_jobs",
       help: "Detection's Kubernetes Jobs by state: queued (suspended), starting, running (a pod ready), stuck (no pod ready for DETECTION_JOBS_STUCK_AFTER_MS), finished.",
       labelNames: ["state"],
+      registers,
+    });
+    this.leader = new Gauge({
+      name: "operator_leader",
+      help: "1 while this operator replica leads (holds the operator lease), 0 while it stands by.",
       registers,
     });
     const metrics = this;

@@ -37,6 +37,7 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
   // Replicas wait here while another leads: one controller writes status at a time.
   const lease = await operatorLease(config, s.nats, log);
   if (lease) {
+    metrics.leader.set(0);
     log.info({ lease_ms: config.operatorLeaseMs }, "waiting to lead");
     await lease.acquire((why) => {
       // As controller-runtime does: a replica that lost its lease stops at once, and its
@@ -46,6 +47,7 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
     });
     log.info("leading");
   }
+  metrics.leader.set(1);
   const runner: DetectionRunner = s.nats
     ? await NatsDetectionRunner.open(s.nats, { log: log.child({ component: "detection" }) })
     : new WorkerPoolRunner({ blobs: config.blobs, threads: config.detectionThreads, models: config.models });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import { chartReadme } from "../../charts/chart-docs.ts";
+import { Metrics } from "../../core/metrics.ts";
 import { kubeTools } from "../helpers/kube-control-plane.ts";
 import { parseJobTemplate } from "../../operator/detection-job-scaler.ts";
 
@@ -84,6 +85,24 @@ describe("the Helm chart", () => {
     });
     expect(old.status).not.toBe(0);
     expect(old.stderr).toMatch(/kubeVersion/);
+  });
+
+  it("adds a PrometheusRule on request whose alerts read metrics the service exports", () => {
+    const cluster = ["publicUrl=https://inspect.example.com", "mode=cluster", "nats.url=nats://nats:4222", "s3.bucket=vi-photos"];
+    const rule = render(...cluster, "metrics.prometheusRule.enabled=true").find((d) => d.kind === "PrometheusRule");
+    const alerts = rule.spec.groups[0].rules as { alert: string; expr: string }[];
+    expect(alerts.map((a) => a.alert)).toEqual([
+      "VehicleInspectionNoLeader",
+      "VehicleInspectionDetectionJobsStuck",
+      "VehicleInspectionWebhooksFailing",
+    ]);
+    const exported = new Metrics("operator").registry.getMetricsAsArray().map((m) => m.name);
+    for (const { alert, expr } of alerts) {
+      const names = [...expr.matchAll(/([a-z_]+)\{/g)].map((m) => m[1]);
+      expect(names.length, alert).toBeGreaterThan(0);
+      for (const name of names) expect(exported, `${alert}: ${name}`).toContain(name);
+    }
+    expect(render(...cluster).some((d) => d.kind === "PrometheusRule")).toBe(false);
   });
 
   it("has a README whose values table is what helm-docs makes of values.yaml (npm run chart-docs)", () => {
