@@ -213,6 +213,10 @@ describe("the Helm chart", () => {
       const docs = render(...JOBS, "s3.credentialsSecret=s3-credentials");
       const job = template(docs);
       expect(job.metadata!.name).toBe("r-vehicle-inspection-detection");
+      // Made by the service, not by Helm, and said so; its pods run as their own account.
+      expect(job.metadata!.labels!["app.kubernetes.io/managed-by"]).toBe("vehicle-inspection");
+      expect(job.metadata!.labels!["helm.sh/chart"]).toBeUndefined();
+      expect(job.spec!.template.spec!.serviceAccountName).toBe("r-vehicle-inspection-detection");
       expect(job.spec).toMatchObject({ backoffLimit: 6, activeDeadlineSeconds: 3600, ttlSecondsAfterFinished: 600 });
       expect(job.spec!.podFailurePolicy!.rules.map((r) => r.action)).toEqual(["Ignore", "FailJob"]);
       const pod = job.spec!.template.spec!;
