@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InspectionRecords } from "../../core/adapters/kubernetes/inspection-records.ts";
-import { KubernetesEventStore } from "../../core/adapters/kubernetes/kubernetes-event-store.ts";
+import { ATTEMPTS_KEPT, KubernetesEventStore } from "../../core/adapters/kubernetes/kubernetes-event-store.ts";
 import { KubernetesInspectionStore } from "../../core/adapters/kubernetes/kubernetes-inspection-store.ts";
 import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
 import { newId } from "../../core/ids.ts";
@@ -226,4 +226,41 @@ describe("the Kubernetes inspection store beyond its contract", () => {
     // A pruned one reads back whole.
     expect(await store.get(mine, rows[0]!.id)).toEqual(rows[0]);
   });
+
+  it("keeps an Inspection's size bounded however often its events are resent: old attempts move to the archive, all still listed (issue 31)", async () => {
+    const { namespace, a } = await replicas();
+    const inspections = new KubernetesInspectionStore(a);
+    const events = new KubernetesEventStore(a);
+    const r = sampleInspection({ notifyUrl: "https://example.com/hooks" });
+    const eventId = newId("evt");
+    await inspections.create(r, newId("insp"), () => ({ id: eventId, type: "inspection.created", data: "{}" }));
+    const sizeOf = async () => (await k.kubectl("get", "inspection", r.id.replace("_", "-"), "-n", namespace, "-o", "json")).length;
+    const attempt = (n: number) => ({
+      eventId,
+      n,
+      attemptedAt: Date.now(),
+      statusCode: 500,
+      latencyMs: 12,
+      error: `HTTP 500 on attempt ${n}`,
+    });
+    const sizes: number[] = [];
+    for (let n = 1; n <= 60; n++) {
+      await until(
+        "the event in this replica's cache",
+        () => events.get(scope, eventId),
+        (e) => e !== null && e.attemptCount === n - 1,
+        10_000,
+      );
+      await events.recordAttempt(attempt(n), { nextAttemptAt: Date.now() });
+      if (n % 20 === 0) sizes.push(await sizeOf());
+    }
+    const listed = (await events.attempts([eventId])).get(eventId)!;
+    expect(listed.map((x) => x.n)).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
+    expect(listed[0]!.error).toBe("HTTP 500 on attempt 1");
+    // The resource holds the last ATTEMPTS_KEPT only: its size does not grow with the attempts.
+    const resource = JSON.parse(await k.kubectl("get", "inspection", r.id.replace("_", "-"), "-n", namespace, "-o", "json"));
+    expect(resource.status.store.deliveries[0].attempts).toHaveLength(ATTEMPTS_KEPT);
+    console.log(`an Inspection with one event's 20, 40 and 60 attempts: ${sizes.join(", ")} bytes`);
+    expect(sizes[2]! - sizes[0]!).toBeLessThan(600);
+  }, 120_000);
 });

@@ -152,6 +152,9 @@ export function eventStamp(): number {
  */
 export const ARCHIVE = {
   inspection: (id: string) => `records/inspections/${id}.json`,
+  /** An event's delivery attempts moved out of its resource, one blob each, named so their order is the names'. */
+  attempts: (eventId: string) => `records/attempts/${eventId}/`,
+  attempt: (eventId: string, n: number) => `records/attempts/${eventId}/${String(n).padStart(8, "0")}.json`,
   media: (id: string) => `records/media/${id}`,
   event: (id: string) => `records/events/${id}`,
 };
@@ -255,6 +258,36 @@ export class InspectionRecords {
   async refresh(id: string): Promise<void> {
     const fetched = await this.#fetch(resourceName(id));
     if (fetched) this.#cache.wrote(fetched);
+  }
+
+  /** Whether delivery attempts can be moved out of the resources (there is an archive). */
+  get keepsAttemptsAside(): boolean {
+    return this.#archive !== null;
+  }
+
+  /** Writes delivery attempts to the archive (each once; writing one again writes the same bytes). */
+  async putAttempts(eventId: string, attempts: readonly StoredDelivery["attempts"][number][]): Promise<void> {
+    const archive = this.#archive;
+    if (!archive) throw new Error("no archive to keep delivery attempts in");
+    await Promise.all(
+      attempts.map((a) => archive.put(ARCHIVE.attempt(eventId, a.attempt), Buffer.from(JSON.stringify(a)), "application/json")),
+    );
+  }
+
+  /** An event's attempts kept in the archive, oldest first. */
+  async archivedAttempts(eventId: string): Promise<StoredDelivery["attempts"]> {
+    const archive = this.#archive;
+    if (!archive) return [];
+    const folder = ARCHIVE.attempts(eventId);
+    const names: string[] = [];
+    for (let after: string | null = null; ; ) {
+      const page = await archive.list(folder, after, INDEX_PAGE);
+      names.push(...page);
+      if (page.length < INDEX_PAGE) break;
+      after = page.at(-1)!;
+    }
+    const read = await Promise.all(names.map((name) => archive.get(folder + name)));
+    return read.filter((b): b is Buffer => b !== null).map((b) => JSON.parse(b.toString("utf8")));
   }
 
   /** The inspection a media id belongs to, live or pruned. */

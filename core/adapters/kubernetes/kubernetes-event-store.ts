@@ -24,6 +24,12 @@ function eventRecord({ event, delivery, view }: EventView): EventRecord {
   };
 }
 
+/**
+ * Delivery attempts an event keeps in its resource; older ones move to the archive (where there is
+ * one), so a resource does not grow with every resend of every event (etcd refuses objects over 1.5 MiB).
+ */
+export const ATTEMPTS_KEPT = 20;
+
 const pending = (e: EventView) => e.delivery.status === "pending";
 const published = (e: EventView) => e.delivery.publishedFrom === e.delivery.scheduleFrom;
 
@@ -81,9 +87,16 @@ export class KubernetesEventStore implements EventStore {
 
   async attempts(eventIds: readonly string[]): Promise<Map<string, DeliveryAttemptRecord[]>> {
     const found = await Promise.all(eventIds.map((id) => this.#find(id)));
-    return new Map(
-      eventIds.map((id, i) => [id, (found[i]?.delivery.attempts ?? []).map(({ attempt, ...a }) => ({ ...a, eventId: id, n: attempt }))]),
+    const all = await Promise.all(
+      eventIds.map(async (id, i) => {
+        const kept = found[i]?.delivery.attempts ?? [];
+        // Attempts before the first one kept were moved to the archive.
+        const aside =
+          (kept[0]?.attempt ?? 1) > 1 ? (await this.#records.archivedAttempts(id)).filter((a) => a.attempt < kept[0]!.attempt) : [];
+        return [...aside, ...kept].map(({ attempt, ...a }) => ({ ...a, eventId: id, n: attempt }));
+      }),
     );
+    return new Map(eventIds.map((id, i) => [id, all[i]!]));
   }
 
   async due(now: number, limit: number): Promise<EventRecord[]> {
@@ -95,8 +108,18 @@ export class KubernetesEventStore implements EventStore {
       .map(eventRecord);
   }
 
-  recordAttempt(a: DeliveryAttemptRecord, next: { nextAttemptAt: number } | { status: "succeeded" | "failed" }): Promise<void> {
+  async recordAttempt(a: DeliveryAttemptRecord, next: { nextAttemptAt: number } | { status: "succeeded" | "failed" }): Promise<void> {
     const { eventId, n, ...made } = a;
+    // The oldest attempts past ATTEMPTS_KEPT go to the archive first; the write below drops only those
+    // archived (attempts never change once made, so a copy from a view a moment old is the same).
+    let archivedBefore = 0;
+    const held = this.#records.byEventId(eventId) && (await this.#find(eventId));
+    const stored = held ? held.delivery.attempts : [];
+    if (this.#records.keepsAttemptsAside && stored.length + 1 > ATTEMPTS_KEPT) {
+      const aside = stored.slice(0, stored.length + 1 - ATTEMPTS_KEPT);
+      await this.#records.putAttempts(eventId, aside);
+      archivedBefore = aside.at(-1)!.attempt + 1;
+    }
     return this.#updateDelivery(eventId, (d) => {
       if (d.attempts.some((x) => x.attempt === n)) throw new Error("constraint failed: delivery_attempts (event_id, n)");
       const moved = "status" in next ? { status: next.status, nextAttemptAt: null } : { nextAttemptAt: next.nextAttemptAt };
@@ -104,7 +127,7 @@ export class KubernetesEventStore implements EventStore {
         ...d,
         attemptCount: a.n,
         ...moved,
-        attempts: [...d.attempts, { ...made, attempt: n }].sort((x, y) => x.attempt - y.attempt),
+        attempts: [...d.attempts.filter((x) => x.attempt >= archivedBefore), { ...made, attempt: n }].sort((x, y) => x.attempt - y.attempt),
       };
     });
   }
