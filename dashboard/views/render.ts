@@ -21,6 +21,8 @@ export type PageContext = {
   /** The section of the navigation this page belongs to, for the environment switch and the active link. */
   section: string | null;
   csrf: string;
+  /** How many reports wait for review in the page's account and environment (the navigation's badge); null where not counted. */
+  reviewsWaiting?: number | null;
 };
 
 export function renderPage(reply: FastifyReply, view: string, context: PageContext, data: Record<string, unknown> = {}): FastifyReply {
@@ -35,6 +37,7 @@ export function signedIn(request: FastifyRequest, reply: FastifyReply, section: 
     env: (request.params as { env: Environment }).env,
     section,
     csrf: reply.generateCsrf(),
+    reviewsWaiting: request.reviewQueue?.length ?? null,
   };
 }
 
