@@ -23,6 +23,7 @@ import { FailedAuthLimiter } from "./plugins/failed-auth-limit.ts";
 import { idempotency } from "./plugins/idempotency.ts";
 import { jsonBodyText, refuseBadStrings } from "./plugins/strict-input.ts";
 import { registerRateLimit } from "./plugins/rate-limit.ts";
+import { RouteMethods } from "./plugins/route-methods.ts";
 import { probeRoutes, storeAnswers } from "../core/net/probe-routes.ts";
 import { sharedRateLimitStore } from "../core/net/shared-rate-limit-store.ts";
 import { eventRoutes } from "./routes/events.ts";
@@ -33,9 +34,12 @@ import { reportPdfRoutes } from "./routes/report-pdf.ts";
 
 export const JSON_BODY_LIMIT = 64 * 1024;
 const NO_QUERY = z.strictObject({});
+/** Where the dashboard's pages are, with a not-found page of their own. */
+const DASHBOARD_PREFIX = "/dashboard";
 
 /** The HTTP application: the /v1 API and the capture API. Wiring only; behaviour lives in the plugins and routes. */
 export async function buildApp(s: Services) {
+  const routes = new RouteMethods();
   const app = Fastify({
     loggerInstance: s.log,
     bodyLimit: JSON_BODY_LIMIT,
@@ -48,12 +52,12 @@ export async function buildApp(s: Services) {
     }),
     routerOptions: { ignoreTrailingSlash: true },
     frameworkErrors,
-    clientErrorHandler,
+    clientErrorHandler: clientErrorHandler(routes),
     connectionTimeout: 60_000,
     requestTimeout: 60_000,
     http: { requireHostHeader: false },
   }).withTypeProvider<ZodTypeProvider>();
-  answerBareRequests(app.server);
+  answerBareRequests(app.server, routes);
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -89,7 +93,7 @@ export async function buildApp(s: Services) {
     s.metrics.httpRequestSeconds.observe(labels, reply.elapsedTime / 1000);
   });
 
-  await app.register(errorHandler);
+  await app.register(errorHandler, { routes, ownNotFound: [DASHBOARD_PREFIX] });
   await app.register(swagger, {
     openapi: {
       openapi: "3.1.0",
@@ -151,7 +155,7 @@ export async function buildApp(s: Services) {
     await capture.register(captureRoutes(s));
   });
   await app.register(pageRoutes(s));
-  await app.register(dashboardRoutes(s), { prefix: "/dashboard" });
+  await app.register(dashboardRoutes(s), { prefix: DASHBOARD_PREFIX });
   // Read-only report links: the dashboard's pages, without its session, at /r/.
   await app.register(sharedReportRoutes(s));
 

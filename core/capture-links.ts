@@ -31,6 +31,12 @@ export class CaptureLinks {
     return this.#base + this.token(inspectionId);
   }
 
+  /** The link and its token, as the inspection object shows them. */
+  link(inspectionId: string): { url: string; token: string } {
+    const token = this.token(inspectionId);
+    return { url: this.#base + token, token };
+  }
+
   static hash(token: string): string {
     return sha256(token);
   }

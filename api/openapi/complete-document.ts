@@ -1,4 +1,6 @@
 import { EVENT_TYPES } from "../../core/domain/state-machine.ts";
+import { PLAIN_TEXT_PATTERN } from "../plugins/strict-input.ts";
+import { LINKS } from "./links.ts";
 import { PHOTO_CONTENT_TYPES } from "../../core/schemas/capture.ts";
 import { WEBHOOK_TEST_EVENT_TYPE } from "../../core/schemas/webhook.ts";
 // Imported for its registration: the zod provider puts every named schema under components.
@@ -7,9 +9,11 @@ import "../../core/schemas/event.ts";
 /**
  * What the OpenAPI document needs beyond what each route's zod schemas give it: the server, tags,
  * a description for every status, the response headers every operation shares, the capture API's
- * token authentication, Idempotency-Key on every /v1 POST, and the webhooks the service sends.
- * These are facts about the HTTP edge as a whole, so they are stated here once rather than on each
- * route. A plain function over the document.
+ * token authentication, Idempotency-Key on every /v1 POST, the rule every string of a query or a
+ * JSON body follows (strict-input.ts), which bodies may be left out, the links from each response to
+ * the operations that take its identifiers (links.ts), and the webhooks the service sends. These are
+ * facts about the HTTP edge as a whole, so they are stated here once rather than on each route. A
+ * plain function over the document.
  */
 
 // biome-ignore lint/suspicious/noExplicitAny: an OpenAPI document is JSON of many shapes, edited in place here
@@ -30,6 +34,10 @@ const TAGS = [
     description: "What the hosted capture page and native capture apps use; authenticated by the capture token in the path.",
   },
 ] as const;
+
+/** What every request's input follows that the schemas cannot say (api/plugins/strict-input.ts), in words. */
+const INPUT_RULES =
+  "Every string of a query or a JSON body is free of control characters, bidirectional overrides and lone surrogates (each such string carries the pattern for the first two; a lone surrogate, which JSON writes only as an escape, is refused too); JSON bodies are UTF-8, at most 64 KiB, nested at most 32 deep. A method a path does not list answers 405 with Allow.";
 
 const STATUS_DESCRIPTIONS: Record<string, string> = {
   200: "Success.",
@@ -158,6 +166,50 @@ function webhooks(): Json {
   };
 }
 
+const COMPONENT_REF = "#/components/schemas/";
+
+/**
+ * Gives every string of a request schema that has no pattern, enum or const of its own the pattern
+ * of the characters strict-input.ts refuses in every string of a query and a JSON body (control
+ * characters, bidirectional overrides; lone surrogates are said in INPUT_RULES), following
+ * references into components. A string with a pattern of its own (a VIN, a cursor, an integer in the
+ * query) already excludes those characters.
+ */
+function plainTextInputs(doc: Json): void {
+  const seen = new Set<Json>();
+  const visit = (schema: unknown): void => {
+    if (schema === null || typeof schema !== "object" || seen.has(schema as Json)) return;
+    const node = schema as Json;
+    seen.add(node);
+    if (typeof node.$ref === "string" && node.$ref.startsWith(COMPONENT_REF)) {
+      visit(doc.components.schemas[node.$ref.slice(COMPONENT_REF.length)]);
+    }
+    const types = [node.type].flat();
+    if (types.includes("string") && node.pattern === undefined && node.enum === undefined && node.const === undefined) {
+      node.pattern = PLAIN_TEXT_PATTERN;
+    }
+    for (const key of ["items", "additionalProperties", "not"]) visit(node[key]);
+    for (const key of ["prefixItems", "anyOf", "oneOf", "allOf"]) for (const sub of node[key] ?? []) visit(sub);
+    for (const sub of Object.values(node.properties ?? {})) visit(sub);
+  };
+  for (const operations of Object.values(doc.paths as Json)) {
+    for (const op of Object.values(operations as Json)) {
+      for (const parameter of op.parameters ?? []) if (parameter.in === "query") visit(parameter.schema);
+      visit(op.requestBody?.content?.["application/json"]?.schema);
+    }
+  }
+}
+
+/**
+ * A JSON body that may be null may also be left out (the service reads no body as none): Fastify's
+ * OpenAPI output marks every body required, so such a body is marked optional here, as Stripe's
+ * document marks the body of an operation whose parameters are all optional.
+ */
+function optionalBodies(op: Json): void {
+  const schema = op.requestBody?.content?.["application/json"]?.schema;
+  if (schema?.anyOf?.some((branch: Json) => branch.type === "null")) op.requestBody.required = false;
+}
+
 /** Components nothing refers to (the zod provider registers an input twin of each named schema). */
 function dropUnused(doc: Json): void {
   const text = JSON.stringify({ ...doc, components: { ...doc.components, schemas: undefined } });
@@ -173,6 +225,7 @@ function dropUnused(doc: Json): void {
 
 export function completeDocument(doc: Json, publicUrl: string): Json {
   doc.servers = [{ url: publicUrl, description: "This deployment (PUBLIC_URL)." }];
+  doc.info.description = `${doc.info.description} ${INPUT_RULES}`;
   doc.info.license = { name: "Proprietary" };
   doc.tags = [
     ...TAGS.map(({ name, description }) => ({ name, description })),
@@ -188,14 +241,18 @@ export function completeDocument(doc: Json, publicUrl: string): Json {
         op.parameters = [...(op.parameters ?? []).filter((p: Json) => p.name.toLowerCase() !== "idempotency-key"), IDEMPOTENCY_KEY];
       }
       if (method === "put" && (path.endsWith("/photos/{angle}") || path.endsWith("/closeups/{n}"))) op.requestBody = PHOTO_BODY;
+      optionalBodies(op);
       for (const [status, response] of Object.entries(op.responses as Json)) {
         if (!response.description || response.description === "Default Response")
           response.description = STATUS_DESCRIPTIONS[status] ?? "See the contract.";
         response.headers = Object.fromEntries(headersFor(path, method, status).map((name) => [name, ref(name)]));
+        const links = LINKS[op.operationId]?.[status];
+        if (links) response.links = links;
       }
     }
   }
   doc.webhooks = webhooks();
   dropUnused(doc);
+  plainTextInputs(doc);
   return doc;
 }

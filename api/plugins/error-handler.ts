@@ -1,11 +1,12 @@
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { ApiError, isApiError, type ErrorCode } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
 import { PHOTO_CONTENT_TYPES } from "../../core/schemas/capture.ts";
+import { requestLine, type RouteMethods } from "./route-methods.ts";
 
 type ValidationIssue = { keyword: string; instancePath: string; message: string; params: Record<string, unknown> };
 
@@ -112,28 +113,42 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
   return sendError(reply, request, apiError);
 }
 
-/**
- * Requests Node's HTTP parser refuses before Fastify sees them (headers over 16 KiB, a request that
- * is not HTTP, a client too slow to send one): answered on the raw socket, which then closes, still
- * in the contract's shape and with a Request-Id (Fastify's `clientErrorHandler`).
- */
-export function clientErrorHandler(error: Error & { code?: string }, socket: Duplex): void {
-  // A reset connection has no one left to answer.
-  if (error.code === "ECONNRESET" || socket.destroyed) return;
-  const apiError =
-    error.code === "HPE_HEADER_OVERFLOW"
-      ? new ApiError("request_headers_too_large", "The request headers are too large: at most 16 KiB in all.")
-      : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
-        ? new ApiError("request_timeout", "The request was not received in time.")
-        : new ApiError("request_malformed", "The request is not valid HTTP/1.1.");
+/** An error answered on a raw socket, which then closes: the contract's shape, a Request-Id, and the error's own headers. */
+function rawAnswer(apiError: ApiError): string {
   const requestId = newId("req");
   const body = errorBody(apiError, requestId);
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}\r\nRequest-Id: ${requestId}\r\nContent-Type: ${JSON_UTF8}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
-  socket.destroy(error);
+  const headers = Object.entries(apiError.headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  return `HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}\r\n${headers.join("")}Request-Id: ${requestId}\r\nContent-Type: ${JSON_UTF8}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}
+
+/**
+ * A method name Node's parser does not know (it knows a fixed list): 405 with Allow where the path
+ * is served, 404 where it is not, as Fastify's not-found handler answers the methods it knows.
+ */
+function unknownMethod(routes: RouteMethods, raw: Buffer): ApiError | null {
+  const line = requestLine(raw);
+  return line && unrouted(routes, line.method, line.path);
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (headers over 16 KiB, a method it does
+ * not know, a request that is not HTTP, a client too slow to send one): answered on the raw socket,
+ * which then closes, still in the contract's shape and with a Request-Id (Fastify's `clientErrorHandler`).
+ */
+export function clientErrorHandler(routes: RouteMethods) {
+  return (error: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void => {
+    // A reset connection has no one left to answer.
+    if (error.code === "ECONNRESET" || socket.destroyed) return;
+    const apiError =
+      (error.code === "HPE_INVALID_METHOD" && Buffer.isBuffer(error.rawPacket) ? unknownMethod(routes, error.rawPacket) : null) ??
+      (error.code === "HPE_HEADER_OVERFLOW"
+        ? new ApiError("request_headers_too_large", "The request headers are too large: at most 16 KiB in all.")
+        : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? new ApiError("request_timeout", "The request was not received in time.")
+          : new ApiError("request_malformed", "The request is not valid HTTP/1.1."));
+    if (socket.writable) socket.write(rawAnswer(apiError));
+    socket.destroy(error);
+  };
 }
 
 /**
@@ -142,7 +157,7 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Dup
  * A missing Host header is let through to Fastify (`requireHostHeader: false`) and refused by the
  * onRequest hook below, so it is answered like any other error.
  */
-export function answerBareRequests(server: Server): void {
+export function answerBareRequests(server: Server, routes: RouteMethods): void {
   server.on("checkExpectation", (request: IncomingMessage, response: ServerResponse) => {
     const error = new ApiError(
       "expectation_failed",
@@ -159,15 +174,13 @@ export function answerBareRequests(server: Server): void {
       })
       .end(body);
   });
-  server.on("connect", (_request: IncomingMessage, socket: Duplex) => {
-    const error = new ApiError("method_not_allowed", "CONNECT is not allowed: this is not a proxy.", {
-      headers: { allow: "GET, POST, PUT" },
-    });
-    const requestId = newId("req");
-    const body = errorBody(error, requestId);
-    socket.end(
-      `HTTP/1.1 405 ${STATUS_CODES[405]}\r\nAllow: GET, POST, PUT\r\nRequest-Id: ${requestId}\r\nContent-Type: ${JSON_UTF8}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
+  // CONNECT to a path is answered as any method a path is not served with; to an authority (host:port), as a proxy request.
+  server.on("connect", (request: IncomingMessage, socket: Duplex) => {
+    const path = request.url?.startsWith("/") ? request.url.split("?")[0]! : null;
+    const error =
+      (path === null ? null : routes.methodNotAllowed("CONNECT", path)) ??
+      new ApiError("method_not_allowed", "CONNECT is not allowed: this is not a proxy.", { headers: { allow: "GET, POST, PUT" } });
+    socket.end(rawAnswer(error));
   });
 }
 
@@ -178,44 +191,28 @@ export function requireHost(request: FastifyRequest): void {
   }
 }
 
-/** Route patterns by URL, to tell "no such path" (404) from "no such method on this path" (405). */
-function methodsByPattern(app: FastifyInstance) {
-  const patterns: { regex: RegExp; methods: Set<string> }[] = [];
-  app.addHook("onRoute", (route) => {
-    if (route.url.includes("*")) return;
-    const regex = new RegExp(`^${route.url.replace(/:[^/]+/g, "[^/]+")}/?$`);
-    let entry = patterns.find((p) => p.regex.source === regex.source);
-    if (!entry) {
-      entry = { regex, methods: new Set() };
-      patterns.push(entry);
-    }
-    for (const m of [route.method].flat()) entry.methods.add(m);
-  });
-  return (path: string) => patterns.find((p) => p.regex.test(path))?.methods;
-}
+/** 405 where the path is served with other methods, else 404. */
+const unrouted = (routes: RouteMethods, method: string, path: string): ApiError =>
+  routes.methodNotAllowed(method, path) ??
+  new ApiError("resource_missing", `Unrecognized request URL (${method} ${path}).`, { param: null });
 
-/** HTTP shaping of every error happens here, once. */
-export const errorHandler = fp(
-  async (app) => {
-    const allowed = methodsByPattern(app);
-    app.setErrorHandler((error: FastifyError, request, reply) => sendError(reply, request, toApiError(error, request)));
-    app.setNotFoundHandler((request, reply) => {
+/**
+ * HTTP shaping of every error happens here, once. A request no route takes is answered at once
+ * (onRequest: 405 where its path is served with other methods, else 404), before its body is read
+ * or parsed, so no body, or its absence, makes it anything else (Fastify would parse one, and wants a
+ * Content-Type with QUERY); paths under `ownNotFound` are left to a not-found handler of their own
+ * (the dashboard's pages).
+ */
+export const errorHandler = fp<{ routes: RouteMethods; ownNotFound: string[] }>(
+  async (app, { routes, ownNotFound }) => {
+    app.addHook("onRoute", (route) => routes.record(route.url, route.method));
+    app.addHook("onRequest", async (request, reply) => {
+      if (!request.is404) return;
       const path = request.url.split("?")[0]!;
-      const methods = allowed(path);
-      if (methods && !methods.has(request.method)) {
-        const allow = [...methods].filter((m) => m !== "HEAD").join(", ");
-        return sendError(
-          reply,
-          request,
-          new ApiError("method_not_allowed", `${request.method} is not allowed on ${path}; use ${allow}.`, { headers: { allow } }),
-        );
-      }
-      return sendError(
-        reply,
-        request,
-        new ApiError("resource_missing", `Unrecognized request URL (${request.method} ${path}).`, { param: null }),
-      );
+      if (!ownNotFound.some((prefix) => path.startsWith(prefix))) return sendError(reply, request, unrouted(routes, request.method, path));
     });
+    app.setErrorHandler((error: FastifyError, request, reply) => sendError(reply, request, toApiError(error, request)));
+    app.setNotFoundHandler((request, reply) => sendError(reply, request, unrouted(routes, request.method, request.url.split("?")[0]!)));
   },
   { name: "error-handler" },
 );

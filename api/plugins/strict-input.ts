@@ -12,10 +12,19 @@ export const JSON_MAX_DEPTH = 32;
 
 /**
  * C0 and C1 controls and DEL, and the bidirectional embeddings, overrides and isolates (which make a
- * reference display differently from what it is). Lone surrogates are caught by isWellFormed.
+ * reference display differently from what it is), as the source of a character class. Lone
+ * surrogates are caught by isWellFormed.
  */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is this pattern's job
-const FORBIDDEN_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+const FORBIDDEN_CLASS = "\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069";
+const FORBIDDEN_CHARACTERS = new RegExp(`[${FORBIDDEN_CLASS}]`);
+
+/**
+ * The same characters as a JSON Schema pattern, which the OpenAPI document gives every string of a
+ * query or a JSON body (api/openapi/complete-document.ts). Lone surrogates are left to the document's
+ * words: a pattern over code points cannot name them (Rust's and Python's regex engines, which
+ * schemathesis uses, refuse a surrogate range), and JSON can only write one as an escape.
+ */
+export const PLAIN_TEXT_PATTERN = `^[^${FORBIDDEN_CLASS}]*$`;
 
 /** Why a string is refused, or null. */
 export function stringProblem(value: string): string | null {

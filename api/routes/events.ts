@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { ApiError, notFound } from "../../core/errors.ts";
 import { commonErrorResponses } from "../../core/schemas/common.ts";
-import { Event, EventList } from "../../core/schemas/event.ts";
-import { IdParams, ListQuery } from "../../core/schemas/inspection.ts";
+import { Event, EventList, EventListQuery } from "../../core/schemas/event.ts";
+import { IdParams } from "../../core/schemas/inspection.ts";
 import type { Services } from "../../core/services.ts";
 import { eventView } from "../../core/views/event-view.ts";
 
@@ -15,7 +15,7 @@ export const eventRoutes =
         schema: {
           operationId: "listEvents",
           summary: "List events, newest first, with their delivery attempts",
-          querystring: ListQuery,
+          querystring: EventListQuery,
           response: { 200: EventList, ...commonErrorResponses },
         },
       },

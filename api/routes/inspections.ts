@@ -18,7 +18,7 @@ export const inspectionRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
     const view = (r: InspectionRecord): Inspection =>
-      inspectionView(r, s.config.publicUrl, isCaptureOpen(r.status) ? s.captureLinks.url(r.id) : null);
+      inspectionView(r, s.config.publicUrl, isCaptureOpen(r.status) ? s.captureLinks.link(r.id) : null);
     // A read by id hands out the same record until it changes (the store's read cache), so the
     // body shown for it is kept with it, encoded by the response schema once; lists and creates get
     // new records each time and skip this.

@@ -36,7 +36,10 @@ export async function startProbeServer(
   } catch (error) {
     // METRICS_PORT unset and its default held by another workload of this machine: any free port, logged.
     if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE" || config.metricsPortFixed) throw error;
-    log.warn({ taken: config.metricsPort }, "the default metrics port is taken and METRICS_PORT is unset; serving probes and metrics on a free port");
+    log.warn(
+      { taken: config.metricsPort },
+      "the default metrics port is taken and METRICS_PORT is unset; serving probes and metrics on a free port",
+    );
     await app.listen({ port: 0, host: config.host });
   }
   const address = app.server.address();

@@ -3,7 +3,6 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { photoBlobKey } from "../../core/blob-keys.ts";
 import { CaptureLinks } from "../../core/capture-links.ts";
 import { captureLinkState, isCaptureOpen } from "../../core/domain/state-machine.ts";
-import { normalizeVin, vinProblem, VIN_PROBLEM_MESSAGES } from "../../core/domain/vin.ts";
 import { ApiError } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
@@ -45,11 +44,15 @@ const errors = {
   503: ErrorBody,
 };
 
-function validVin(raw: string): string {
-  const vin = normalizeVin(raw);
-  const problem = vinProblem(vin);
-  if (problem) throw new ApiError("parameter_invalid", VIN_PROBLEM_MESSAGES[problem], { param: "vin" });
-  return vin;
+/**
+ * The route's own check of its path parameters, run ahead of validation's place in the lifecycle
+ * (a preParsing hook): the error is the one validation would raise, so it is answered the same way.
+ */
+function refuseInvalidParams(request: FastifyRequest): void {
+  const result = request.getValidationFunction("params")?.(request.params) as { error?: unknown[] } | boolean | undefined;
+  if (result && typeof result === "object" && result.error) {
+    throw Object.assign(new Error("Invalid path parameters."), { statusCode: 400, validation: result.error, validationContext: "params" });
+  }
 }
 
 /** The media type a request declares, without its parameters. */
@@ -186,8 +189,10 @@ export const captureRoutes =
       };
     };
 
-    // The link first, then the body's format as its first bytes arrive: neither waits for the whole body.
+    // The path (a photo's angle, a close-up's slot), the link, then the body's format as its first
+    // bytes arrive: none waits for the whole body, and a malformed path is 400 whatever the link's state.
     const checkedFirst = async (request: FastifyRequest, _reply: unknown, payload: Parameters<typeof checkedAsItArrives>[0]) => {
+      refuseInvalidParams(request);
       await open((request.params as { token: string }).token);
       const type = declaredType(request.headers["content-type"]);
       // Another Content-Type is refused by the router (415) without reading the body.
@@ -269,7 +274,8 @@ export const captureRoutes =
       },
       async (request) => {
         const inspection = await open(request.params.token);
-        const vin = validVin(request.query.vin);
+        // Normalised and checked by VinBody's Vin.
+        const { vin } = request.query;
         return { vin, valid: true, matches_vehicle: vin === inspection.vin, ...(await s.vin.decode(vin)) };
       },
     );
@@ -288,7 +294,7 @@ export const captureRoutes =
       },
       async (request) => {
         const inspection = await open(request.params.token);
-        const vin = validVin(request.body.vin);
+        const { vin } = request.body;
         await s.inspections.recordVinObserved(inspection.id, vin);
         const decoded = await s.vin.decode(vin);
         return { vin, valid: true, matches_vehicle: vin === inspection.vin, ...decoded };

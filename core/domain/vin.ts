@@ -31,8 +31,21 @@ const TRANSLITERATION: Record<string, number> = {
 };
 const WEIGHTS = [8, 7, 6, 5, 4, 3, 2, 10, 0, 9, 8, 7, 6, 5, 4, 3, 2];
 
+/**
+ * What the API takes as a VIN: the VIN in either case, with spaces around it (the other ASCII
+ * whitespace that normalizeVin trims is refused there as a control character, and the dashboard's
+ * single-line field never sends it). The form alone; the North American check digit (vinProblem) is
+ * the rest of the rule. The OpenAPI document gives it as the pattern of `format: vin`.
+ */
+export const VIN_INPUT_PATTERN = /^ *[A-HJ-NPR-Za-hj-npr-z0-9]{17} *$/;
+
+/**
+ * ASCII whitespace trimmed and ASCII letters upper-cased, nothing else: a character that only
+ * Unicode folds into the VIN alphabet (`ſ`, `ﬀ`, a no-break space) stays and makes the VIN invalid,
+ * so VIN_INPUT_PATTERN says exactly what is accepted.
+ */
 export function normalizeVin(raw: string): string {
-  return raw.trim().toUpperCase();
+  return raw.replace(/^[ \t\n\v\f\r]+|[ \t\n\v\f\r]+$/g, "").replace(/[a-z]+/g, (letters) => letters.toUpperCase());
 }
 
 /** The check digit (position 9) a VIN should carry: `0`–`9` or `X`. */

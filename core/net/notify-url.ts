@@ -1,12 +1,15 @@
 import { ApiError } from "../errors.ts";
-import { ForbiddenTargetError, resolvePublicAddresses } from "./ssrf-guard.ts";
+import { privateByItself } from "./ssrf-guard.ts";
 
 /**
- * The contract's rules for notify_url: https for live keys, and a public target unless the
- * deployment allows private ones. `param`: the field being checked, for a URL that webhooks will
- * reach by another name (a test delivery's `url`).
+ * The contract's rules for notify_url, as far as the URL itself shows them: https for live keys, no
+ * credentials, and, unless the deployment allows private targets, no host that is private by itself
+ * (an IP literal that is not public, localhost). A host name is not resolved here: it is resolved and
+ * checked at every delivery (WebhookClient), so a name that does not resolve now is not refused for
+ * that. `param`: the field being checked, for a URL that webhooks will reach by another name (a test
+ * delivery's `url`).
  */
-export async function checkNotifyUrl(raw: string, livemode: boolean, allowPrivateTargets: boolean, param = "notify_url"): Promise<void> {
+export function checkNotifyUrl(raw: string, livemode: boolean, allowPrivateTargets: boolean, param = "notify_url"): void {
   const url = new URL(raw);
   if (livemode && url.protocol !== "https:") {
     throw new ApiError("parameter_invalid", `${param} must use https with a live key.`, { param });
@@ -17,10 +20,6 @@ export async function checkNotifyUrl(raw: string, livemode: boolean, allowPrivat
     });
   }
   if (allowPrivateTargets) return;
-  try {
-    await resolvePublicAddresses(url.hostname);
-  } catch (error) {
-    const why = error instanceof ForbiddenTargetError ? error.message : `${url.hostname} could not be resolved`;
-    throw new ApiError("parameter_invalid", `${param} must reach a public address: ${why}.`, { param });
-  }
+  const why = privateByItself(url.hostname);
+  if (why) throw new ApiError("parameter_invalid", `${param} must reach a public address: ${why}.`, { param });
 }

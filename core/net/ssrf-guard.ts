@@ -106,6 +106,22 @@ function literalAddress(host: string): LookupAddress {
 
 export class ForbiddenTargetError extends Error {}
 
+/** `localhost` and the names under it, which resolvers answer with loopback addresses themselves (RFC 6761, 6.3). */
+const isLocalhostName = (host: string) => /(^|\.)localhost\.?$/i.test(host);
+
+/**
+ * Why a host is a target that is not public by itself, with no resolution, or null: an IP literal
+ * outside the public ranges (in any form the URL parser reads, which writes IPv4 in dotted decimal),
+ * or a localhost name. Other names are judged when resolved, at each delivery (resolvePublicAddresses).
+ */
+export function privateByItself(hostname: string): string | null {
+  const host = hostname.replace(/^\[(.*)\]$/, "$1");
+  if (isLocalhostName(host)) return `${hostname} names this machine, which is not a public address`;
+  if (!ipaddr.isValid(host)) return null;
+  const { address } = literalAddress(host);
+  return isPublicAddress(address) ? null : `${hostname} is ${address}, which is not a public address`;
+}
+
 /**
  * Resolves a host name and checks every address it has; an IP literal is checked as it is. Takes
  * `URL.hostname` as it comes, so an IPv6 literal may still be in brackets (`[::7f00:1]`).

@@ -38,7 +38,7 @@ export async function createInspection(
     const made = await createdUnder(s, scope, body, idempotencyKey);
     if (made) return made;
   }
-  if (body.notify_url) await checkNotifyUrl(body.notify_url, scope.livemode, s.config.webhooks.allowPrivateTargets);
+  if (body.notify_url) checkNotifyUrl(body.notify_url, scope.livemode, s.config.webhooks.allowPrivateTargets);
   const vehicle = await s.vin.decode(body.vehicle.vin);
   const now = s.clock.now();
   const record: InspectionRecord = {

@@ -74,7 +74,7 @@ export async function sendTestWebhook(s: Pick<Services, "keys" | "clock" | "conf
   const valid = WebhookTestBody.shape.url.safeParse(url);
   if (!valid.success) throw new ApiError("parameter_invalid", "url must be an absolute http or https URL.", { param: "url" });
   const { webhooks } = s.config;
-  await checkNotifyUrl(url, scope.livemode, webhooks.allowPrivateTargets, "url");
+  checkNotifyUrl(url, scope.livemode, webhooks.allowPrivateTargets, "url");
   const now = s.clock.now();
   const event: WebhookTestEvent = {
     id: newId("evt"),

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { CLOSEUP, CLOSEUP_REASONS, MAX_CLOSEUPS, VEHICLE_PARTS } from "../domain/closeups.ts";
 import { Timestamp } from "./common.ts";
-import { queryInteger, Status, Vehicle } from "./inspection.ts";
+import { queryInteger, Status, Vehicle, Vin } from "./inspection.ts";
 import { Quality } from "./report.ts";
 
 export const EXTERIOR_ANGLES = ["front", "front_left", "left", "rear_left", "rear", "rear_right", "right", "front_right"] as const;
@@ -69,7 +69,7 @@ export const PhotoResult = z.object({
   }),
 });
 
-export const VinBody = z.strictObject({ vin: z.string() });
+export const VinBody = z.strictObject({ vin: Vin });
 export const VinResult = z.object({
   vin: z.string(),
   valid: z.boolean(),

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { EVENT_TYPES } from "../domain/state-machine.ts";
 import { Timestamp, listOf } from "./common.ts";
-import { Inspection } from "./inspection.ts";
+import { Inspection, listQuery } from "./inspection.ts";
 import { AddedFinding, ReviewDecision } from "./review.ts";
 
 /** What an `inspection.reviewed` event says of its review: who, when, and what they decided. */
@@ -42,6 +42,7 @@ export const Event = z
 export type Event = z.infer<typeof Event>;
 
 export const EventList = listOf(Event, "EventList");
+export const EventListQuery = listQuery("evt");
 
 /** The body of a webhook delivery: the event as it was made, without its delivery record. */
 export const WebhookEvent = Event.omit({ delivery: true }).meta({ id: "WebhookEvent" });

@@ -143,12 +143,9 @@ export const StoreStatus = z.object({
 export const InspectionStatus = z.object({
   phase: z.enum(STATUSES).optional().meta({ description: "Where the inspection is in its life: the API's status." }),
   observedGeneration: z.number().int().optional(),
-  conditions: z
-    .array(Condition)
-    .optional()
-    .meta({
-      description: "Submitted (the customer's photos are in), ReportReady (the report can be read) and Reviewed (a person reviewed it).",
-    }),
+  conditions: z.array(Condition).optional().meta({
+    description: "Submitted (the customer's photos are in), ReportReady (the report can be read) and Reviewed (a person reviewed it).",
+  }),
   grade: Grade.optional(),
   findings: z.number().int().optional(),
   reportKey: z.string().optional(),

@@ -27,18 +27,37 @@ export const ReviewDecision = z
       ctx.addIssue({ code: "custom", message: "a change names at least one of type, part and severity" });
     if (d.action !== "change" && changes)
       ctx.addIssue({ code: "custom", message: `only a change names type, part or severity; this is a ${d.action}` });
+  })
+  // The refinement above, as the OpenAPI document states it (a JSON Schema of its own: zod cannot
+  // derive one from a refinement). finding and action are required and nothing else is allowed, so
+  // a third property is one of type, part and severity.
+  .meta({
+    oneOf: [
+      {
+        properties: { action: { enum: REVIEW_ACTIONS.filter((a) => a !== "change") }, type: false, part: false, severity: false },
+      },
+      { properties: { action: { const: "change" } }, minProperties: 3 },
+    ],
   });
 export type ReviewDecision = z.infer<typeof ReviewDecision>;
 
-/** x, y, width and height relative to the photo: a box of some size that lies within it. */
+const Corner = z.number().min(0).lt(1);
+const Side = z.number().gt(0).max(1);
+
+/**
+ * x, y, width and height relative to the photo: a box of some size whose corner lies in the photo.
+ * What runs past the photo's right or bottom edge is clipped to it, as a drawing tool would, so
+ * every box the OpenAPI document allows is taken (a schema cannot state x + width <= 1).
+ */
 const Box = z
-  .array(z.number().min(0).max(1))
-  .length(4)
-  .refine(
-    ([x, y, w, h]) => w! > 0 && h! > 0 && x! + w! <= 1.000001 && y! + h! <= 1.000001,
-    "the box must have a size and lie within the photo",
-  )
-  .meta({ description: "x, y, width, height, relative to the photo, each 0 to 1; the box lies within the photo." });
+  .tuple([Corner, Corner, Side, Side])
+  .overwrite(([x, y, w, h]): [number, number, number, number] => [x, y, Math.min(w, 1 - x), Math.min(h, 1 - y)])
+  // Read as four numbers, as reports and findings keep boxes (the cast: zod's pipe wants the tuple's type in).
+  .pipe(z.array(z.number()) as unknown as z.ZodType<number[], [number, number, number, number]>)
+  .meta({
+    description:
+      "x, y, width, height, relative to the photo: the corner in [0, 1), the sides in (0, 1]; a box that runs past the photo's edge is clipped to it.",
+  });
 
 export const AddedFinding = z.strictObject({
   media_id: z.string().min(1).meta({ description: "A photo of this inspection's report." }),

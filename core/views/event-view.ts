@@ -7,6 +7,8 @@ export function eventView(e: EventRecord, attempts: DeliveryAttemptRecord[]): Ev
   const body = JSON.parse(e.data) as Omit<Event, "delivery">;
   return {
     ...body,
+    // Events stored before the inspection object had capture_token: an event never carries one.
+    data: { ...body.data, capture_token: null },
     delivery: {
       status: e.deliveryStatus,
       next_attempt_at: formatTimestamp(e.nextAttemptAt),

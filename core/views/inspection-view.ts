@@ -4,8 +4,11 @@ import { formatTimestamp } from "../time.ts";
 import type { ReviewRecord } from "../domain/review.ts";
 import { REVIEWED } from "../domain/state-machine.ts";
 
+/** An open inspection's capture link: the URL the customer opens, and its token (the URL's last segment). */
+export type CaptureLink = { url: string; token: string };
+
 /** The public inspection object of the contract, from a stored record. */
-export function inspectionView(r: InspectionRecord, publicUrl: string, captureUrl: string | null): Inspection {
+export function inspectionView(r: InspectionRecord, publicUrl: string, capture: CaptureLink | null): Inspection {
   return {
     id: r.id,
     object: "inspection",
@@ -14,7 +17,8 @@ export function inspectionView(r: InspectionRecord, publicUrl: string, captureUr
     reference: r.reference,
     vehicle: { vin: r.vin, make: r.make, model: r.model, year: r.year },
     notify_url: r.notifyUrl,
-    capture_url: captureUrl,
+    capture_url: capture?.url ?? null,
+    capture_token: capture?.token ?? null,
     expires_at: formatTimestamp(r.expiresAt)!,
     created_at: formatTimestamp(r.createdAt)!,
     updated_at: formatTimestamp(r.updatedAt)!,
@@ -28,8 +32,8 @@ export function inspectionView(r: InspectionRecord, publicUrl: string, captureUr
 }
 
 /**
- * Event payloads carry the inspection without its capture_url: events are kept and re-sent for
- * days, and the capture token must not sit in the outbox in the clear.
+ * Event payloads carry the inspection without its capture_url and capture_token: events are kept
+ * and re-sent for days, and the capture token must not sit in the outbox in the clear.
  */
 export function eventPayload(id: string, type: string, r: InspectionRecord, publicUrl: string): string {
   return JSON.stringify({

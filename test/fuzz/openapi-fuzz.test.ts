@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { randomInt } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -11,8 +12,12 @@ import { until } from "../helpers/webhook-receiver.ts";
 
 /**
  * schemathesis fuzzes every operation of /v1 and the capture API from the service's own OpenAPI
- * document (test/fuzz/schemathesis.toml says which checks): no 5xx, and every response valid
- * against the document. Installed from PyPI (test/fuzz/requirements.txt) into a virtual
+ * document, with every check and every phase, stateful included (test/fuzz/schemathesis.toml, and
+ * test/fuzz/hooks.py for what the document states in words): no 5xx, every response as the document
+ * says, nothing it allows refused, nothing it forbids accepted, a 405 with Allow for every method it
+ * does not list, and every operation reached by following its links. Twice: with the configuration's
+ * fixed seed, and with a fresh seed each run, printed so that a failure can be replayed
+ * (`schemathesis … run --seed N`). Installed from PyPI (test/fuzz/requirements.txt) into a virtual
  * environment outside the repository, once per version.
  */
 const run = promisify(execFile);
@@ -21,6 +26,9 @@ const REQUIREMENTS = join(HERE, "requirements.txt");
 const VERSION = /schemathesis==([\d.]+)/.exec(readFileSync(REQUIREMENTS, "utf8"))![1]!;
 const VENV = join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "vehicle-inspection", `schemathesis-${VERSION}`);
 const SCHEMATHESIS = join(VENV, "bin", "schemathesis");
+const FIXED_SEED = Number(/^seed = (\d+)$/m.exec(readFileSync(join(HERE, "schemathesis.toml"), "utf8"))![1]);
+/** Seconds each run takes: past the first pass of each phase, fuzzing and stateful scenarios repeat until then. */
+const RUN_SECONDS = 45;
 
 async function installSchemathesis(): Promise<void> {
   if (existsSync(SCHEMATHESIS)) return;
@@ -31,18 +39,27 @@ async function installSchemathesis(): Promise<void> {
 }
 
 let svc: TestService;
+let operations: number;
 const env: Record<string, string> = {};
+const reports = mkdtempSync(join(tmpdir(), "vi-fuzz-"));
 
 beforeAll(async () => {
-  const [, service] = await Promise.all([installSchemathesis(), startService({ RATE_LIMIT_CAPTURE_PER_SECOND: "100000" })]);
+  const [, service] = await Promise.all([
+    installSchemathesis(),
+    // Test deliveries go to whatever URL the fuzzer draws: a short timeout keeps each one short.
+    startService({ RATE_LIMIT_CAPTURE_PER_SECOND: "100000", WEBHOOK_TIMEOUT_MS: "2000" }),
+  ]);
   svc = service;
   const key = await svc.key("test");
-  const create = async () =>
-    (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, reference: "fuzz" } })).json();
+  const create = async (notify_url?: string) =>
+    (
+      await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, reference: "fuzz", notify_url } })
+    ).json();
 
-  // A completed inspection, so the report, media and events answer 200 with real bodies.
-  const done = await create();
-  const base = done.capture_url.replace("/c/", "/capture/v1/");
+  // A completed inspection, so the report, media and events answer 200 with real bodies; with a
+  // notify_url (nothing listens there), so its events can be resent.
+  const done = await create("http://127.0.0.1:9/hook");
+  const base = `${svc.url}/capture/v1/${done.capture_token}`;
   const photos = carPhotos(REQUIRED_ANGLES.length);
   for (const [i, angle] of REQUIRED_ANGLES.entries()) {
     await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[i]!, headers: { "content-type": "image/jpeg" } });
@@ -56,30 +73,58 @@ beforeAll(async () => {
   );
   const report = await (await svc.api(key, `/v1/inspections/${done.id}/report`)).json();
   const events = await (await svc.api(key, "/v1/events?limit=1")).json();
-
-  // An open one, whose capture link the fuzzer uses (and may submit or cancel: 410s are documented).
   const open = await create();
+  const doc = await (await fetch(`${svc.url}/v1/openapi.json`)).json();
+  operations = Object.values<Record<string, unknown>>(doc.paths).reduce((n, ops) => n + Object.keys(ops).length, 0);
   Object.assign(env, {
+    FUZZ_URL: svc.url,
     FUZZ_KEY: key,
-    FUZZ_TOKEN: open.capture_url.split("/c/")[1],
+    // The marker hooks.py replaces with a fresh link per capture case.
+    FUZZ_TOKEN: open.capture_token,
     FUZZ_INSPECTION_ID: open.id,
     FUZZ_COMPLETED_ID: done.id,
     FUZZ_MEDIA_ID: report.photos[0].media_id,
     FUZZ_EVENT_ID: events.data[0].id,
   });
 }, 600_000);
-afterAll(() => svc?.close());
+afterAll(async () => {
+  await svc?.close();
+  rmSync(reports, { recursive: true, force: true });
+});
 
-it("finds no 5xx and no response off the OpenAPI document, on every operation", async () => {
-  const result = await run(SCHEMATHESIS, ["--config-file", join(HERE, "schemathesis.toml"), "run", `${svc.url}/v1/openapi.json`], {
-    env: { ...process.env, ...env, NO_COLOR: "1" },
+/** One schemathesis run with `seed`: its exit code, the tail of its output, and its JSON report. */
+async function fuzz(seed: number) {
+  const report = join(reports, `${seed}.json`);
+  const args = ["--config-file", join(HERE, "schemathesis.toml"), "run", `${svc.url}/v1/openapi.json`, "--seed", String(seed)];
+  args.push("--max-time", String(RUN_SECONDS), "--report", "json", "--report-json-path", report);
+  const result = await run(SCHEMATHESIS, args, {
+    env: { ...process.env, ...env, NO_COLOR: "1", SCHEMATHESIS_HOOKS: join(HERE, "hooks.py") },
     cwd: tmpdir(), // it keeps a cache directory where it runs
     maxBuffer: 1 << 26,
   }).then(
     ({ stdout }) => ({ code: 0, output: stdout }),
     (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, output: `${error.stdout}\n${error.stderr}` }),
   );
-  expect(result.code, result.output.slice(-20_000)).toBe(0);
-  // Every operation was reached, the capture API's included.
-  expect(result.output).toMatch(/Tested: 20\b/);
+  const replay = `seed ${seed}: schemathesis --config-file test/fuzz/schemathesis.toml run <url>/v1/openapi.json --seed ${seed}`;
+  return { ...result, replay, report: existsSync(report) ? JSON.parse(readFileSync(report, "utf8")) : null };
+}
+
+function expectClean(result: Awaited<ReturnType<typeof fuzz>>) {
+  const why = `${result.replay}\n${result.output.slice(-20_000)}`;
+  expect(result.code, why).toBe(0);
+  expect(result.report.failures, why).toEqual([]);
+  expect(result.report.errors, why).toEqual([]);
+  // Every operation was tested, and none only ever answered 404: each is reached with real identifiers.
+  expect(result.report.operations.tested, why).toBe(operations);
+  expect(result.report.warnings.missing_test_data, why).toEqual([]);
+}
+
+it("finds nothing with the fixed seed: every check, every phase, every operation reached", async () => {
+  expectClean(await fuzz(FIXED_SEED));
+}, 600_000);
+
+it("finds nothing with a fresh seed (printed, to replay a failure)", async () => {
+  const seed = randomInt(1, 2 ** 31);
+  console.log(`openapi-fuzz: fresh schemathesis seed ${seed}`);
+  expectClean(await fuzz(seed));
 }, 600_000);

@@ -134,7 +134,8 @@ describe("review, without models", () => {
     }
     const media = (await report(svc, key, m.id)).photos[0].media_id;
     for (const body of [
-      { added: [{ media_id: media, type: "dent", severity: "minor", bbox: [0.9, 0.1, 0.2, 0.2] }] },
+      // A box with no width (one that runs past the photo's edge is clipped to it, not refused).
+      { added: [{ media_id: media, type: "dent", severity: "minor", bbox: [0.9, 0.1, 0, 0.2] }] },
       { added: [{ media_id: media, type: "vin_mismatch", severity: "minor", bbox: [0.1, 0.1, 0.2, 0.2] }] },
       { decisions: [{ finding: "fnd_x", action: "change" }] },
       { decisions: [{ finding: "fnd_x", action: "reject", severity: "minor" }] },

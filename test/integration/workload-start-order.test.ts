@@ -68,7 +68,12 @@ describe("cluster workloads started before NATS", () => {
     await new Promise<void>((resolve) => holder.once("error", () => resolve()).listen(DEFAULT_METRICS_PORT, "127.0.0.1", resolve));
     try {
       const p = new ServiceProcess(
-        { DATA_DIR: mkdtempSync(join(dataDir, "default-port-")), HOST: "127.0.0.1", PORT: String(await freePort()), METRICS_PORT: undefined },
+        {
+          DATA_DIR: mkdtempSync(join(dataDir, "default-port-")),
+          HOST: "127.0.0.1",
+          PORT: String(await freePort()),
+          METRICS_PORT: undefined,
+        },
         "api",
       );
       processes.push(p);
