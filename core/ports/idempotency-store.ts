@@ -5,10 +5,11 @@ export type StoredResponse = { statusCode: number; body: string; headers: Record
 export type BeginResult = { kind: "started" } | { kind: "replay"; response: StoredResponse } | { kind: "in_flight" } | { kind: "mismatch" };
 
 /**
- * How long a key may stay in flight: longer than any request may run (connection and body timeouts
- * are well under it). A mark older than this belongs to a process that died mid-request.
+ * How long a key may stay in flight: longer than any request may run (api/app.ts's requestTimeout,
+ * 60 s). A mark older than this belongs to a process that died mid-request, and a client retrying
+ * waits this long at most for its key (a create that did take effect is answered at once).
  */
-export const STALE_IN_FLIGHT_MS = 120_000;
+export const STALE_IN_FLIGHT_MS = 75_000;
 
 /**
  * Idempotency keys, scoped to an account and environment. `begin` is atomic: of many concurrent

@@ -8,7 +8,7 @@ import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import en from "../../capture/page/messages/en.json" with { type: "json" };
 import { launch, phonePage, shot } from "../helpers/browser.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
-import { newInspection, startService, withModels, type TestService } from "../helpers/service.ts";
+import { newInspection, startService, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
 import { writeY4m } from "../helpers/y4m.ts";
 
 /**
@@ -57,6 +57,8 @@ it("asks for the close-ups the upload suggested, each skippable, then one of a p
     if (angle === "rear_left") continue;
     await fetch(`${base}/photos/${angle}`, { method: "PUT", body: clean[i]!, headers: { "content-type": "image/jpeg" } });
   }
+  // Its VIN confirmed too (else the page asks for it once the steps are done).
+  await fetch(`${base}/vin`, { method: "POST", body: JSON.stringify({ vin: VALID_VIN }), headers: { "content-type": "application/json" } });
   await page.goto(`${svc.url}/c/${token}`);
   await expect.poll(() => heading(page).textContent()).toBe("Rear left corner");
   await expect.poll(() => page.getByRole("button", { name: "Take photo" }).count()).toBe(1);

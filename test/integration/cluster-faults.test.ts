@@ -134,7 +134,9 @@ describe.each(["sqlite", "kubernetes"] as const)(
         for (let tries = 0; ; tries++) {
           const r = await call(path, init);
           if (r && (ok(r) || (r.status >= 400 && r.status < 500 && r.status !== 409 && r.status !== 429))) return r;
-          if (tries > 200) throw new Error(`${path} never answered: last ${r?.status}`);
+          // A key whose request died with its api before it took effect is in flight until it goes
+          // stale (STALE_IN_FLIGHT_MS, 75 s): the client keeps retrying past that.
+          if (tries > 400) throw new Error(`${path} never answered: last ${r?.status}`);
           await new Promise((res) => setTimeout(res, 300));
         }
       };

@@ -111,11 +111,25 @@ function show(index: number): void {
   });
 }
 
-/** After a step's photo: the VIN read from it, else the next required step not done, else the close-ups. */
+/** After a step's photo: the VIN read from it, else the next required step not done, else what follows the steps. */
 async function advance(step: Step, still: HTMLCanvasElement): Promise<void> {
   if (step.angle === "vin") return vinStep(still);
   const next = session.steps.findIndex((s, i) => i > current && s.required && !s.done);
-  show(next === -1 ? CLOSEUPS() : next);
+  if (next === -1) return afterSteps();
+  show(next);
+}
+
+/**
+ * Once every required step is done: the VIN's confirmation if its photo is in but no VIN was
+ * confirmed (a reload came between the two), else the close-ups.
+ */
+function afterSteps(): Promise<void> | void {
+  const vin = session.steps.findIndex((s) => s.angle === "vin");
+  if (vin !== -1 && session.steps[vin]!.done && session.vin_confirmed === null) {
+    current = vin;
+    return vinStep(null);
+  }
+  show(CLOSEUPS());
 }
 
 /** The VIN read from the photo just taken (`still`), or typed in when there is none: after a reload the photo is in, the confirmation not yet. */
@@ -233,15 +247,10 @@ async function boot(): Promise<void> {
   } catch (error) {
     return isInactive(error) ? location.reload() : end("invalid");
   }
-  // Resume where the customer was: the VIN's confirmation if its photo is in but the VIN was not
-  // confirmed (a reload between the two), else the first required step not done, else the close-ups.
-  const vin = session.steps.findIndex((s) => s.angle === "vin");
-  if (vin !== -1 && session.steps[vin]!.done && session.vin_confirmed === null) {
-    current = vin;
-    return vinStep(null);
-  }
+  // Resume where the customer was: the first required step not done, else what follows the steps.
   const next = session.steps.findIndex((s) => s.required && !s.done);
-  show(next === -1 ? CLOSEUPS() : next);
+  if (next === -1) return afterSteps();
+  show(next);
 }
 
 void boot();
