@@ -1,9 +1,9 @@
+import { findInspection } from "../../core/operations/inspections.ts";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import QRCode from "qrcode";
 import { z } from "zod";
 import { captureLinkState, isCancelable } from "../../core/domain/state-machine.ts";
-import { notFound } from "../../core/errors.ts";
 import { completedReport } from "../../core/operations/reports.ts";
 import { resendEvent } from "../../core/operations/webhooks.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
@@ -34,12 +34,8 @@ type NewShareLink = { url: string; expiresAt: number };
 export const inspectionPageRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
-    /** The inspection of the path, if it is the user's account's and environment's; else no page. */
-    const own = async (request: FastifyRequest, id: string) => {
-      const inspection = await s.inspections.get(scopeOf(request), id);
-      if (!inspection) throw notFound("inspection", id);
-      return inspection;
-    };
+    /** The inspection of the path, if it is the user's account's and environment's; else no page (404). */
+    const own = (request: FastifyRequest, id: string) => findInspection(s, scopeOf(request), id);
 
     const page = async (request: FastifyRequest, reply: FastifyReply, inspection: InspectionRecord, shared: NewShareLink | null) => {
       const scope = scopeOf(request);

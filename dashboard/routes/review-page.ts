@@ -1,7 +1,8 @@
+import { findInspection } from "../../core/operations/inspections.ts";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { isApiError, notFound } from "../../core/errors.ts";
+import { isApiError } from "../../core/errors.ts";
 import { modelReport } from "../../core/operations/reports.ts";
 import { submitReview } from "../../core/operations/reviews.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
@@ -25,12 +26,8 @@ const ReviewFields = z.record(z.string(), z.union([z.string(), z.array(z.string(
 export const reviewPageRoutes =
   (s: Services): FastifyPluginAsyncZod =>
   async (app) => {
-    /** The inspection of the path, if it is the user's account's and environment's; else no page. */
-    const own = async (request: FastifyRequest, id: string) => {
-      const inspection = await s.inspections.get(scopeOf(request), id);
-      if (!inspection) throw notFound("inspection", id);
-      return inspection;
-    };
+    /** The inspection of the path, if it is the user's account's and environment's; else no page (404). */
+    const own = (request: FastifyRequest, id: string) => findInspection(s, scopeOf(request), id);
 
     const page = (
       request: FastifyRequest,
