@@ -113,9 +113,10 @@ export class KubernetesEventStore implements EventStore {
     // The oldest attempts past ATTEMPTS_KEPT go to the archive first; the write below drops only those
     // archived (attempts never change once made, so a copy from a view a moment old is the same).
     let archivedBefore = 0;
-    const held = this.#records.byEventId(eventId) && (await this.#find(eventId));
-    const stored = held ? held.delivery.attempts : [];
-    if (this.#records.keepsAttemptsAside && stored.length + 1 > ATTEMPTS_KEPT) {
+    // The live resource's attempts, from the cache (the write below is made on the latest version).
+    const v = this.#records.keepsAttemptsAside ? this.#records.byEventId(eventId) : null;
+    const stored = v ? (this.#records.events(v).find((e) => e.event.id === eventId)?.delivery.attempts ?? []) : [];
+    if (stored.length + 1 > ATTEMPTS_KEPT) {
       const aside = stored.slice(0, stored.length + 1 - ATTEMPTS_KEPT);
       await this.#records.putAttempts(eventId, aside);
       archivedBefore = aside.at(-1)!.attempt + 1;
