@@ -1,19 +1,43 @@
-import { createServer, type AddressInfo } from "node:net";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
 
-/** A port free on loopback now, for a server that must know its port before it starts. */
+/**
+ * Ports are drawn below the system's ephemeral range: a port the system hands out for `listen(0)`
+ * is in that range, and so is the local port of every outgoing connection, so one chosen that way
+ * can be taken by some client's connection before the server that was meant to have it starts
+ * (a CI run failed on exactly that: EADDRINUSE on an api replica's port).
+ */
+const [EPHEMERAL_LOW] = (() => {
+  try {
+    return readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/).map(Number);
+  } catch {
+    return [49152];
+  }
+})() as [number];
+const LOW = 10_000;
+const HIGH = Math.max(LOW + 1_000, (EPHEMERAL_LOW ?? 32768) - 1);
+const handedOut = new Set<number>();
+
+const bindable = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+
+/** A port free on loopback now, for a server that must know its port before it starts; never one this process handed out before. */
 export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
+  for (;;) {
+    const port = LOW + Math.floor(Math.random() * (HIGH - LOW));
+    if (handedOut.has(port) || !(await bindable(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
 }
 
-/** `n` ports free on loopback now and all different: each held open until all are chosen (one after another, the system may hand back the same one). */
+/** `n` ports free on loopback now and all different. */
 export async function freePorts(n: number): Promise<number[]> {
-  const servers = Array.from({ length: n }, () => createServer());
-  await Promise.all(servers.map((s) => new Promise<void>((r) => s.listen(0, "127.0.0.1", r))));
-  const ports = servers.map((s) => (s.address() as AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  const ports: number[] = [];
+  for (let i = 0; i < n; i++) ports.push(await freePort());
   return ports;
 }
