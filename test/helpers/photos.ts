@@ -22,6 +22,11 @@ export const DAMAGED_CASES = [
   // damage model's sure glass shatter (0.88) vouches that it shows a vehicle.
   { angle: "rear", file: "000215_jpg.rf.7574499536dce9bf8e883ac0998ea3f8.jpg", type: "glass_shatter" },
 ] as const;
+/** car-damage-severity: listing, street and phone photos of damaged cars that no model trained on boxes of. */
+const SEVERITY_IMAGES = join(DATASETS, "car-damage-severity/images");
+/** The car-damage-severity photo whose name starts with `prefix` (its number). */
+export const severityPhoto = (prefix: string): Buffer =>
+  readFileSync(join(SEVERITY_IMAGES, readdirSync(SEVERITY_IMAGES).find((f) => f.startsWith(`${prefix}_`))!));
 const PARTS_DIR = join(DATASETS, "car-parts/testset/JPEGImages");
 
 export function carPhotos(count: number): Buffer[] {

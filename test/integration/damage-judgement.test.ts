@@ -11,7 +11,7 @@ import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { detectPhotos, type Models } from "../../inference/detection/detect-photos.ts";
 import { loadModels } from "../../inference/detection/load-models.ts";
 import { measureQuality } from "../../inference/quality/measure-quality.ts";
-import { carPhotos, DATASETS } from "../helpers/photos.ts";
+import { carPhotos, DATASETS, severityPhoto } from "../helpers/photos.ts";
 import { withModels } from "../helpers/service.ts";
 
 /** The three crashed cars a customer's walkaround was graded `none` over (issue 36), with their angles. */
@@ -20,9 +20,6 @@ const WRECKS = [
   { prefix: "0423", angle: "rear_left" },
   { prefix: "0333", angle: "front_right" },
 ] as const;
-const SEVERITY_IMAGES = join(DATASETS, "car-damage-severity/images");
-const wreck = (prefix: string) =>
-  readFileSync(join(SEVERITY_IMAGES, readdirSync(SEVERITY_IMAGES).find((f) => f.startsWith(`${prefix}_`))!));
 
 /** A walkaround through processing's pipeline, as the controller runs it, with the report's grade and review. */
 async function walkaround(models: Models, photos: { angle: string; bytes: Buffer; part?: string }[]) {
@@ -58,7 +55,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.judge))("the whole photo judged: dama
     const clean = carPhotos(5);
     const angles = EXTERIOR_ANGLES.filter((a) => !WRECKS.some((w) => w.angle === a));
     const photos = [
-      ...WRECKS.map((w) => ({ angle: w.angle, bytes: wreck(w.prefix) })),
+      ...WRECKS.map((w) => ({ angle: w.angle, bytes: severityPhoto(w.prefix) })),
       ...clean.map((bytes, i) => ({ angle: angles[i]!, bytes })),
     ];
     const { result, grade } = await walkaround(models, photos);

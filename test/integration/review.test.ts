@@ -4,7 +4,7 @@ import sharp from "sharp";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
-import { carPhotos, DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
+import { carPhotos, DAMAGE_VALID, DAMAGED_CASES, severityPhoto } from "../helpers/photos.ts";
 import { startService, submitAndWait, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
@@ -243,4 +243,23 @@ describe("review, with the models", () => {
     const listed = await (await svc.api(key, "/v1/events?limit=100")).json();
     expect(listed.data.filter((e: any) => e.type === "inspection.reviewed" && e.data.id === m.id)).toHaveLength(2);
   });
+
+  it("asks for review when damage is only suspected, and when a typed finding is unsure", async () => {
+    // car-damage-severity 0114: a damaged car the whole-photo judgement is sure of (1.00) with no
+    // box of a type on it and no broken part; 0034: one scratch at 0.40, below the review threshold (0.5).
+    const cases = [
+      { prefix: "0114", reason: "damage_suspected", finding: (f: any) => f.type === "damage_suspected" },
+      { prefix: "0034", reason: "low_confidence", finding: (f: any) => f.type !== "damage_suspected" && f.confidence < 0.5 },
+    ];
+    for (const c of cases) {
+      const made = await create(svc, key);
+      await walkaround(svc, key, made, { over: [{ angle: "front", bytes: severityPhoto(c.prefix) }] });
+      const r = await report(svc, key, made.id);
+      const front = r.photos.find((p: any) => p.angle === "front").media_id;
+      expect(r.findings.filter((f: any) => f.media_id === front).some(c.finding), JSON.stringify(r.findings)).toBe(true);
+      expect(r.review.status, c.prefix).toBe("required");
+      expect(r.review.reasons).toContain(c.reason);
+      expect(r.summary.needs_review).toBe(true);
+    }
+  }, 120_000);
 });
