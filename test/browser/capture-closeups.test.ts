@@ -15,7 +15,7 @@ import { writeY4m } from "../helpers/y4m.ts";
  * The capture page's "Any damage?" step on a phone, with the models on: the camera shows a damaged
  * car (car-damage-severity 0423, a whole car the judgement model calls damaged), so the walkaround
  * photo's upload suggests close-ups; the page asks for those first, then lets the customer add one
- * of a part they pick. The screenshot for the README is written to docs/capture-closeups.png.
+ * of a part they pick. The screenshot for docs/capture-and-dashboard.md is written to docs/capture-closeups.png.
  */
 const DAMAGED = join(DATASETS, "car-damage-severity/images/0423_JPEG_jpg.rf.990728d1ae8076ceb1757beef9374cd5.jpg");
 const DOCS = join(import.meta.dirname, "../../docs");
@@ -111,7 +111,7 @@ it("asks for the close-ups the upload suggested, each skippable, then one of a p
     [2, "left_mirror"],
   ]);
 
-  // The suggestion, the close-up's camera and the list, side by side at the phone's size, for the README.
+  // The suggestion, the close-up's camera and the list, side by side at the phone's size, for the docs.
   const views = [guided, camera, listed];
   await sharp({ create: { width: 15 + views.length * 405, height: 884, channels: 3, background: "#d1d5db" } })
     .composite(

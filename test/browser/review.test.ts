@@ -15,7 +15,7 @@ import { startService, submitAndWait, type TestService, VALID_VIN, withModels } 
  * the review queue from the navigation, opens a report waiting there, rejects a finding (a key on
  * the laptop, a tap on the phone), draws a box over a photo to add one, and submits; the report over
  * the API then shows both, attributed to that user, and the PDF says who reviewed. axe-core audits
- * the queue and the review page; their screenshots are kept in docs/ for the README.
+ * the queue and the review page; their screenshots are kept in docs/ for the README and docs/capture-and-dashboard.md.
  */
 const ACCOUNT = "acme";
 const PASSWORD = "a long enough dashboard password";
@@ -214,9 +214,9 @@ for (const [viewport, options] of [
 
       await page.getByLabel(/For whoever reads the report/).fill(`Checked on the ${viewport}.`);
       await audit(page, viewport, "review-page-decided");
-      // The screenshot for the README: the first photo with its findings decided.
+      // The screenshot for docs/capture-and-dashboard.md: the first photo with its findings decided.
       if (viewport === "desktop") {
-        // A taller window for the README's picture: the heading, why, and the first photo whole.
+        // A taller window for the docs' picture: the heading, why, and the first photo whole.
         await page.setViewportSize({ width: 1280, height: 1180 });
         await page.locator(".crumbs").evaluate((el: any) => el.scrollIntoView({ block: "start" }));
         await page.screenshot({ path: join(DOCS, "review-page.png") });
