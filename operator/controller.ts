@@ -1,7 +1,8 @@
 import type { Logger } from "pino";
 import { photoBlobKey } from "../core/blob-keys.ts";
 import { buildReport } from "../core/domain/build-report.ts";
-import { storeReport } from "../core/operations/reports.ts";
+import { completedReport, storeReport } from "../core/operations/reports.ts";
+import type { Report } from "../core/schemas/report.ts";
 import type { Metrics } from "../core/metrics.ts";
 import type { BlobStore } from "../core/ports/blob-store.ts";
 import { awaitsDetection, dueMove, lookAgainAt } from "../core/domain/reconcile-rules.ts";
@@ -258,15 +259,27 @@ export class Controller {
       newFindingId: () => newId("fnd"),
       evidenceMediaIds: result.detections.map((d) => d.evidence?.mediaId ?? null),
       reviewPolicy: await (this.#o.reviewPolicyOf?.(current) ?? current.reviewPolicy ?? "when_unsure"),
+      baseline: await this.#baselineReport(current),
     });
     observe("completed");
     // The report first, then the move: a crash between them leaves a report the retry keeps (storeReport).
     const stored = await storeReport(this.#o.blobs, current.id, report);
-    // A report stored by an earlier version (a crash between the two writes, across an upgrade) lacks needs_review.
+    // A report stored by an earlier version (a crash between the two writes, across an upgrade) lacks needs_review and new_findings.
     await this.#move(current, "report_stored", {
       completedAt: now,
-      summary: { ...stored.summary, needs_review: stored.summary.needs_review === true },
+      summary: { ...stored.summary, needs_review: stored.summary.needs_review === true, new_findings: stored.summary.new_findings ?? null },
     });
+  }
+
+  /**
+   * The baseline's report as it reads now, its review applied. A baseline was completed when this
+   * inspection was created and completed inspections never move, so it is there; a store that lost it
+   * leaves the report without a comparison rather than failing the inspection.
+   */
+  async #baselineReport(r: InspectionRecord): Promise<Report | null> {
+    const baseline = r.baselineInspectionId ? await this.#o.store.getById(r.baselineInspectionId) : null;
+    if (!baseline || baseline.status !== "completed") return null;
+    return JSON.parse(await completedReport(this.#o, baseline)) as Report;
   }
 
   /** A run a stop abandoned was ended by closing the runner: not an attempt, so nothing is recorded. */

@@ -2,6 +2,7 @@ import type { DetectionResult } from "../ports/detection-runner.ts";
 import type { InspectionRecord, PhotoRecord } from "../ports/records.ts";
 import type { Finding, Report } from "../schemas/report.ts";
 import { formatTimestamp } from "../time.ts";
+import { compareFindings, withAngles } from "./comparison.ts";
 import { overallGrade, type Severity } from "./grading.ts";
 import { reviewOf, type ReviewPolicy } from "./review.ts";
 
@@ -19,6 +20,8 @@ type Inputs = {
   evidenceMediaIds: (string | null)[];
   /** Whether the report goes to a person (review.ts); `when_unsure` unless the inspection or account says otherwise. */
   reviewPolicy?: ReviewPolicy;
+  /** The baseline inspection's report as it reads now (reviewed, where it was), when the inspection has one. */
+  baseline?: Report | null;
 };
 
 /** The report of a finished inspection: pure, from the stored inspection, its photos and the detection result. */
@@ -31,6 +34,7 @@ export function buildReport({
   newFindingId,
   evidenceMediaIds,
   reviewPolicy = "when_unsure",
+  baseline = null,
 }: Inputs): Report {
   const mediaUrl = (id: string) => `${publicUrl}/v1/media/${id}/full.jpg`;
   const findings: Finding[] = result.detections.map((d, i) => ({
@@ -42,6 +46,7 @@ export function buildReport({
     confidence: d.confidence,
     media_id: d.mediaId,
     bbox: d.bbox,
+    part_position: d.partPosition ?? null,
     evidence_url: evidenceMediaIds[i] ? mediaUrl(evidenceMediaIds[i]!) : null,
     source: "model",
     review: null,
@@ -57,6 +62,7 @@ export function buildReport({
       confidence: null,
       media_id: vinPhoto?.mediaId ?? null,
       bbox: null,
+      part_position: null,
       evidence_url: vinPhoto ? mediaUrl(vinPhoto.mediaId) : null,
       source: "model",
       review: null,
@@ -73,13 +79,32 @@ export function buildReport({
     policy: reviewPolicy,
   });
   const review = { ...judged, reviewed_at: null, reviewed_by: null, note: null };
+  const photoViews: Report["photos"] = photos.map((p) => ({
+    media_id: p.mediaId,
+    angle: p.angle,
+    url: mediaUrl(p.mediaId),
+    width: p.width,
+    height: p.height,
+    captured_at: formatTimestamp(p.capturedAt)!,
+    quality: qualityOf(p),
+    part: p.part ?? null,
+    damage_score: measured.get(p.mediaId)?.damageScore ?? null,
+  }));
+  const comparison = baseline
+    ? compareFindings(baseline.inspection_id, withAngles({ findings, photos: photoViews }), withAngles(baseline))
+    : null;
   return {
     object: "report",
     inspection_id: inspection.id,
     livemode: inspection.livemode,
     created_at: formatTimestamp(now)!,
     grade,
-    summary: { findings: findings.length, grade, needs_review: review.status === "required" },
+    summary: {
+      findings: findings.length,
+      grade,
+      needs_review: review.status === "required",
+      new_findings: comparison ? comparison.new.length : null,
+    },
     vehicle: {
       vin: inspection.vin,
       vin_confirmed: vinConfirmed,
@@ -88,19 +113,10 @@ export function buildReport({
       model: inspection.model,
       year: inspection.year,
     },
-    photos: photos.map((p) => ({
-      media_id: p.mediaId,
-      angle: p.angle,
-      url: mediaUrl(p.mediaId),
-      width: p.width,
-      height: p.height,
-      captured_at: formatTimestamp(p.capturedAt)!,
-      quality: qualityOf(p),
-      part: p.part ?? null,
-      damage_score: measured.get(p.mediaId)?.damageScore ?? null,
-    })),
+    photos: photoViews,
     findings,
     review,
+    comparison,
     model: result.model,
   };
 }

@@ -1,6 +1,7 @@
 import type { Finding, Quality, Report, ReviewReason } from "../schemas/report.ts";
 import type { AddedFinding, ReviewBody, ReviewDecision } from "../schemas/review.ts";
 import { formatTimestamp } from "../time.ts";
+import { reviewedComparison } from "./comparison.ts";
 import { overallGrade } from "./grading.ts";
 
 /**
@@ -82,7 +83,8 @@ export type ReviewRecord = {
   note: string | null;
   decisions: ReviewDecision[];
   added: (AddedFinding & { id: string })[];
-  summary: { findings: number; grade: Finding["severity"] | "none"; needs_review: false };
+  /** new_findings: absent from reviews stored before comparisons existed. */
+  summary: { findings: number; grade: Finding["severity"] | "none"; needs_review: false; new_findings?: number | null };
 };
 
 /** A mistake in a review request that only the report shows: the parameter at fault and why. */
@@ -117,10 +119,15 @@ export function reviewRecord(report: Report, body: ReviewBody, by: string, at: n
     note: body.note ?? null,
     decisions: body.decisions ?? [],
     added: (body.added ?? []).map((a) => ({ id: newFindingId(), ...a, part: a.part ?? null })),
-    summary: { findings: 0, grade: "none", needs_review: false },
+    summary: { findings: 0, grade: "none", needs_review: false, new_findings: null },
   };
   const reviewed = applyReview(report, record);
-  record.summary = { findings: reviewed.summary.findings, grade: reviewed.grade, needs_review: false };
+  record.summary = {
+    findings: reviewed.summary.findings,
+    grade: reviewed.grade,
+    needs_review: false,
+    new_findings: reviewed.summary.new_findings,
+  };
   return record;
 }
 
@@ -138,7 +145,8 @@ export function applyReview(report: Report, review: ReviewRecord): Report {
     return {
       ...f,
       ...(d.type === undefined ? {} : { type: d.type }),
-      ...(d.part === undefined ? {} : { part: d.part }),
+      // A finding moved to another part has no place on it that the models measured.
+      ...(d.part === undefined ? {} : { part: d.part, part_position: d.part === f.part ? f.part_position : null }),
       ...(d.severity === undefined ? {} : { severity: d.severity }),
       review: DECIDED[d.action],
     };
@@ -152,6 +160,7 @@ export function applyReview(report: Report, review: ReviewRecord): Report {
     confidence: null,
     media_id: a.media_id,
     bbox: a.bbox,
+    part_position: null,
     evidence_url: photoUrl.get(a.media_id) ?? null,
     source: "reviewer",
     review: null,
@@ -159,11 +168,19 @@ export function applyReview(report: Report, review: ReviewRecord): Report {
   const findings = [...decided, ...added];
   const counted = findings.filter((f) => f.review !== "rejected");
   const grade = overallGrade(counted.map((f) => f.severity));
+  const comparison = report.comparison && reviewedComparison(report.comparison, findings);
   return {
     ...report,
     grade,
-    summary: { ...report.summary, findings: counted.length, grade, needs_review: false },
+    summary: {
+      ...report.summary,
+      findings: counted.length,
+      grade,
+      needs_review: false,
+      new_findings: comparison ? comparison.new.length : null,
+    },
     findings,
+    comparison,
     review: {
       status: "completed",
       reasons: report.review.reasons,

@@ -10,10 +10,12 @@ export function currentReportJson(stored: string): string {
     photos: Record<string, unknown>[];
     findings: Record<string, unknown>[];
     review?: Record<string, unknown>;
+    comparison?: unknown;
   };
-  report.summary = { needs_review: false, ...report.summary };
+  report.summary = { needs_review: false, new_findings: null, ...report.summary };
   report.photos = report.photos.map((p) => ({ part: null, damage_score: null, ...p }));
-  report.findings = report.findings.map((f) => ({ source: "model", review: null, ...f }));
+  report.findings = report.findings.map((f) => ({ part_position: null, source: "model", review: null, ...f }));
+  report.comparison ??= null;
   report.review = { status: "not_required", reasons: [], reviewed_at: null, reviewed_by: null, note: null, ...report.review };
   return JSON.stringify(report);
 }
@@ -21,7 +23,8 @@ export function currentReportJson(stored: string): string {
 /**
  * Every GET of a report comes here, so reports written since the newest field existed are answered
  * as stored, without a parse. Only they hold its text: no key of earlier reports is named so, and a
- * string value holding it has its quotes escaped (\"note\":), which this does not match. `note` is
- * the review's, written into every report since findings gained `source`.
+ * string value holding it has its quotes escaped (\"comparison\":), which this does not match.
+ * `comparison` is written into every report (null without a baseline) since findings gained
+ * `part_position` and the summary `new_findings`.
  */
-const isCurrent = (stored: string): boolean => stored.includes('"note":');
+const isCurrent = (stored: string): boolean => stored.includes('"comparison":');

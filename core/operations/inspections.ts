@@ -39,6 +39,7 @@ export async function createInspection(
     if (made) return made;
   }
   if (body.notify_url) checkNotifyUrl(body.notify_url, scope.livemode, s.config.webhooks.allowPrivateTargets);
+  if (body.baseline_inspection) await checkBaseline(s, scope, body.baseline_inspection, body.vehicle.vin);
   const vehicle = await s.vin.decode(body.vehicle.vin);
   const now = s.clock.now();
   const record: InspectionRecord = {
@@ -51,6 +52,7 @@ export async function createInspection(
     ...vehicle,
     notifyUrl: body.notify_url ?? null,
     reviewPolicy: body.review ?? null,
+    baselineInspectionId: body.baseline_inspection ?? null,
     expiresAt: now + s.config.inspectionTtlMs,
     createdAt: now,
     updatedAt: now,
@@ -68,6 +70,31 @@ export async function createInspection(
     return sameRequest(made, body);
   }
   return record;
+}
+
+/**
+ * A baseline is a completed inspection of the same account and environment, and of the same vehicle:
+ * a comparison with another car's inspection, or with one that has no report, would say nothing.
+ * Another account's inspection reads as not there, as everywhere.
+ */
+async function checkBaseline(s: Services, scope: Scope, id: string, vin: string): Promise<void> {
+  const param = "baseline_inspection";
+  const baseline = await s.inspections.get(scope, id);
+  if (!baseline) throw new ApiError("parameter_invalid", `No inspection ${id} to compare with.`, { param });
+  if (baseline.status !== "completed")
+    throw new ApiError(
+      "parameter_invalid",
+      `The baseline inspection is ${baseline.status}; only a completed inspection can be a baseline.`,
+      {
+        param,
+      },
+    );
+  if (baseline.vin !== vin)
+    throw new ApiError(
+      "parameter_invalid",
+      `The baseline inspection is of another vehicle (VIN ${baseline.vin}); a baseline must be of the same vehicle.`,
+      { param },
+    );
 }
 
 const idUnder = (scope: Scope, idempotencyKey: string) => derivedId("insp", `${scope.accountId}\n${scope.livemode}\n${idempotencyKey}`);
@@ -93,7 +120,8 @@ function sameRequest(made: InspectionRecord, body: CreateInspectionBody): Inspec
     made.vin === body.vehicle.vin &&
     made.reference === (body.reference ?? null) &&
     made.notifyUrl === (body.notify_url ?? null) &&
-    made.reviewPolicy === (body.review ?? null);
+    made.reviewPolicy === (body.review ?? null) &&
+    made.baselineInspectionId === (body.baseline_inspection ?? null);
   if (same) return made;
   throw new ApiError("idempotency_key_reused", "This Idempotency-Key was used with a different request; use a new key for a new request.", {
     param: "Idempotency-Key",

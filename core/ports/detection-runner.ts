@@ -18,6 +18,8 @@ export type Detection = {
   confidence: number;
   /** Relative to the photo: x, y, width, height, each 0–1. */
   bbox: [number, number, number, number];
+  /** Where on its part's box the damage's centre lies (0–1 across, down); null without a part box. Absent from older runners' results. */
+  partPosition?: [number, number] | null;
   /** The evidence photo drawn for this detection, already stored as a blob; the controller records it as media. */
   evidence: { mediaId: string; blobKey: string; bytes: number; etag: string; width: number; height: number } | null;
 };

@@ -24,8 +24,10 @@ export type InspectionRecord = {
   submittedAt: number | null;
   completedAt: number | null;
   canceledAt: number | null;
-  summary: { findings: number; grade: Grade; needs_review: boolean } | null;
+  summary: { findings: number; grade: Grade; needs_review: boolean; new_findings: number | null } | null;
   failure: { code: "photos_unusable" | "processing_error"; message: string } | null;
+  /** The completed inspection this one is compared with (its report's comparison); null: none. */
+  baselineInspectionId: string | null;
   /** The review policy asked for at creation; null: the account's. */
   reviewPolicy: ReviewPolicy | null;
   /** The latest review of the completed inspection, which replaced any earlier; null before one. */

@@ -127,8 +127,8 @@ export const StoreStatus = z.object({
   submittedAt: maybeMillis,
   completedAt: maybeMillis,
   canceledAt: maybeMillis,
-  // needs_review is absent from resources written before it existed.
-  summary: Summary.partial({ needs_review: true }).nullable(),
+  // needs_review and new_findings are absent from resources written before they existed.
+  summary: Summary.partial({ needs_review: true, new_findings: true }).nullable(),
   failure: Failure.nullable(),
   processingAttempts: millis,
   processingDueAt: maybeMillis,

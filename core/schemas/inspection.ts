@@ -27,6 +27,12 @@ export const Vin = z
 export const NOTIFY_URL_RULES =
   "Where events are delivered: an absolute http or https URL, at most 2048 characters, without credentials (user:password@). A live key must use https. Unless the deployment allows private targets, a URL whose host is an IP address that is not public, or localhost, is refused; a host name is resolved and checked at each delivery, not here.";
 
+/** An inspection's id as a client sends it back: the prefix and the characters ids are made of. */
+const InspectionId = z
+  .string()
+  .regex(/^insp_[a-z0-9]{1,64}$/)
+  .meta({ example: "insp_0a1b2c3d4e5f6g7h8i9j0k1l" });
+
 export const CreateInspectionBody = z.strictObject({
   reference: z.string().min(1).max(255).optional(),
   vehicle: z.strictObject({ vin: Vin }),
@@ -35,6 +41,10 @@ export const CreateInspectionBody = z.strictObject({
     .max(2048)
     .optional()
     .meta({ description: NOTIFY_URL_RULES }),
+  baseline_inspection: InspectionId.optional().meta({
+    description:
+      "A completed inspection of the same vehicle, account and environment (the pick-up of a rental, say) that this one is compared with: the report's comparison says which damage is new. The VINs must match.",
+  }),
   review: z.enum(REVIEW_POLICIES).optional().meta({
     description:
       "When the report goes to a person: always, when_unsure (a reason to look: damage suspected, low confidence, photo problems kept, VIN unconfirmed) or off. Default: the account's policy, itself when_unsure unless changed in the dashboard.",
@@ -55,6 +65,11 @@ export const Summary = z.object({
   needs_review: z
     .boolean()
     .meta({ description: "The report's review.status is required: a person should look before acting on the grade." }),
+  new_findings: z
+    .number()
+    .int()
+    .nullable()
+    .meta({ description: "How many findings are new since the baseline_inspection (comparison.new); null without a baseline." }),
 });
 export const FAILURE_CODES = ["photos_unusable", "processing_error"] as const;
 export const Failure = z.object({ code: z.enum(FAILURE_CODES), message: z.string() });
@@ -68,6 +83,7 @@ export const Inspection = z
     reference: z.string().nullable(),
     vehicle: Vehicle,
     notify_url: z.string().nullable(),
+    baseline_inspection: z.string().nullable(),
     capture_url: z.string().nullable(),
     capture_token: z.string().nullable().meta({
       description:

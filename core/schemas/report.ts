@@ -97,6 +97,10 @@ export const Finding = z.object({
     .length(4)
     .nullable()
     .meta({ description: "x, y, width, height, relative to the photo, each 0 to 1." }),
+  part_position: z.array(z.number().min(0).max(1)).length(2).nullable().meta({
+    description:
+      "Where on its part the damage lies: its centre, 0 to 1 across and down the part as the parts model found it in the photo. Null where no part was found for it, on a close-up, and in reports made before it existed. What a before/after comparison pairs damages by.",
+  }),
   evidence_url: z.string().nullable(),
   source: z.enum(FINDING_SOURCES),
   review: z.enum(FINDING_REVIEWS).nullable().meta({
@@ -105,6 +109,32 @@ export const Finding = z.object({
   }),
 });
 export type Finding = z.infer<typeof Finding>;
+
+const Pairing = z.object({
+  finding: z.string().meta({ description: "A finding of this report." }),
+  baseline_finding: z.string().meta({ description: "The baseline report's finding it is the same damage as." }),
+});
+
+export const Comparison = z
+  .object({
+    baseline_inspection: z.string(),
+    new: z.array(z.string()).meta({
+      description: "Findings of this report that the baseline did not have, those worse now included; a reviewer's added findings are new.",
+    }),
+    worsened: z
+      .array(Pairing)
+      .meta({ description: "The new findings that were at the baseline, less severe: each with its baseline finding." }),
+    preexisting: z.array(Pairing).meta({ description: "Findings that were there at the baseline, as bad or worse then." }),
+    not_seen: z
+      .array(z.string())
+      .meta({ description: "The baseline's findings no finding of this report matched (repaired, or not in view)." }),
+  })
+  .meta({
+    id: "Comparison",
+    description:
+      "This inspection against its baseline_inspection. Findings pair by part, type and place on the part (part_position), never by pixel position in the frame; rejected findings take no part.",
+  });
+export type Comparison = z.infer<typeof Comparison>;
 
 export const Report = z
   .object({
@@ -125,6 +155,7 @@ export const Report = z
     photos: z.array(ReportPhoto),
     findings: z.array(Finding),
     review: Review,
+    comparison: Comparison.nullable().meta({ description: "Null unless the inspection was created with a baseline_inspection." }),
     model: z.object({ name: z.string(), version: z.string() }).nullable(),
   })
   .meta({ id: "Report" });

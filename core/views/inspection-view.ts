@@ -17,6 +17,7 @@ export function inspectionView(r: InspectionRecord, publicUrl: string, capture: 
     reference: r.reference,
     vehicle: { vin: r.vin, make: r.make, model: r.model, year: r.year },
     notify_url: r.notifyUrl,
+    baseline_inspection: r.baselineInspectionId,
     capture_url: capture?.url ?? null,
     capture_token: capture?.token ?? null,
     expires_at: formatTimestamp(r.expiresAt)!,

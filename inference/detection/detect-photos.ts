@@ -162,13 +162,14 @@ export async function detectPhotos(
 
   // Findings are placed first, merged (seenOnce), and only those kept get an evidence photo.
   const placed: (Detection & { photo: (typeof searched)[number]; box: Box })[] = [];
-  const place = (s: (typeof searched)[number], d: Box & { score: number }, type: DetectedType, part: string | null, severity: Severity) =>
+  const place = (s: (typeof searched)[number], d: Box & { score: number }, type: DetectedType, where: Where, severity: Severity) =>
     placed.push({
       photo: s,
       box: d,
       mediaId: s.photo.mediaId,
       type,
-      part,
+      part: where.part,
+      partPosition: where.on ? positionOn(d, where.on) : null,
       severity,
       confidence: Math.round(d.score * 1000) / 1000,
       bbox: relativeBbox(d, s.width, s.height),
@@ -188,16 +189,19 @@ export async function detectPhotos(
       s.outcome.quality = flagged(s.outcome.quality!, "no_vehicle");
       continue;
     }
-    const partFor = (box: Box, type?: DamageType) =>
-      closeup && s.photo.part ? s.photo.part : (partOf(box, photoParts, type)?.name ?? null);
+    const partFor = (box: Box, type?: DamageType): Where => {
+      if (closeup && s.photo.part) return { part: s.photo.part, on: null };
+      const on = partOf(box, photoParts, type);
+      return { part: on?.name ?? null, on };
+    };
     const typed: (Box & { type: DamageType })[] = [];
     for (const d of s.small ? [] : damage[i]!) {
       const type = damageType(d) as DamageType;
       if (!DAMAGE_TYPES.includes(type)) continue;
-      const part = partFor(d, type);
-      const partBox = part ? photoParts.find((p) => p.name === part && overlaps(p, d)) : undefined;
+      const where = partFor(d, type);
+      const partBox = where.on ?? (where.part ? photoParts.find((p) => p.name === where.part && overlaps(p, d)) : undefined);
       const share = partBox ? area(d) / area(partBox) : area(d) / (s.width * s.height * PART_SHARE_OF_PHOTO);
-      place(s, d, type, part, findingSeverity(type, share));
+      place(s, d, type, where, findingSeverity(type, share));
       typed.push({ ...d, type });
     }
     if (!j) continue;
@@ -248,6 +252,15 @@ async function judgePhotos(judge: PhotoJudge, inputs: (Buffer | ScaledPixels)[],
   return out;
 }
 const JUDGE_BATCH = 8;
+
+/** A finding's part, and the part's box in the photo where the parts model found it (null for a close-up's named part). */
+type Where = { part: string | null; on: Box | null };
+
+/** Where a damage's centre lies on its part's box, 0 to 1 across and down: what pairs one damage seen on two days (core/domain/comparison.ts). */
+function positionOn(d: Box, part: Box): [number, number] {
+  const at = (v: number, lo: number, hi: number) => Math.round(Math.min(1, Math.max(0, (v - lo) / Math.max(hi - lo, 1e-9))) * 1000) / 1000;
+  return [at((d.x1 + d.x2) / 2, part.x1, part.x2), at((d.y1 + d.y2) / 2, part.y1, part.y2)];
+}
 
 const overlaps = (a: Box, b: Box) => Math.min(a.x2, b.x2) > Math.max(a.x1, b.x1) && Math.min(a.y2, b.y2) > Math.max(a.y1, b.y1);
 const worse = (a: Severity, b: Severity): Severity => (SEVERITIES.indexOf(a) >= SEVERITIES.indexOf(b) ? a : b);

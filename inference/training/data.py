@@ -195,14 +195,52 @@ def damage_segments(root, names, min_px=12):
     return segments
 
 
+def paste_on_part(photo, part, crop, mask, name, rng):
+    """Pastes one damage segment (crop, mask; class `name`) onto `part` (a car-parts COCO annotation)
+    of `photo`, in place: scaled to the part, clipped to it, its colour moved to the panel's while its
+    texture is kept. Returns the pasted damage's box (x1, y1, x2, y2) in pixels, or None where nothing
+    of it landed on the part."""
+    from PIL import ImageDraw
+
+    W, H = photo.size
+    part_mask = Image.new("L", (W, H), 0)
+    for poly in part["segmentation"]:
+        ImageDraw.Draw(part_mask).polygon(list(zip(poly[0::2], poly[1::2])), fill=255)
+    px, py, pw, ph = part["bbox"]
+    if name in DAMAGE_SCALE:
+        side = rng.uniform(*DAMAGE_SCALE[name]) * max(pw, ph)
+    else:
+        side = min(rng.uniform(*PHOTO_SCALE) * max(W, H), PANEL_SHARE * max(pw, ph))
+    r = side / max(crop.size)
+    sw, sh = max(4, round(crop.size[0] * r)), max(4, round(crop.size[1] * r))
+    crop, mask = crop.resize((sw, sh), Image.BILINEAR), mask.resize((sw, sh), Image.BILINEAR)
+    inside = np.argwhere(np.array(part_mask) > 0)
+    if len(inside) == 0:
+        return None
+    cy, cx = inside[rng.randrange(len(inside))]
+    left, top = int(cx - sw / 2), int(cy - sh / 2)
+    # The damage's own contrast on the panel's colour: a red car's dent pasted on a white
+    # car would otherwise teach "a patch of another colour".
+    region = np.array(photo.crop((left, top, left + sw, top + sh)), dtype=np.float32)
+    seg = np.array(crop, dtype=np.float32)
+    m = np.array(mask, dtype=np.float32)[..., None] / 255
+    if m.sum() < 1:
+        return None
+    seg = seg - (seg * m).sum((0, 1)) / m.sum() + (region * m).sum((0, 1)) / m.sum()
+    clipped = Image.fromarray((m[..., 0] * np.array(part_mask.crop((left, top, left + sw, top + sh)), dtype=np.float32)).astype(np.uint8))
+    photo.paste(Image.fromarray(seg.clip(0, 255).astype(np.uint8)), (left, top), clipped)
+    ys, xs = np.nonzero(np.array(clipped) > 127)
+    if len(xs) == 0:
+        return None
+    return (left + xs.min(), top + ys.min(), left + xs.max() + 1, top + ys.max() + 1)
+
+
 def pasted_whole_cars(root, segments, names, size, per_photo=(1, 3), repeat=1, rng=None):
     """Copy-paste onto what the product sees: the car-parts training photos (clean whole cars) with
     damage cut from the close-ups pasted onto parts where it occurs (a dent on a door, a shattered
     pane on glass; DAMAGE_ON_PARTS), scaled to the part, clipped to it, its colour moved to the
     panel's while its texture is kept, then letterboxed as the product letterboxes photos. Returns
     images and targets as the other loaders do."""
-    from PIL import ImageDraw
-
     rng = rng or random.Random(0)
     d = json.load(open(os.path.join(root, "annotations.json")))
     part_names = {c["id"]: c["name"] for c in d["categories"]}
@@ -228,35 +266,10 @@ def pasted_whole_cars(root, segments, names, size, per_photo=(1, 3), repeat=1, r
                 if not parts:
                     continue
                 part = rng.choice(parts)
-                part_mask = Image.new("L", (W, H), 0)
-                for poly in part["segmentation"]:
-                    ImageDraw.Draw(part_mask).polygon(list(zip(poly[0::2], poly[1::2])), fill=255)
                 crop, mask, _ = rng.choice(by_class[c])
-                px, py, pw, ph = part["bbox"]
-                if names[c] in DAMAGE_SCALE:
-                    side = rng.uniform(*DAMAGE_SCALE[names[c]]) * max(pw, ph)
-                else:
-                    side = min(rng.uniform(*PHOTO_SCALE) * max(W, H), PANEL_SHARE * max(pw, ph))
-                r = side / max(crop.size)
-                sw, sh = max(4, round(crop.size[0] * r)), max(4, round(crop.size[1] * r))
-                crop, mask = crop.resize((sw, sh), Image.BILINEAR), mask.resize((sw, sh), Image.BILINEAR)
-                inside = np.argwhere(np.array(part_mask) > 0)
-                cy, cx = inside[rng.randrange(len(inside))]
-                left, top = int(cx - sw / 2), int(cy - sh / 2)
-                # The damage's own contrast on the panel's colour: a red car's dent pasted on a white
-                # car would otherwise teach "a patch of another colour".
-                region = np.array(photo.crop((left, top, left + sw, top + sh)), dtype=np.float32)
-                seg = np.array(crop, dtype=np.float32)
-                m = np.array(mask, dtype=np.float32)[..., None] / 255
-                if m.sum() < 1:
-                    continue
-                seg = seg - (seg * m).sum((0, 1)) / m.sum() + (region * m).sum((0, 1)) / m.sum()
-                clipped = Image.fromarray((m[..., 0] * np.array(part_mask.crop((left, top, left + sw, top + sh)), dtype=np.float32)).astype(np.uint8))
-                photo.paste(Image.fromarray(seg.clip(0, 255).astype(np.uint8)), (left, top), clipped)
-                ys, xs = np.nonzero(np.array(clipped) > 127)
-                if len(xs) == 0:
-                    continue
-                boxes.append((c, left + xs.min(), top + ys.min(), left + xs.max() + 1, top + ys.max() + 1))
+                box = paste_on_part(photo, part, crop, mask, names[c], rng)
+                if box is not None:
+                    boxes.append((c, *box))
             img, to_square = _letterbox(photo, size)
             images.append(img)
             targets.append(torch.tensor([[c, *to_square(*box)] for c, *box in boxes], dtype=torch.float32).reshape(-1, 5))

@@ -36,7 +36,7 @@ try {
     sampleInspection({
       id: newId("insp"),
       status: i % 2 ? "completed" : "created",
-      summary: i % 2 ? { findings: 1, grade: "minor", needs_review: false } : null,
+      summary: i % 2 ? { findings: 1, grade: "minor", needs_review: false, new_findings: null } : null,
     }),
   );
 

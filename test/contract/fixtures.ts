@@ -16,6 +16,7 @@ export function sampleInspection(overrides: Partial<InspectionRecord> = {}): Ins
     year: null,
     notifyUrl: null,
     reviewPolicy: null,
+    baselineInspectionId: null,
     expiresAt: now + 3_600_000,
     createdAt: now,
     updatedAt: now,

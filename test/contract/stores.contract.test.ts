@@ -386,17 +386,20 @@ for (const adapter of INSPECTION_ADAPTERS) {
         "processing",
         "completed",
         r.createdAt,
-        { completedAt: r.createdAt, summary: { findings: 0, grade: "none", needs_review: true } },
+        { completedAt: r.createdAt, summary: { findings: 2, grade: "none", needs_review: true, new_findings: 1 } },
         event(),
       );
-      expect((await inspections.get(scope, r.id))!.summary).toEqual({ findings: 0, grade: "none", needs_review: true });
+      expect((await inspections.get(scope, r.id))!.summary).toEqual({ findings: 2, grade: "none", needs_review: true, new_findings: 1 });
     });
 
     it("appends every event a move makes, in their order", async () => {
       const { inspections, events } = await adapter.make();
       const r = sampleInspection({ status: "processing", notifyUrl: "https://example.com/hooks" });
       await inspections.create(r, "h", event());
-      const completed = { completedAt: r.createdAt + 1, summary: { findings: 0, grade: "none" as const, needs_review: true } };
+      const completed = {
+        completedAt: r.createdAt + 1,
+        summary: { findings: 0, grade: "none" as const, needs_review: true, new_findings: null },
+      };
       await inspections.transition(r.id, "processing", "completed", r.createdAt + 1, completed, () => [
         { id: newId("evt"), type: "inspection.completed", data: "{}" },
         { id: newId("evt"), type: "inspection.review_required", data: "{}" },
@@ -410,7 +413,7 @@ for (const adapter of INSPECTION_ADAPTERS) {
 
     it("records a review of a completed inspection only, with its event; a later review replaces it, both events kept", async () => {
       const { inspections, events, reopen } = await adapter.make();
-      const r = sampleInspection({ status: "processing", reviewPolicy: "always" });
+      const r = sampleInspection({ status: "processing", reviewPolicy: "always", baselineInspectionId: "insp_baseline" });
       await inspections.create(r, "h", event());
       const review = (at: number, grade: "minor" | "severe") => ({
         by: "key_1",
@@ -420,7 +423,7 @@ for (const adapter of INSPECTION_ADAPTERS) {
         added: [
           { id: "fnd_2", media_id: "med_1", type: "dent" as const, part: "hood" as const, severity: grade, bbox: [0.1, 0.1, 0.2, 0.2] },
         ],
-        summary: { findings: 1, grade, needs_review: false as const },
+        summary: { findings: 1, grade, needs_review: false as const, new_findings: 1 },
       });
       expect(await inspections.recordReview(r.id, review(r.createdAt + 1, "minor"), event("inspection.reviewed"))).toBeNull();
       await inspections.transition(
@@ -428,20 +431,21 @@ for (const adapter of INSPECTION_ADAPTERS) {
         "processing",
         "completed",
         r.createdAt + 2,
-        { completedAt: r.createdAt + 2, summary: { findings: 3, grade: "moderate", needs_review: true } },
+        { completedAt: r.createdAt + 2, summary: { findings: 3, grade: "moderate", needs_review: true, new_findings: 2 } },
         event("inspection.completed"),
       );
       const first = await inspections.recordReview(r.id, review(r.createdAt + 3, "minor"), event("inspection.reviewed"));
       expect(first).toMatchObject({
         status: "completed",
-        summary: { findings: 1, grade: "minor", needs_review: false },
+        summary: { findings: 1, grade: "minor", needs_review: false, new_findings: 1 },
         reviewPolicy: "always",
+        baselineInspectionId: "insp_baseline",
       });
       expect(first!.review).toEqual(review(r.createdAt + 3, "minor"));
       await inspections.recordReview(r.id, review(r.createdAt + 4, "severe"), event("inspection.reviewed"));
       const stored = (await (await reopen()).get(scope, r.id))!;
       expect(stored.review).toEqual(review(r.createdAt + 4, "severe"));
-      expect(stored.summary).toEqual({ findings: 1, grade: "severe", needs_review: false });
+      expect(stored.summary).toEqual({ findings: 1, grade: "severe", needs_review: false, new_findings: 1 });
       expect(stored.updatedAt).toBe(r.createdAt + 4);
       expect((await events.forInspection(scope, r.id)).map((e) => e.type)).toEqual([
         "inspection.created",
@@ -462,7 +466,7 @@ for (const adapter of INSPECTION_ADAPTERS) {
         "processing",
         "completed",
         r.createdAt + 1,
-        { completedAt: r.createdAt + 1, summary: { findings: 1, grade: "minor", needs_review: true } },
+        { completedAt: r.createdAt + 1, summary: { findings: 1, grade: "minor", needs_review: true, new_findings: null } },
         event("inspection.completed"),
       );
       const review = (by: string, grade: "minor" | "severe") => ({
@@ -471,7 +475,7 @@ for (const adapter of INSPECTION_ADAPTERS) {
         note: by,
         decisions: [],
         added: [],
-        summary: { findings: 1, grade, needs_review: false as const },
+        summary: { findings: 1, grade, needs_review: false as const, new_findings: null },
       });
       const written = await Promise.all([
         inspections.recordReview(r.id, review("key_a", "minor"), event("inspection.reviewed")),

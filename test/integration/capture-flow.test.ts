@@ -64,7 +64,7 @@ describe("capture API", () => {
       async () => (await svc.api(key, `/v1/inspections/${inspection.id}`)).json(),
       (i: any) => i.status === "completed",
     );
-    expect(done.summary).toEqual({ findings: 0, grade: "none", needs_review: false });
+    expect(done.summary).toEqual({ findings: 0, grade: "none", needs_review: false, new_findings: null });
     expect(done.report_url).toBe(`${svc.url}/v1/inspections/${inspection.id}/report`);
     expect(done.submitted_at).toMatch(/Z$/);
     const report = await (await svc.api(key, `/v1/inspections/${inspection.id}/report`)).json();

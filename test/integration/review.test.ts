@@ -3,51 +3,16 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos, DAMAGE_VALID, DAMAGED_CASES, severityPhoto } from "../helpers/photos.ts";
-import { startService, submitAndWait, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
+import { startService, type TestService, withModels } from "../helpers/service.ts";
+import { create, type Made, walkaround } from "../helpers/walkaround.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
 /**
  * Review (contract, "Added on 2026-11-26"): when a report goes to a person, the review API that
  * confirms, rejects, changes and adds findings, and the events that tell of both, over real HTTP.
  */
-const photos = carPhotos(9);
 const damaged = DAMAGED_CASES.map((c) => ({ angle: c.angle, bytes: readFileSync(join(DAMAGE_VALID, "images", c.file)) }));
-
-type Made = { id: string; base: string };
-
-async function create(svc: TestService, key: string, extra: Record<string, unknown> = {}): Promise<Made> {
-  const res = await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, ...extra } });
-  expect(res.status, await res.clone().text()).toBe(201);
-  const made = (await res.json()) as { id: string; capture_url: string };
-  return { id: made.id, base: `${svc.url}/capture/v1/${made.capture_url.split("/c/")[1]}` };
-}
-
-const put = (url: string, bytes: Buffer) => fetch(url, { method: "PUT", body: bytes, headers: { "content-type": "image/jpeg" } });
-
-/** Every exterior angle and the VIN photo, `over` taking the place of the plain photos where given; the VIN confirmed unless told. */
-async function walkaround(
-  svc: TestService,
-  key: string,
-  m: Made,
-  o: { over?: { angle: string; bytes: Buffer }[]; confirmVin?: boolean } = {},
-) {
-  const angles = [...EXTERIOR_ANGLES, "vin"];
-  for (const [i, angle] of angles.entries()) {
-    const bytes = o.over?.find((x) => x.angle === angle)?.bytes ?? photos[i]!;
-    expect((await put(`${m.base}/photos/${angle}`, bytes)).status).toBe(200);
-  }
-  if (o.confirmVin !== false) {
-    const vin = await fetch(`${m.base}/vin`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ vin: VALID_VIN }),
-    });
-    expect(vin.status).toBe(200);
-  }
-  return submitAndWait(svc, key, m.base, m.id);
-}
 
 const report = async (svc: TestService, key: string, id: string) => (await svc.api(key, `/v1/inspections/${id}/report`)).json();
 const review = (svc: TestService, key: string, id: string, json: unknown, headers: Record<string, string> = {}) =>
@@ -106,7 +71,7 @@ describe("review, without models", () => {
   });
 
   it("asks for review when a photo with problems was kept", async () => {
-    const dark = await sharp(photos[0]!).linear(0.08, 0).jpeg().toBuffer();
+    const dark = await sharp(carPhotos(1)[0]!).linear(0.08, 0).jpeg().toBuffer();
     const m = await create(svc, key);
     await walkaround(svc, key, m, { over: [{ angle: "front", bytes: dark }] });
     expect((await report(svc, key, m.id)).review).toMatchObject({ status: "required", reasons: ["photo_problems_kept"] });
@@ -194,7 +159,7 @@ describe("review, with the models", () => {
     expect(severe.length === 0 || modelReport.grade !== reviewed.grade).toBe(true);
     // Left: the changed finding (minor) and the added scratch (moderate).
     expect(reviewed.grade).toBe("moderate");
-    expect(reviewed.summary).toEqual({ findings: 2, grade: "moderate", needs_review: false });
+    expect(reviewed.summary).toEqual({ findings: 2, grade: "moderate", needs_review: false, new_findings: null });
     expect(reviewed.findings).toHaveLength(modelReport.findings.length + 1);
     expect(reviewed.findings[0]).toMatchObject({ id: kept.id, severity: "minor", part: "hood", review: "changed", source: "model" });
     for (const f of reviewed.findings.slice(1, -1)) expect(f.review).toBe("rejected");
@@ -209,7 +174,7 @@ describe("review, with the models", () => {
     expect(reviewed.review.reviewed_by).toMatch(/^key_/);
     expect(await report(svc, key, m.id)).toEqual(reviewed);
     const inspection = await (await svc.api(key, `/v1/inspections/${m.id}`)).json();
-    expect(inspection.summary).toEqual({ findings: 2, grade: "moderate", needs_review: false });
+    expect(inspection.summary).toEqual({ findings: 2, grade: "moderate", needs_review: false, new_findings: null });
 
     // A replay answers the same, and stores nothing more.
     const replay = await review(svc, key, m.id, body, headers);
@@ -231,7 +196,7 @@ describe("review, with the models", () => {
     );
     for (const { x } of reviewedEvents) verifier.verify(x.body, x.headers as Record<string, string>);
     const [first, later] = reviewedEvents.map(({ e }) => e);
-    expect(first.data.summary).toEqual({ findings: 2, grade: "moderate", needs_review: false });
+    expect(first.data.summary).toEqual({ findings: 2, grade: "moderate", needs_review: false, new_findings: null });
     expect(first.review).toMatchObject({
       reviewed_by: reviewed.review.reviewed_by,
       note: "Checked on the photos.",

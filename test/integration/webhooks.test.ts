@@ -71,7 +71,7 @@ describe("webhook delivery", () => {
     expect(completed.data.status).toBe("completed");
     expect(completed.data.report_url).toBe(`${svc.url}/v1/inspections/${id}/report`);
     // The customer never confirmed the VIN: a person should look before the grade is acted on.
-    expect(completed.data.summary).toEqual({ findings: 0, grade: "none", needs_review: true });
+    expect(completed.data.summary).toEqual({ findings: 0, grade: "none", needs_review: true, new_findings: null });
 
     // A tampered body fails verification with the same library.
     const r = receiver.received[0]!;

@@ -106,11 +106,24 @@ describe("reports stored before review existed", () => {
   it("read with review not required, no damage score and no part", () => {
     const old = JSON.stringify({ summary: { findings: 0, grade: "none" }, photos: [{ media_id: "med_1" }], findings: [{ id: "fnd_1" }] });
     expect(JSON.parse(currentReportJson(old))).toEqual({
-      summary: { findings: 0, grade: "none", needs_review: false },
+      summary: { findings: 0, grade: "none", needs_review: false, new_findings: null },
       photos: [{ media_id: "med_1", part: null, damage_score: null }],
+      findings: [{ id: "fnd_1", part_position: null, source: "model", review: null }],
+      review: { status: "not_required", reasons: [], reviewed_at: null, reviewed_by: null, note: null },
+      comparison: null,
+    });
+  });
+  it("stored before comparisons keep their review and gain no comparison, no part position and no new findings", () => {
+    const old = JSON.stringify({
+      summary: { findings: 1, grade: "minor", needs_review: false },
+      photos: [],
       findings: [{ id: "fnd_1", source: "model", review: null }],
       review: { status: "not_required", reasons: [], reviewed_at: null, reviewed_by: null, note: null },
     });
+    const read = JSON.parse(currentReportJson(old));
+    expect(read.comparison).toBeNull();
+    expect(read.summary.new_findings).toBeNull();
+    expect(read.findings[0].part_position).toBeNull();
   });
   it("stored before findings had a source keep their review and gain the note", () => {
     const old = JSON.stringify({
@@ -128,7 +141,12 @@ describe("reports stored before review existed", () => {
     });
   });
   it("are told from current ones by the key, not by a value that spells it", () => {
-    const old = JSON.stringify({ summary: { findings: 0, grade: "none" }, photos: [], findings: [], vehicle: { model: '"note": x' } });
+    const old = JSON.stringify({
+      summary: { findings: 0, grade: "none" },
+      photos: [],
+      findings: [],
+      vehicle: { model: '"comparison": x' },
+    });
     expect(JSON.parse(currentReportJson(old)).review).toEqual({
       status: "not_required",
       reasons: [],
@@ -138,7 +156,7 @@ describe("reports stored before review existed", () => {
     });
   });
   it("leave a current report as it is", () => {
-    const current = JSON.stringify({ summary: { needs_review: true }, review: { status: "required", note: null } });
+    const current = JSON.stringify({ summary: { needs_review: true }, review: { status: "required", note: null }, comparison: null });
     expect(currentReportJson(current)).toBe(current);
   });
 });

@@ -45,7 +45,7 @@ describe("an inspection as its Inspection resource", () => {
       status: "completed",
       submittedAt: t0 + 1_000,
       completedAt: t0 + 2_000,
-      summary: { findings: 2, grade: "moderate", needs_review: false },
+      summary: { findings: 2, grade: "moderate", needs_review: false, new_findings: null },
     });
     const later = desiredStatus(done, 1, first.conditions, t0 + 120_000);
     expect(later).toMatchObject({ phase: "completed", grade: "moderate", findings: 2, completedAt: "2026-11-25T10:00:02.000Z" });
@@ -55,7 +55,12 @@ describe("an inspection as its Inspection resource", () => {
       ["Reviewed", "False", "NotRequired", "2026-11-25T10:00:00.000Z"],
     ]);
     expect(later.review).toBe("not_required");
-    const asked = desiredStatus({ ...done, summary: { findings: 2, grade: "moderate", needs_review: true } }, 1, later.conditions, t0);
+    const asked = desiredStatus(
+      { ...done, summary: { findings: 2, grade: "moderate", needs_review: true, new_findings: null } },
+      1,
+      later.conditions,
+      t0,
+    );
     expect(asked.review).toBe("required");
     expect(asked.conditions![2]).toMatchObject({ type: "Reviewed", status: "False", reason: "ReviewRequired" });
     const review = {
@@ -64,7 +69,7 @@ describe("an inspection as its Inspection resource", () => {
       note: null,
       decisions: [],
       added: [],
-      summary: { findings: 1, grade: "minor" as const, needs_review: false as const },
+      summary: { findings: 1, grade: "minor" as const, needs_review: false as const, new_findings: null },
     };
     const reviewed = desiredStatus({ ...done, review, summary: review.summary }, 1, asked.conditions, t0 + 180_000);
     expect(reviewed).toMatchObject({ review: "completed", reviewedBy: "claims@acme.example", grade: "minor", findings: 1 });

@@ -86,9 +86,14 @@ function recordOf(o: InspectionResource, c: CaptureRecord, s: StoreStatus): Insp
     canceledAt: s.canceledAt,
     // A review (the api's) replaces the summary the controller wrote on completion. Resources written
     // before needs_review existed lack it.
-    summary: c.review ? c.review.summary : s.summary ? { ...s.summary, needs_review: s.summary.needs_review ?? false } : null,
+    summary: c.review
+      ? { new_findings: null, ...c.review.summary }
+      : s.summary
+        ? { ...s.summary, needs_review: s.summary.needs_review ?? false, new_findings: s.summary.new_findings ?? null }
+        : null,
     failure: s.failure,
     reviewPolicy: spec.review ?? null,
+    baselineInspectionId: spec.baseline_inspection ?? null,
     review: c.review ?? null,
     openedAt: c.openedAt,
     submitRequestedAt: c.submitRequestedAt,

@@ -28,6 +28,7 @@ export function inspectionResource(r: InspectionRecord, namespace: string): Insp
       vehicle: { vin: r.vin },
       ...(r.notifyUrl === null ? {} : { notify_url: r.notifyUrl }),
       ...(r.reviewPolicy === null ? {} : { review: r.reviewPolicy }),
+      ...(r.baselineInspectionId === null ? {} : { baseline_inspection: r.baselineInspectionId }),
       accountId: r.accountId,
       livemode: r.livemode,
     },

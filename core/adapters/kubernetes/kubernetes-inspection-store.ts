@@ -158,7 +158,7 @@ export class KubernetesInspectionStore implements InspectionStore {
   #writeReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | null> {
     return this.#records.updateResource(id, null as InspectionRecord | null, (v) => {
       if (v.record.status !== "completed") return { answer: null };
-      const after: InspectionRecord = { ...v.record, review, summary: review.summary, updatedAt: review.at };
+      const after: InspectionRecord = { ...v.record, review, summary: { new_findings: null, ...review.summary }, updatedAt: review.at };
       const made = eventsMade(events(after)).map((e) => ({
         id: e.id,
         type: e.type,

@@ -124,7 +124,11 @@ export class MemoryInspectionStore implements InspectionStore {
   async recordReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | null> {
     const r = this.#state.inspections.get(id);
     if (r?.status !== "completed") return null;
-    return this.#write(snapshot({ ...r, review, summary: review.summary, updatedAt: review.at }), review.at, events);
+    return this.#write(
+      snapshot({ ...r, review, summary: { new_findings: null, ...review.summary }, updatedAt: review.at }),
+      review.at,
+      events,
+    );
   }
 
   #write(after: InspectionRecord, at: number, events: EventsFactory): InspectionRecord {

@@ -152,6 +152,11 @@ const MIGRATIONS: string[] = [
     PRIMARY KEY (account_id, livemode)
   );
   `,
+  // Before and after: the inspection a handover is compared with, and how many findings are new since.
+  `
+  ALTER TABLE inspections ADD COLUMN baseline_inspection TEXT;
+  ALTER TABLE inspections ADD COLUMN summary_new_findings INTEGER;
+  `,
 ];
 
 export type Database = DatabaseSync;

@@ -42,9 +42,15 @@ function toRecord(r: Row): InspectionRecord {
     summary:
       r.summary_grade === null
         ? null
-        : { findings: r.summary_findings as number, grade: r.summary_grade as never, needs_review: r.summary_needs_review === 1 },
+        : {
+            findings: r.summary_findings as number,
+            grade: r.summary_grade as never,
+            needs_review: r.summary_needs_review === 1,
+            new_findings: (r.summary_new_findings as number | null) ?? null,
+          },
     failure: r.failure_code === null ? null : { code: r.failure_code as never, message: r.failure_message as string },
     reviewPolicy: (r.review_policy as ReviewPolicy | null) ?? null,
+    baselineInspectionId: (r.baseline_inspection as string | null) ?? null,
     review: r.review === null || r.review === undefined ? null : (JSON.parse(r.review as string) as ReviewRecord),
     openedAt: r.opened_at as number | null,
     submitRequestedAt: r.submit_requested_at as number | null,
@@ -103,8 +109,8 @@ export class SqliteInspectionStore implements InspectionStore {
     return groupCommit(this.#db, () => {
       this.#sql(
         `INSERT INTO inspections (id, account_id, livemode, status, reference, vin, make, model, year, notify_url,
-           capture_token_hash, expires_at, created_at, updated_at, review_policy)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           capture_token_hash, expires_at, created_at, updated_at, review_policy, baseline_inspection)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         r.id,
         r.accountId,
@@ -121,6 +127,7 @@ export class SqliteInspectionStore implements InspectionStore {
         r.createdAt,
         r.updatedAt,
         r.reviewPolicy,
+        r.baselineInspectionId,
       );
       insertEvent(this.#db, r, r.createdAt, event(r));
     });
@@ -250,6 +257,7 @@ export class SqliteInspectionStore implements InspectionStore {
         summary_findings: patch.summary?.findings,
         summary_grade: patch.summary?.grade,
         summary_needs_review: patch.summary === undefined || patch.summary === null ? undefined : Number(patch.summary.needs_review),
+        summary_new_findings: patch.summary?.new_findings ?? undefined,
         failure_code: patch.failure?.code,
         failure_message: patch.failure?.message,
       };
@@ -270,9 +278,10 @@ export class SqliteInspectionStore implements InspectionStore {
     return transaction(this.#db, () => {
       const { summary } = review;
       const result = this.#sql(
-        `UPDATE inspections SET review = ?, summary_findings = ?, summary_grade = ?, summary_needs_review = 0, updated_at = ?
+        `UPDATE inspections SET review = ?, summary_findings = ?, summary_grade = ?, summary_needs_review = 0,
+           summary_new_findings = ?, updated_at = ?
          WHERE id = ? AND status = 'completed'`,
-      ).run(JSON.stringify(review), summary.findings, summary.grade, review.at, id);
+      ).run(JSON.stringify(review), summary.findings, summary.grade, summary.new_findings ?? null, review.at, id);
       if (result.changes !== 1) return null;
       const after = this.#read(id)!;
       for (const e of eventsMade(events(after))) insertEvent(this.#db, after, review.at, e);
