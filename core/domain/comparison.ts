@@ -20,63 +20,105 @@ export const withAngles = (r: Pick<Report, "findings" | "photos">): Comparable[]
   return r.findings.map((f) => ({ ...f, angle: (f.media_id && angles.get(f.media_id)) || null }));
 };
 
-/** How far apart two findings with no part to place them on count: behind any pairing by part. */
-const ON_NO_PART = 1;
-
+/**
+ * Parts that touch: the parts model puts a damage on a seam on either of them, and not always on the
+ * same one in two photos taken from different spots (measured: npm run eval:handover).
+ */
+const TOUCHING: Record<string, readonly string[]> = {
+  front_bumper: ["hood", "front_left_light", "front_right_light", "wheel"],
+  hood: ["front_bumper", "front_glass", "front_left_light", "front_right_light"],
+  back_bumper: ["trunk", "tailgate", "back_left_light", "back_right_light", "wheel"],
+  trunk: ["back_bumper", "back_glass", "back_left_light", "back_right_light"],
+  tailgate: ["back_bumper", "back_glass", "back_left_light", "back_right_light"],
+  front_left_door: ["back_left_door", "left_mirror", "wheel"],
+  back_left_door: ["front_left_door", "wheel"],
+  front_right_door: ["back_right_door", "right_mirror", "wheel"],
+  back_right_door: ["front_right_door", "wheel"],
+  wheel: ["front_bumper", "back_bumper", "front_left_door", "back_left_door", "front_right_door", "back_right_door"],
+};
 /** Whether a finding is a damage the comparison weighs: not rejected by a review, and of the vehicle (a VIN mismatch is not). */
 const stands = (f: Comparable) => f.review !== "rejected" && f.type !== "vin_mismatch";
 
+const touch = (a: string, b: string) => TOUCHING[a]?.includes(b) ?? false;
+
+/** What a part that is broken now may have been at the baseline: the same damage, worse. */
+const BREAKS_FROM: readonly string[] = ["dent", "scratch", "crack"];
+
+/** How far apart pairings that are not on one part count: behind every pairing on one part, the seam's before the photo's. */
+const ACROSS_A_SEAM = 1;
+const ON_ONE_PHOTO = 2;
+
 /**
- * Whether two findings may be one damage: a type that agrees (the same, or one of them judged from
- * the whole photo without a type), the same part and, where both are placed on it, close there. A
- * finding the parts model could not put on a part (a close shot of broken glass, say) pairs with one
- * of its type on the photo of the same angle, after every pairing by part.
- * Their distance on the part, 0 when either has no place on it; null when they are not one damage.
+ * Whether two findings may be one damage, and how far apart they are if so (null if not): a type
+ * that agrees (the same, or one of them judged from the whole photo without a type), and
+ * - the same part, close on it where both are placed (their distance there, 0 when either is not);
+ * - else parts that touch, for the same type;
+ * - else the photo of the same angle: the parts model does not always put one damage on one part in
+ *   two takes, suspected damage is a region of the photo whose part is only the region's, and a
+ *   close shot of broken glass shows no part at all.
+ * Measured on real damage taken twice (npm run eval:handover), pairing on the same photo last keeps
+ * pre-existing damage from being called new where the parts model disagrees with itself, and
+ * leaves new damage new unless the photo shows another of its type that was there before.
  */
 function distance(after: Comparable, before: Comparable): number | null {
-  const typesAgree = after.type === before.type || after.type === "damage_suspected" || before.type === "damage_suspected";
+  const typesAgree =
+    after.type === before.type ||
+    after.type === "damage_suspected" ||
+    before.type === "damage_suspected" ||
+    (after.type === "broken_part" && BREAKS_FROM.includes(before.type));
   if (!typesAgree) return null;
-  if (after.part === null || before.part === null)
-    return after.angle && after.angle !== "closeup" && after.angle === before.angle ? ON_NO_PART : null;
-  if (after.part !== before.part) return null;
-  if (!after.part_position || !before.part_position) return 0;
-  const [ax = 0, ay = 0] = after.part_position;
-  const [bx = 0, by = 0] = before.part_position;
-  const d = Math.hypot(ax - bx, ay - by);
-  return d <= SAME_PLACE_WITHIN ? d : null;
+  if (after.part !== null && after.part === before.part) {
+    if (!after.part_position || !before.part_position) return 0;
+    const [ax = 0, ay = 0] = after.part_position;
+    const [bx = 0, by = 0] = before.part_position;
+    const d = Math.hypot(ax - bx, ay - by);
+    if (d <= SAME_PLACE_WITHIN) return d;
+  }
+  if (after.part !== null && before.part !== null && after.type === before.type && touch(after.part, before.part)) return ACROSS_A_SEAM;
+  return after.angle && after.angle !== "closeup" && after.angle === before.angle ? ON_ONE_PHOTO : null;
 }
 
 const rank = (f: Comparable) => SEVERITIES.indexOf(f.severity as (typeof SEVERITIES)[number]);
 
 /**
+ * Whether the damage is worse now than at the baseline. Severity read from a photo moves by a grade
+ * between two takes of one damage from different spots (a box's share of its part changes with the
+ * framing; measured: npm run eval:handover), so worse is two grades worse (minor to severe), or a
+ * dent, scratch or crack become a broken part. Suspected damage carries the whole photo's severity,
+ * not the damage's, and is never worse.
+ */
+function worse(now: Comparable, then: Comparable): boolean {
+  if (now.type === "damage_suspected" || then.type === "damage_suspected") return false;
+  if (now.type === "broken_part" && then.type !== "broken_part") return true;
+  return rank(now) - rank(then) >= 2;
+}
+
+/**
  * The before/after comparison of a handover (api-contract.md, "Before and after"): each damage of
- * this inspection is new or was there at the baseline. Findings pair by part, type and place on the
- * part, never by pixel position in the frame, closest first, each baseline finding at most once. A
+ * this inspection is new or was there at the baseline. Each finding pairs with its nearest baseline
+ * finding (distance above): by part, type and place on the part, never by pixel position in the
+ * frame. One baseline finding may vouch for several: a damage seen as two boxes is still one. A
  * paired damage that is worse now is new, its baseline finding named in `worsened`. A finding
  * matched by nothing is new: nothing vouches that it was there before.
  */
 export function compareFindings(baselineInspection: string, after: Comparable[], before: Comparable[]): Comparison {
   const now = after.filter(stands);
   const then = before.filter(stands);
-  const pairs: { a: Comparable; b: Comparable; d: number }[] = [];
-  for (const a of now)
+  const paired = new Map<string, Comparable>();
+  for (const a of now) {
+    let best: { b: Comparable; d: number } | null = null;
     for (const b of then) {
       const d = distance(a, b);
-      if (d !== null) pairs.push({ a, b, d });
+      if (d !== null && (!best || d < best.d)) best = { b, d };
     }
-  pairs.sort((x, y) => x.d - y.d);
-  const paired = new Map<string, Comparable>();
-  const taken = new Set<string>();
-  for (const { a, b } of pairs) {
-    if (paired.has(a.id) || taken.has(b.id)) continue;
-    paired.set(a.id, b);
-    taken.add(b.id);
+    if (best) paired.set(a.id, best.b);
   }
+  const taken = new Set([...paired.values()].map((b) => b.id));
   const comparison: Comparison = { baseline_inspection: baselineInspection, new: [], worsened: [], preexisting: [], not_seen: [] };
   for (const a of now) {
     const b = paired.get(a.id);
     if (!b) comparison.new.push(a.id);
-    else if (rank(a) > rank(b)) {
+    else if (worse(a, b)) {
       comparison.new.push(a.id);
       comparison.worsened.push({ finding: a.id, baseline_finding: b.id });
     } else comparison.preexisting.push({ finding: a.id, baseline_finding: b.id });

@@ -33,29 +33,48 @@ describe("before and after: which damage is new", () => {
     });
   });
 
-  it("calls a damage that got worse new, naming its baseline finding; one as bad or milder is pre-existing", () => {
-    const before = [f("b1", "dent", "hood", [0.5, 0.5], "minor"), f("b2", "scratch", "trunk", [0.2, 0.2], "moderate")];
-    const after = [f("a1", "dent", "hood", [0.52, 0.5], "severe"), f("a2", "scratch", "trunk", [0.2, 0.25], "minor")];
+  it("calls a damage two grades worse, or broken since, new, naming its baseline finding; one grade is a photo's noise", () => {
+    const before = [
+      f("b1", "dent", "hood", [0.5, 0.5], "minor"),
+      f("b2", "scratch", "trunk", [0.2, 0.2], "minor"),
+      f("b3", "dent", "front_left_door", [0.5, 0.5], "minor"),
+    ];
+    const after = [
+      f("a1", "dent", "hood", [0.52, 0.5], "severe"),
+      f("a2", "scratch", "trunk", [0.2, 0.25], "moderate"),
+      f("a3", "broken_part", "front_left_door", [0.45, 0.5], "moderate"),
+    ];
     const c = compareFindings("insp_b", after, before);
-    expect(c.new).toEqual(["a1"]);
-    expect(c.worsened).toEqual([{ finding: "a1", baseline_finding: "b1" }]);
+    expect(c.new).toEqual(["a1", "a3"]);
+    expect(c.worsened).toEqual([
+      { finding: "a1", baseline_finding: "b1" },
+      { finding: "a3", baseline_finding: "b3" },
+    ]);
     expect(c.preexisting).toEqual([{ finding: "a2", baseline_finding: "b2" }]);
   });
 
-  it("pairs each baseline finding once, closest first; another type is another damage, suspected damage pairs with any type", () => {
+  it("pairs each finding with its nearest baseline finding, which may vouch for two boxes of one damage; another type is another damage", () => {
     const before = [f("b1", "dent", "hood", [0.5, 0.5]), f("b2", "damage_suspected", "back_bumper", null)];
     const after = [
-      f("far", "dent", "hood", [0.6, 0.6]),
       f("near", "dent", "hood", [0.51, 0.5]),
+      f("also", "dent", "hood", [0.6, 0.6]),
       f("scratch", "scratch", "hood", [0.5, 0.5]),
       f("typed", "dent", "back_bumper", [0.4, 0.4]),
     ];
     const c = compareFindings("insp_b", after, before);
     expect(c.preexisting).toEqual([
       { finding: "near", baseline_finding: "b1" },
+      { finding: "also", baseline_finding: "b1" },
       { finding: "typed", baseline_finding: "b2" },
     ]);
-    expect(c.new).toEqual(["far", "scratch"]);
+    expect(c.new).toEqual(["scratch"]);
+    expect(c.not_seen).toEqual([]);
+  });
+
+  it("pairs across a seam between parts that touch, for the same type, but not across the car", () => {
+    const before = [f("b1", "dent", "front_bumper", [0.5, 0.1])];
+    const c = compareFindings("insp_b", [f("a1", "dent", "hood", [0.5, 0.95]), f("a2", "dent", "back_left_door", [0.5, 0.5])], before);
+    expect(c).toMatchObject({ new: ["a2"], preexisting: [{ finding: "a1", baseline_finding: "b1" }] });
   });
 
   it("leaves out rejected findings and VIN mismatches; a finding with no part and no angle to match is new", () => {
@@ -65,20 +84,23 @@ describe("before and after: which damage is new", () => {
     expect(c).toMatchObject({ new: ["a1", "nowhere"], preexisting: [], not_seen: [] });
   });
 
-  it("pairs a finding with no part with one of its type on the photo of the same angle, after the pairings by part", () => {
+  it("pairs a finding with one of its type on the photo of the same angle last, whatever their parts; never close-ups", () => {
     const at = (x: F, angle: string) => ({ ...x, angle });
     const before = [at(f("b1", "glass_shatter", null, null), "front"), at(f("b2", "glass_shatter", "front_glass", [0.5, 0.5]), "front")];
     const after = [
       at(f("a1", "glass_shatter", "front_glass", [0.5, 0.45]), "front_left"),
       at(f("a2", "glass_shatter", null, null), "front"),
       at(f("a3", "glass_shatter", null, null), "rear"),
+      at(f("a4", "glass_shatter", "back_glass", [0.5, 0.5]), "front"),
+      at(f("a5", "glass_shatter", null, null), "closeup"),
     ];
-    const c = compareFindings("insp_b", after, before);
+    const c = compareFindings("insp_b", after, [...before, at(f("b3", "glass_shatter", null, null), "closeup")]);
     expect(c.preexisting).toEqual([
       { finding: "a1", baseline_finding: "b2" },
       { finding: "a2", baseline_finding: "b1" },
+      { finding: "a4", baseline_finding: "b1" },
     ]);
-    expect(c.new).toEqual(["a3"]);
+    expect(c.new).toEqual(["a3", "a5"]);
   });
 
   it("as a review leaves it: a rejected finding leaves, a reviewer's finding is new, the models' pairings stand", () => {
