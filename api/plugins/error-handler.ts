@@ -201,18 +201,24 @@ const unrouted = (routes: RouteMethods, method: string, path: string): ApiError 
  * (onRequest: 405 where its path is served with other methods, else 404), before its body is read
  * or parsed, so no body, or its absence, makes it anything else (Fastify would parse one, and wants a
  * Content-Type with QUERY); paths under `ownNotFound` are left to a not-found handler of their own
- * (the dashboard's pages).
+ * (the dashboard's pages). That hook is the not-found handler's alone: Fastify gives its not-found
+ * handler the onRequest hooks of the context it is set in, so the routes, which the hook would only
+ * let through, do not run it on every request.
  */
 export const errorHandler = fp<{ routes: RouteMethods; ownNotFound: string[] }>(
   async (app, { routes, ownNotFound }) => {
     app.addHook("onRoute", (route) => routes.record(route.url, route.method));
-    app.addHook("onRequest", async (request, reply) => {
-      if (!request.is404) return;
-      const path = request.url.split("?")[0]!;
-      if (!ownNotFound.some((prefix) => path.startsWith(prefix))) return sendError(reply, request, unrouted(routes, request.method, path));
-    });
     app.setErrorHandler((error: FastifyError, request, reply) => sendError(reply, request, toApiError(error, request)));
-    app.setNotFoundHandler((request, reply) => sendError(reply, request, unrouted(routes, request.method, request.url.split("?")[0]!)));
+    await app.register(async (notFound) => {
+      notFound.addHook("onRequest", (request, reply, done) => {
+        const path = request.url.split("?")[0]!;
+        if (ownNotFound.some((prefix) => path.startsWith(prefix))) return done();
+        sendError(reply, request, unrouted(routes, request.method, path));
+      });
+      notFound.setNotFoundHandler((request, reply) =>
+        sendError(reply, request, unrouted(routes, request.method, request.url.split("?")[0]!)),
+      );
+    });
   },
   { name: "error-handler" },
 );
