@@ -9,7 +9,8 @@
 - `refused_only_by_state`: where schemathesis.toml lets a positive case be answered with a refusal
   (400, 410, 422), the refusal must be one that depends on what exists, not on the request's form,
   and that the document says in words: an unknown list cursor, a review naming findings or photos
-  that are not the report's, a capture link no longer active, an Idempotency-Key used before.
+  that are not the report's, a baseline_inspection that is not a completed inspection of the same
+  vehicle, a capture link no longer active, an Idempotency-Key used before.
 - `reached_by_links`: every operation that takes an identifier was reached in the stateful phase,
   through the links alone.
 """
@@ -100,6 +101,7 @@ STATE_REFUSALS = {
     "listInspections": [(400, "parameter_invalid", r"cursor")],
     "listEvents": [(400, "parameter_invalid", r"cursor")],
     "reviewInspection": [(400, "parameter_invalid", r"decisions\[\d+\]\.(finding|type)|added\[\d+\]\.media_id")],
+    "createInspection": [(400, "parameter_invalid", r"baseline_inspection")],
 }
 CAPTURE_INACTIVE = (410, "capture_link_inactive", r".*")
 KEY_REUSED = (422, "idempotency_key_reused", r"Idempotency-Key")
