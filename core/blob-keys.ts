@@ -7,6 +7,9 @@ export const reportBlobKey = (inspectionId: string) => `reports/${inspectionId}.
 export const modelInputBlobKey = (inspectionId: string, mediaId: string, size: number) =>
   `model-inputs/${inspectionId}/${mediaId}-${size}.rgb`;
 
+/** The recycled-photo index of one account and environment (core/photo-index.ts): its folder. */
+export const photoIndexFolder = (accountId: string, livemode: boolean) => `photo-index/${accountId}/${livemode ? "live" : "test"}`;
+
 /**
  * A key as every blob store takes it: a relative path inside the store (a directory, a bucket, a
  * map), so no key can reach outside it. Keys are made by the service, but this is the last guard.

@@ -2,7 +2,8 @@ import type { Logger } from "pino";
 import { photoBlobKey } from "../core/blob-keys.ts";
 import { buildReport } from "../core/domain/build-report.ts";
 import { completedReport, storeReport } from "../core/operations/reports.ts";
-import type { Report } from "../core/schemas/report.ts";
+import type { Integrity, Report } from "../core/schemas/report.ts";
+import { PhotoIndex } from "../core/photo-index.ts";
 import type { Metrics } from "../core/metrics.ts";
 import type { BlobStore } from "../core/ports/blob-store.ts";
 import { awaitsDetection, dueMove, lookAgainAt } from "../core/domain/reconcile-rules.ts";
@@ -11,9 +12,9 @@ import type { ReviewPolicy } from "../core/domain/review.ts";
 import { newId } from "../core/ids.ts";
 import type { DetectionResult, DetectionRunner } from "../core/ports/detection-runner.ts";
 import type { InspectionStore, TransitionPatch } from "../core/ports/inspection-store.ts";
-import type { InspectionRecord } from "../core/ports/records.ts";
+import type { InspectionRecord, PhotoRecord } from "../core/ports/records.ts";
 import type { Signals } from "../core/signals.ts";
-import type { Clock } from "../core/time.ts";
+import { type Clock, formatTimestamp } from "../core/time.ts";
 import { eventPayload } from "../core/views/inspection-view.ts";
 import { isExterior } from "../core/schemas/capture.ts";
 import { WorkQueue } from "./work-queue.ts";
@@ -50,6 +51,8 @@ export type ControllerOptions = {
 
 /** Waits between processing attempts: 5 s, then 30 s. */
 const PROCESSING_RETRY_MS = [5_000, 30_000];
+/** EXIF times carry no zone and are read as UTC: a photo counts as taken before its link only beyond any zone's offset. */
+const ANY_TIME_ZONE_MS = 14 * 3_600_000;
 
 /**
  * The only writer of inspection status. Level-driven: each pass reads what is due (intents, links
@@ -260,6 +263,7 @@ export class Controller {
       evidenceMediaIds: result.detections.map((d) => d.evidence?.mediaId ?? null),
       reviewPolicy: await (this.#o.reviewPolicyOf?.(current) ?? current.reviewPolicy ?? "when_unsure"),
       baseline: await this.#baselineReport(current),
+      reused: await this.#reusedPhotos(current, photos),
     });
     observe("completed");
     // The report first, then the move: a crash between them leaves a report the retry keeps (storeReport).
@@ -280,6 +284,26 @@ export class Controller {
     const baseline = r.baselineInspectionId ? await this.#o.store.getById(r.baselineInspectionId) : null;
     if (!baseline || baseline.status !== "completed") return null;
     return JSON.parse(await completedReport(this.#o, baseline)) as Report;
+  }
+
+  /**
+   * This inspection's photos that are not new (core/photo-index.ts): a picture sent before in another
+   * inspection of the account, or one whose camera time is well before the capture link was made.
+   * A photo missing from the index (sent before it existed) is not judged.
+   */
+  async #reusedPhotos(r: InspectionRecord, photos: PhotoRecord[]): Promise<Integrity["reused_photos"]> {
+    const index = new PhotoIndex(this.#o.blobs);
+    const reused: Integrity["reused_photos"] = [];
+    for (const p of photos) {
+      const indexed = await index.get(r, p.mediaId);
+      if (!indexed) continue;
+      const first = await index.firstSent(r, indexed);
+      const taken_at = formatTimestamp(indexed.takenAt);
+      if (first) reused.push({ media_id: p.mediaId, inspection: first.inspectionId, reason: "sent_before", taken_at });
+      else if (indexed.takenAt !== null && indexed.takenAt < r.createdAt - ANY_TIME_ZONE_MS)
+        reused.push({ media_id: p.mediaId, inspection: null, reason: "taken_before_link", taken_at });
+    }
+    return reused;
   }
 
   /** A run a stop abandoned was ended by closing the runner: not an attempt, so nothing is recorded. */

@@ -28,6 +28,8 @@ import {
 import type { Services } from "../../core/services.ts";
 import { formatTimestamp } from "../../core/time.ts";
 import { deleteModelInputs, storeModelInputs } from "../../inference/detection/model-input.ts";
+import { PhotoIndex } from "../../core/photo-index.ts";
+import { fingerprintOf, takenAt } from "../photos/fingerprint.ts";
 import { checkedAsItArrives, ingestPhoto, PHOTO_LIMITS } from "../photos/ingest-photo.ts";
 
 /** How long opening and submitting wait for the controller to apply the move before answering. */
@@ -83,6 +85,8 @@ export const captureRoutes =
       done(null, body),
     );
 
+    const photoIndex = new PhotoIndex(s.blobs);
+
     const open = async (token: string): Promise<InspectionRecord> => {
       const inspection = await s.inspections.getByCaptureTokenHash(CaptureLinks.hash(token));
       if (!inspection)
@@ -134,9 +138,11 @@ export const captureRoutes =
       // Only exterior photos and close-ups are searched for damage, so only they get model inputs.
       const inputSizes = isSearched(angle) ? s.modelInputSizes : [];
       // Blobs first, then the row that points at them: a crash in between leaves orphan files, never a dangling row.
-      const [, inputs] = await Promise.all([
+      const [, inputs, fingerprint, taken] = await Promise.all([
         s.blobs.put(blobKey, photo.jpeg, "image/jpeg"),
         storeModelInputs(s.blobs, inspection.id, mediaId, photo.jpeg, inputSizes),
+        fingerprintOf(photo.jpeg),
+        takenAt(request.body),
       ]);
       let suggested: SuggestedCloseup[] = [];
       if (isExterior(angle) && s.uploadChecks) {
@@ -174,6 +180,8 @@ export const captureRoutes =
         await Promise.all([s.blobs.delete(blobKey), deleteModelInputs(s.blobs, inspection.id, mediaId, inputSizes)]);
         throw linkInactive(closingState((await s.inspections.getById(inspection.id))!, now));
       }
+      // Every photo sent is indexed, retakes too: a picture sent once was sent (core/photo-index.ts).
+      await photoIndex.add(inspection, { ...fingerprint, mediaId, inspectionId: inspection.id, takenAt: taken, at: now });
       // Only now that no row points at the replaced photo can its blobs go.
       const { replaced } = stored;
       if (replaced)

@@ -1,6 +1,6 @@
 import type { DetectionResult } from "../ports/detection-runner.ts";
 import type { InspectionRecord, PhotoRecord } from "../ports/records.ts";
-import type { Finding, Report } from "../schemas/report.ts";
+import type { Finding, Integrity, Report } from "../schemas/report.ts";
 import { formatTimestamp } from "../time.ts";
 import { compareFindings, withAngles } from "./comparison.ts";
 import { overallGrade, type Severity } from "./grading.ts";
@@ -22,6 +22,8 @@ type Inputs = {
   reviewPolicy?: ReviewPolicy;
   /** The baseline inspection's report as it reads now (reviewed, where it was), when the inspection has one. */
   baseline?: Report | null;
+  /** What the photo index found of this inspection's photos (core/photo-index.ts); none where it was not asked. */
+  reused?: Integrity["reused_photos"];
 };
 
 /** The report of a finished inspection: pure, from the stored inspection, its photos and the detection result. */
@@ -35,6 +37,7 @@ export function buildReport({
   evidenceMediaIds,
   reviewPolicy = "when_unsure",
   baseline = null,
+  reused = [],
 }: Inputs): Report {
   const mediaUrl = (id: string) => `${publicUrl}/v1/media/${id}/full.jpg`;
   const findings: Finding[] = result.detections.map((d, i) => ({
@@ -77,6 +80,7 @@ export function buildReport({
     photos: photos.map((p) => ({ quality: qualityOf(p), damageScore: measured.get(p.mediaId)?.damageScore })),
     vinConfirmed,
     policy: reviewPolicy,
+    photosReused: reused.length > 0,
   });
   const review = { ...judged, reviewed_at: null, reviewed_by: null, note: null };
   const photoViews: Report["photos"] = photos.map((p) => ({
@@ -117,6 +121,7 @@ export function buildReport({
     findings,
     review,
     comparison,
+    integrity: { same_vehicle: "unknown", inconsistent_photos: [], reused_photos: reused },
     model: result.model,
   };
 }

@@ -21,16 +21,19 @@ type Inputs = {
   photosPassed: boolean[];
   vinConfirmed: boolean;
   policy: ReviewPolicy;
+  /** Whether a photo is a picture sent before or taken before the link (integrity.reused_photos). */
+  photosReused?: boolean;
 };
 
 /** Why a person should look at a report before acting on its grade, in the contract's order. */
-export function reviewReasons({ findings, photosPassed, vinConfirmed, policy }: Inputs): ReviewReason[] {
+export function reviewReasons({ findings, photosPassed, vinConfirmed, policy, photosReused = false }: Inputs): ReviewReason[] {
   const reasons: ReviewReason[] = [];
   if (findings.some((f) => f.type === "damage_suspected")) reasons.push("damage_suspected");
   if (findings.some((f) => f.type !== "damage_suspected" && f.confidence !== null && f.confidence < LOW_CONFIDENCE_BELOW))
     reasons.push("low_confidence");
   if (photosPassed.some((passed) => !passed)) reasons.push("photo_problems_kept");
   if (!vinConfirmed) reasons.push("vin_unconfirmed");
+  if (photosReused) reasons.push("photos_reused");
   if (policy === "always") reasons.push("policy");
   return reasons;
 }
@@ -55,12 +58,14 @@ export function reviewOf(o: {
   photos: { quality: Quality | null; damageScore?: number | null }[];
   vinConfirmed: boolean;
   policy: ReviewPolicy;
+  photosReused?: boolean;
 }): { status: "required" | "not_required"; reasons: ReviewReason[] } {
   const reasons = reviewReasons({
     findings: o.findings,
     photosPassed: o.photos.map((p) => photoNeedsNoReview(p.quality, p.damageScore)),
     vinConfirmed: o.vinConfirmed,
     policy: o.policy,
+    photosReused: o.photosReused,
   });
   return { status: reviewStatus(reasons, o.policy), reasons };
 }

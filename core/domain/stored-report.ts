@@ -11,11 +11,13 @@ export function currentReportJson(stored: string): string {
     findings: Record<string, unknown>[];
     review?: Record<string, unknown>;
     comparison?: unknown;
+    integrity?: unknown;
   };
   report.summary = { needs_review: false, new_findings: null, ...report.summary };
   report.photos = report.photos.map((p) => ({ part: null, damage_score: null, ...p }));
   report.findings = report.findings.map((f) => ({ part_position: null, source: "model", review: null, ...f }));
   report.comparison ??= null;
+  report.integrity ??= { same_vehicle: "unknown", inconsistent_photos: [], reused_photos: [] };
   report.review = { status: "not_required", reasons: [], reviewed_at: null, reviewed_by: null, note: null, ...report.review };
   return JSON.stringify(report);
 }
@@ -23,8 +25,8 @@ export function currentReportJson(stored: string): string {
 /**
  * Every GET of a report comes here, so reports written since the newest field existed are answered
  * as stored, without a parse. Only they hold its text: no key of earlier reports is named so, and a
- * string value holding it has its quotes escaped (\"comparison\":), which this does not match.
- * `comparison` is written into every report (null without a baseline) since findings gained
- * `part_position` and the summary `new_findings`.
+ * string value holding it has its quotes escaped (\"integrity\":), which this does not match.
+ * `integrity` is written into every report since `comparison` (null without a baseline), findings'
+ * `part_position` and the summary's `new_findings`.
  */
-const isCurrent = (stored: string): boolean => stored.includes('"comparison":');
+const isCurrent = (stored: string): boolean => stored.includes('"integrity":');

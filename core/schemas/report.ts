@@ -27,6 +27,7 @@ export const REVIEW_REASONS = [
   "photo_problems_kept",
   "vin_unconfirmed",
   "vehicle_inconsistent",
+  "photos_reused",
   "policy",
 ] as const;
 export type ReviewReason = (typeof REVIEW_REASONS)[number];
@@ -136,6 +137,37 @@ export const Comparison = z
   });
 export type Comparison = z.infer<typeof Comparison>;
 
+export const REUSE_REASONS = ["sent_before", "taken_before_link"] as const;
+
+export const Integrity = z
+  .object({
+    same_vehicle: z.enum(["consistent", "inconsistent", "unknown"]).meta({
+      description:
+        "Whether every exterior photo (and the baseline's) shows one vehicle. unknown: not judged; this version does not compare the vehicles in the photos yet.",
+    }),
+    inconsistent_photos: z.array(z.string()).meta({ description: "The photos that show another vehicle than the rest." }),
+    reused_photos: z
+      .array(
+        z.object({
+          media_id: z.string(),
+          inspection: z
+            .string()
+            .nullable()
+            .meta({ description: "The inspection of the account the picture was sent in first; null for taken_before_link." }),
+          reason: z.enum(REUSE_REASONS).meta({
+            description:
+              "sent_before: the same picture (resized, re-encoded, cropped by a few percent or mirrored) was sent in another inspection of the account. taken_before_link: the camera's time (EXIF) is more than 14 hours (any time zone) before the capture link was made.",
+          }),
+          taken_at: Timestamp.nullable().meta({
+            description: "When the camera says the photo was taken (EXIF, read as UTC); null when it does not say.",
+          }),
+        }),
+      )
+      .meta({ description: "Photos of this inspection that are not new: a reason for review (photos_reused)." }),
+  })
+  .meta({ id: "Integrity" });
+export type Integrity = z.infer<typeof Integrity>;
+
 export const Report = z
   .object({
     object: z.literal("report"),
@@ -156,6 +188,7 @@ export const Report = z
     findings: z.array(Finding),
     review: Review,
     comparison: Comparison.nullable().meta({ description: "Null unless the inspection was created with a baseline_inspection." }),
+    integrity: Integrity,
     model: z.object({ name: z.string(), version: z.string() }).nullable(),
   })
   .meta({ id: "Report" });

@@ -10,6 +10,7 @@ export const REVIEW_REASON_WORDS: Record<ReviewReason, string> = {
   photo_problems_kept: "A photo with quality problems was kept",
   vin_unconfirmed: "The VIN was not confirmed on the vehicle",
   vehicle_inconsistent: "The photos may not all show the same vehicle",
+  photos_reused: "A photo was sent before, or taken before the link was made",
   policy: "Your account or this inspection asks for review of every report",
 };
 

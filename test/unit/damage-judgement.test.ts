@@ -111,6 +111,7 @@ describe("reports stored before review existed", () => {
       findings: [{ id: "fnd_1", part_position: null, source: "model", review: null }],
       review: { status: "not_required", reasons: [], reviewed_at: null, reviewed_by: null, note: null },
       comparison: null,
+      integrity: { same_vehicle: "unknown", inconsistent_photos: [], reused_photos: [] },
     });
   });
   it("stored before comparisons keep their review and gain no comparison, no part position and no new findings", () => {
@@ -156,7 +157,7 @@ describe("reports stored before review existed", () => {
     });
   });
   it("leave a current report as it is", () => {
-    const current = JSON.stringify({ summary: { needs_review: true }, review: { status: "required", note: null }, comparison: null });
+    const current = JSON.stringify({ summary: { needs_review: true }, review: { status: "required", note: null }, comparison: null, integrity: {} });
     expect(currentReportJson(current)).toBe(current);
   });
 });
