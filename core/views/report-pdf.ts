@@ -5,7 +5,26 @@ import { completedReport } from "../operations/reports.ts";
 import type { InspectionRecord, Scope } from "../ports/records.ts";
 import { type Finding, Report } from "../schemas/report.ts";
 import type { Services } from "../services.ts";
-import { formatTimestamp } from "../time.ts";
+import {
+  A4,
+  BOTTOM_MARGIN,
+  collect,
+  CONTENT_WIDTH,
+  type Doc,
+  fields,
+  GRADE_COLOURS,
+  INK,
+  MARGIN,
+  MUTED,
+  percent,
+  room,
+  RULE,
+  section,
+  SHADE,
+  when,
+  words,
+} from "./pdf-layout.ts";
+import { loadBaseline, type NewSince, newSince } from "./new-since.ts";
 import { findingMark, isCounted, reviewReasonWords } from "./review-words.ts";
 
 const SERVICE_NAME = "Vehicle inspection service";
@@ -15,19 +34,7 @@ const EVIDENCE_LONG_SIDE = 1200;
 const THUMBNAIL_LONG_SIDE = 480;
 const JPEG_QUALITY = 80;
 
-const MARGIN = 48;
-const BOTTOM_MARGIN = 64;
-const A4 = { width: 595.28, height: 841.89 };
-const CONTENT_WIDTH = A4.width - 2 * MARGIN;
-const LABEL_WIDTH = 120;
-const INK = "#111827";
-const MUTED = "#6b7280";
-const RULE = "#d1d5db";
-const SHADE = "#f3f4f6";
 const REVIEWER_BOX = "#f59e0b";
-const GRADE_COLOURS = { none: "#15803d", minor: "#a16207", moderate: "#c2410c", severe: "#b91c1c" } as const;
-
-type Doc = PDFKit.PDFDocument;
 type Picture = { jpeg: Buffer; width: number; height: number };
 
 /**
@@ -38,6 +45,7 @@ type Picture = { jpeg: Buffer; width: number; height: number };
 export async function reportPdf(s: Pick<Services, "inspections" | "blobs">, inspection: InspectionRecord): Promise<Buffer> {
   const report = Report.parse(JSON.parse(await completedReport(s, inspection)));
   const scope: Scope = { accountId: inspection.accountId, livemode: inspection.livemode };
+  const baseline = inspection.baselineInspectionId ? await loadBaseline(s, scope, inspection.baselineInspectionId) : null;
   // Scaled on sharp's threads, all at once, before the layout (synchronous) starts.
   const [evidence, thumbnails] = await Promise.all([
     Promise.all(report.findings.map((f) => picture(s, scope, evidenceMediaId(f), EVIDENCE_LONG_SIDE))),
@@ -62,6 +70,8 @@ export async function reportPdf(s: Pick<Services, "inspections" | "blobs">, insp
   vehicle(doc, report);
   result(doc, report);
   review(doc, report);
+  const since = newSince(report, baseline);
+  if (since) newSinceSection(doc, since);
   if (report.findings.length > 0) {
     findingsTable(doc, report.findings);
     section(doc, "Evidence", evidenceSize(evidence[0]!)[1] + 40);
@@ -85,51 +95,6 @@ async function picture(s: Pick<Services, "inspections" | "blobs">, scope: Scope,
     .jpeg({ quality: JPEG_QUALITY })
     .toBuffer({ resolveWithObject: true });
   return { jpeg: data, width: info.width, height: info.height } satisfies Picture;
-}
-
-function collect(doc: Doc): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  doc.on("data", (chunk: Buffer) => chunks.push(chunk));
-  return new Promise((resolve, reject) => {
-    doc.on("end", () => resolve(Buffer.concat(chunks)));
-    doc.on("error", reject);
-  });
-}
-
-const words = (s: string) => s.replaceAll("_", " ");
-const when = (ms: number | null) => formatTimestamp(ms)?.replace("T", " ").replace("Z", " UTC") ?? "—";
-const percent = (c: number) => `${Math.round(c * 100)}%`;
-
-/** Starts a new page unless `height` more points fit above the bottom margin. */
-function room(doc: Doc, height: number): void {
-  if (doc.y + height > doc.page.height - doc.page.margins.bottom) doc.addPage();
-}
-
-function section(doc: Doc, title: string, keepWith = 60): void {
-  doc.moveDown(1.2);
-  room(doc, keepWith + 24);
-  doc.font("Helvetica-Bold").fontSize(13).fillColor(INK).text(title, MARGIN);
-  const y = doc.y + 2;
-  doc
-    .moveTo(MARGIN, y)
-    .lineTo(MARGIN + CONTENT_WIDTH, y)
-    .lineWidth(0.5)
-    .strokeColor(RULE)
-    .stroke();
-  doc.y = y + 8;
-}
-
-function fields(doc: Doc, rows: [string, string, string?][]): void {
-  doc.fontSize(10);
-  for (const [label, value, colour] of rows) {
-    const y = doc.y;
-    doc.font("Helvetica").fillColor(MUTED).text(label, MARGIN, y, { width: LABEL_WIDTH });
-    doc
-      .font("Helvetica-Bold")
-      .fillColor(colour ?? INK)
-      .text(value, MARGIN + LABEL_WIDTH, y, { width: CONTENT_WIDTH - LABEL_WIDTH });
-    doc.moveDown(0.3);
-  }
 }
 
 function header(doc: Doc, inspection: InspectionRecord): void {
@@ -220,6 +185,31 @@ function review(doc: Doc, report: Report): void {
     doc.moveDown(0.4);
   }
   if (report.summary.findings === 0) line("No damage found.", GRADE_COLOURS.none);
+}
+
+/**
+ * What a handover desk reads first: the damage new since the baseline, each by its number in the
+ * findings below (a worse one with what it was then), and how much was there before.
+ */
+function newSinceSection(doc: Doc, since: NewSince): void {
+  const line = (text: string, colour = INK, font = "Helvetica", size = 10) =>
+    doc.font(font).fontSize(size).fillColor(colour).text(text, MARGIN, doc.y, { width: CONTENT_WIDTH });
+  const { baseline, items, when: then } = since;
+  section(doc, since.title);
+  line(`Compared with inspection ${baseline.id}${baseline.reference ? ` (${baseline.reference})` : ""} of ${then}.`, MUTED, "Helvetica", 9);
+  doc.moveDown(0.4);
+  if (items.length === 0) line(`No new damage since ${then}.`, GRADE_COLOURS.none, "Helvetica-Bold", 11);
+  else line(`${items.length} new finding${items.length === 1 ? "" : "s"}:`, GRADE_COLOURS.severe, "Helvetica-Bold", 11);
+  for (const item of items) {
+    doc.moveDown(0.2);
+    line(`•  Finding ${item.n}: ${item.words}${item.kind === "worsened" ? ` (${item.mark.toLowerCase()})` : ""}`, INK, "Helvetica-Bold");
+    if (item.was) line(`    Then: ${item.was}`, MUTED, "Helvetica", 9);
+  }
+  doc.moveDown(0.4);
+  const { preexisting, notSeen } = since;
+  line(`${preexisting} finding${preexisting === 1 ? " was" : "s were"} there at ${then} already (pre-existing).`);
+  if (notSeen > 0)
+    line(`${notSeen} of ${then} ${notSeen === 1 ? "is" : "are"} not seen now (repaired, or out of view).`, MUTED, "Helvetica", 9);
 }
 
 type Column = { title: string; width: number };

@@ -6,11 +6,13 @@ import { z } from "zod";
 import { captureLinkState, isCancelable } from "../../core/domain/state-machine.ts";
 import { completedReport } from "../../core/operations/reports.ts";
 import { resendEvent } from "../../core/operations/webhooks.ts";
-import type { InspectionRecord } from "../../core/ports/records.ts";
+import type { InspectionRecord, Scope } from "../../core/ports/records.ts";
 import type { Services } from "../../core/services.ts";
+import { loadBaseline } from "../../core/views/new-since.ts";
 import { reportPdf, reportPdfHeaders } from "../../core/views/report-pdf.ts";
 import { createShareToken, DEFAULT_SHARE_LINK_DAYS, SHARE_LINK_DAYS } from "../auth/share-links.ts";
 import { renderPage, signedIn } from "../views/render.ts";
+import { handoverView } from "../views/handover-view.ts";
 import { reportView } from "../views/report-view.ts";
 import { sendPhoto } from "../../core/net/send-photo.ts";
 import { EnvParams, scopeOf } from "./scope.ts";
@@ -26,10 +28,34 @@ const ShareForm = z.object({
 /** A share link just made, shown once on the page that answers the form. */
 type NewShareLink = { url: string; expiresAt: number };
 
+/** The vehicle's inspections are read this many at a time when looking for those compared with one of them. */
+const HISTORY_PAGE = 100;
+/** And at most this many: a vehicle inspected more often than that since has its oldest returns left unlisted. */
+const HISTORY_LIMIT = 1000;
+
+/**
+ * The inspections made with this one as their baseline_inspection, newest first. The store has no
+ * filter on the baseline: its vehicle's inspections created since this one are read (by VIN, which
+ * the store indexes) and those that name it kept.
+ */
+async function comparedWith(s: Services, scope: Scope, inspection: InspectionRecord): Promise<InspectionRecord[]> {
+  if (inspection.status !== "completed") return [];
+  const found: InspectionRecord[] = [];
+  let after: { createdAt: number; id: string } | undefined;
+  for (let read = 0; read < HISTORY_LIMIT; read += HISTORY_PAGE) {
+    const rows = await s.inspections.list(scope, { limit: HISTORY_PAGE, after, vin: inspection.vin, createdFrom: inspection.createdAt });
+    found.push(...rows.filter((r) => r.baselineInspectionId === inspection.id));
+    if (rows.length < HISTORY_PAGE) break;
+    after = { createdAt: rows.at(-1)!.createdAt, id: rows.at(-1)!.id };
+  }
+  return found;
+}
+
 /**
  * One inspection for claims staff: its status and vehicle, the capture link while it is open, its
- * history, the report once completed (with the PDF and share links), and the webhook deliveries of
- * its events with a way to resend them. Also the photos those pages show, by session.
+ * history, the report once completed (with the PDF and share links), its comparison with its
+ * baseline and the inspections compared with it (a handover), and the webhook deliveries of its
+ * events with a way to resend them. Also the photos those pages show, by session.
  */
 export const inspectionPageRoutes =
   (s: Services): FastifyPluginAsyncZod =>
@@ -45,10 +71,9 @@ export const inspectionPageRoutes =
       const captureUrl = open ? s.captureLinks.url(inspection.id) : null;
       const events = await s.events.forInspection(scope, inspection.id);
       const attempts = await s.events.attempts(events.map((e) => e.id));
-      const report =
-        inspection.status === "completed"
-          ? reportView(await completedReport(s, inspection), (mediaId) => `/dashboard/${env}/media/${mediaId}.jpg`)
-          : null;
+      const mediaUrl = (mediaId: string) => `/dashboard/${env}/media/${mediaId}.jpg`;
+      const baseline = inspection.baselineInspectionId ? await loadBaseline(s, scope, inspection.baselineInspectionId) : null;
+      const report = inspection.status === "completed" ? reportView(await completedReport(s, inspection), mediaUrl, baseline) : null;
       return renderPage(reply, "inspection", signedIn(request, reply, "inspections"), {
         title: inspection.reference ?? inspection.id,
         inspection,
@@ -57,6 +82,9 @@ export const inspectionPageRoutes =
         capture: captureUrl ? { url: captureUrl, qr: await QRCode.toString(captureUrl, { type: "svg", margin: 1 }) } : null,
         events: events.map((e) => ({ ...e, attempts: attempts.get(e.id) ?? [] })),
         report,
+        baseline,
+        handover: report && baseline ? handoverView(report, baseline, mediaUrl) : null,
+        comparedBy: await comparedWith(s, scope, inspection),
         shareDays: SHARE_LINK_DAYS,
         defaultShareDays: DEFAULT_SHARE_LINK_DAYS,
         shared,

@@ -18,7 +18,8 @@ const Day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "a date as YYYY-MM-DD");
 const ListFilters = z.object({
   status: optional(z.enum(STATUSES)),
   reference: optional(z.string().max(255)),
-  vin: optional(z.string().max(17)),
+  // A vehicle's history: a VIN as pasted, with spaces around it or in lower case, finds it.
+  vin: optional(z.string().trim().max(17)),
   from: optional(Day),
   to: optional(Day),
   cursor: optional(z.string().max(64)),
@@ -44,7 +45,7 @@ export const inspectionRoutes =
         after: at ? { createdAt: at.createdAt, id: at.id } : undefined,
         status: f.status,
         reference: f.reference,
-        vin: f.vin?.toUpperCase(),
+        vin: f.vin?.toUpperCase() || undefined,
         createdFrom: f.from ? Date.parse(`${f.from}T00:00:00Z`) : undefined,
         // "To" a day includes that day.
         createdBefore: f.to ? Date.parse(`${f.to}T00:00:00Z`) + DAY_MS : undefined,

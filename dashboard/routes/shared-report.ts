@@ -5,6 +5,7 @@ import { notFound } from "../../core/errors.ts";
 import { completedReport } from "../../core/operations/reports.ts";
 import type { InspectionRecord, Scope } from "../../core/ports/records.ts";
 import type { Services } from "../../core/services.ts";
+import { loadBaseline } from "../../core/views/new-since.ts";
 import { reportPdf, reportPdfHeaders } from "../../core/views/report-pdf.ts";
 import { verifyShareToken } from "../auth/share-links.ts";
 import { DASHBOARD_HEADERS } from "../dashboard-routes.ts";
@@ -75,14 +76,16 @@ export const sharedReportRoutes =
 
     app.get("/r/:token", { schema: { params: TokenParams } }, async (request, reply) => {
       const { token } = request.params;
-      const { inspection, expiresAt } = await open(token);
+      const { inspection, scope, expiresAt } = await open(token);
+      // What is new since the baseline is told in words; the baseline's photos are not the link's to open.
+      const baseline = inspection.baselineInspectionId ? await loadBaseline(s, scope, inspection.baselineInspectionId) : null;
       return renderPage(reply, "shared-report", VISITOR, {
         title: "Condition report",
         wide: true,
         token,
         inspection,
         expiresAt,
-        report: reportView(await completedReport(s, inspection), (mediaId) => `/r/${token}/media/${mediaId}.jpg`),
+        report: reportView(await completedReport(s, inspection), (mediaId) => `/r/${token}/media/${mediaId}.jpg`, baseline),
       });
     });
 

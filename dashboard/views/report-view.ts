@@ -1,28 +1,32 @@
 import { Report } from "../../core/schemas/report.ts";
 import { evidenceMediaId } from "../../core/domain/build-report.ts";
+import { type Baseline, newSince, type Since, sinceOf } from "../../core/views/new-since.ts";
 import { findingMark, isCounted, reviewReasonWords } from "../../core/views/review-words.ts";
 
 /** The long side of a thumbnail as laid out, in CSS pixels; the JPEG itself is the full photo. */
 const THUMBNAIL_WIDTH = 240;
 
-type Picture = { src: string; width: number; height: number };
+export type Picture = { src: string; width: number; height: number };
+
+/** A photo as laid out: its address, and a thumbnail's size in its proportions (a camera's 4:3 where they are not known). */
+export const pictureOf = (src: string, size: { width: number; height: number } | undefined): Picture => {
+  const [width, height] = size ? [size.width, size.height] : [4, 3];
+  return { src, width: THUMBNAIL_WIDTH, height: Math.round((THUMBNAIL_WIDTH * height) / width) };
+};
 
 /**
  * What report-partial.eta shows of a stored report, the same on the dashboard and on a shared link:
- * only the photo addresses differ (`mediaUrl`), since each is served by its own, scoped route.
+ * only the photo addresses differ (`mediaUrl`), since each is served by its own, scoped route. With
+ * the baseline of a compared report, each finding carries its mark against it (new-since.ts).
  */
-export function reportView(reportJson: string, mediaUrl: (mediaId: string) => string) {
+export function reportView(reportJson: string, mediaUrl: (mediaId: string) => string, baseline: Baseline | null = null) {
   const stored: unknown = JSON.parse(reportJson);
   const report = Report.parse(stored);
   const photos = new Map(report.photos.map((p) => [p.media_id, p]));
   // Evidence is the photo with the finding drawn on it, so it has that photo's size.
-  const picture = (mediaId: string | null, sizeOf: string | null): Picture | null => {
-    const photo = sizeOf ? photos.get(sizeOf) : undefined;
-    if (!mediaId) return null;
-    // A photo the report does not list (none should be) is laid out as a camera's 4:3.
-    const [width, height] = photo ? [photo.width, photo.height] : [4, 3];
-    return { src: mediaUrl(mediaId), width: THUMBNAIL_WIDTH, height: Math.round((THUMBNAIL_WIDTH * height) / width) };
-  };
+  const picture = (mediaId: string | null, sizeOf: string | null): Picture | null =>
+    mediaId ? pictureOf(mediaUrl(mediaId), sizeOf ? photos.get(sizeOf) : undefined) : null;
+  const since = report.comparison && baseline ? sinceOf(report.comparison, baseline) : new Map<string, Since>();
   return {
     grade: report.grade,
     findingsCount: report.summary.findings,
@@ -44,7 +48,11 @@ export function reportView(reportJson: string, mediaUrl: (mediaId: string) => st
       mark: findingMark(f),
       rejected: !isCounted(f),
       evidence: picture(evidenceMediaId(f), f.media_id),
+      since: since.get(f.id) ?? null,
     })),
+    /** The "New since <date>" summary; null unless the report is compared with a baseline. */
+    newSince: newSince(report, baseline),
+    comparison: report.comparison,
     photos: report.photos.map((p) => ({ ...p, picture: picture(p.media_id, p.media_id)! })),
     model: report.model,
     /** The report as the API returns it, for staff who compare with what their system received. */
