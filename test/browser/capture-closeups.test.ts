@@ -38,12 +38,13 @@ afterAll(async () => {
   await svc?.close();
 });
 
-/** Takes the photo in view and waits for its upload's answer. */
+/** Takes the photo in view, waits for its upload's answer, and goes on from the accepted photo with Next. */
 async function takePhoto(page: Page, path: RegExp): Promise<{ url: string; body: any }> {
   const answer = page.waitForResponse((r) => r.request().method() === "PUT" && path.test(new URL(r.url()).pathname));
   await page.getByRole("button", { name: "Take photo" }).click();
   const response = await answer;
   expect(response.status()).toBe(200);
+  await page.getByRole("button", { name: "Next", exact: true }).click();
   return { url: response.url(), body: await response.json() };
 }
 
@@ -123,7 +124,7 @@ it("asks for the close-ups the upload suggested, each skippable, then one of a p
     .toFile(join(DOCS, "capture-closeups.png"));
 
   await page.getByRole("button", { name: "Continue" }).click();
-  await expect.poll(() => heading(page).textContent()).toBe("Ready to send");
+  await expect.poll(() => heading(page).textContent()).toBe("Check your photos");
   await page.getByRole("button", { name: "Send photos" }).click();
   await expect.poll(() => heading(page).textContent()).toBe("Thank you");
   expect(["processing", "completed"]).toContain((await (await svc.api(key, `/v1/inspections/${id}`)).json()).status);

@@ -48,10 +48,16 @@ async function camera(name: string, image: Buffer): Promise<string> {
   return path;
 }
 
-/** Takes the current step's photo with the live camera and waits for the page to move on. */
+/** The accepted photo is shown until the customer taps Next: taps it and waits for the page to move on. */
+async function next(page: Page, from: string) {
+  await page.getByRole("button", { name: "Next", exact: true }).click({ timeout: 15_000 });
+  await expect.poll(() => heading(page).textContent(), { timeout: 15_000 }).not.toBe(from);
+}
+
+/** Takes the current step's photo with the live camera, and goes on from its accepted view. */
 async function shoot(page: Page, from: string) {
   await page.getByRole("button", { name: "Take photo" }).click();
-  await expect.poll(() => heading(page).textContent(), { timeout: 15_000 }).not.toBe(from);
+  await next(page, from);
 }
 
 describe("the hosted capture page", () => {
@@ -108,7 +114,7 @@ describe("the hosted capture page", () => {
     await expect.poll(() => heading(page).textContent(), { timeout: 10_000 }).toBe("Any damage?");
     await shot(page, "04-closeups");
     await page.getByRole("button", { name: "No damage: continue" }).click();
-    await expect.poll(() => heading(page).textContent()).toBe("Ready to send");
+    await expect.poll(() => heading(page).textContent()).toBe("Check your photos");
     await shot(page, "04-review");
     const send = page.getByRole("button", { name: "Send photos" });
     expect(await send.isEnabled()).toBe(true);
@@ -140,9 +146,10 @@ describe("the hosted capture page", () => {
     await shoot(page, "Left side");
     await page.reload();
     await expect.poll(() => heading(page).textContent()).toBe("Rear left corner");
-    expect(await page.locator(".dot.done").count()).toBe(3);
-    // Steps can be revisited: back to the front, which shows as done.
-    await page.getByRole("button", { name: "Front: Done" }).click();
+    expect(await page.locator(".step-link.done").count()).toBe(3);
+    // Steps can be revisited, from the list under "All steps": back to the front, which shows as done.
+    await page.getByText(/^All steps/).click();
+    await page.getByRole("button", { name: /^1\. Front\W+Done$/ }).click();
     expect(await heading(page).textContent()).toBe("Front");
     await expect.poll(() => page.locator("video.live").evaluate((v: any) => !v.paused && v.isConnected)).toBe(true);
     await shot(page, "06-revisit");
@@ -175,11 +182,15 @@ describe("accessibility", () => {
       await expect.poll(() => heading(page).textContent()).toBe("Front");
       await expect.poll(() => page.getByRole("button", { name: "Take photo" }).count()).toBe(1);
       await audit("step");
+      await page.getByText(/^All steps/).click();
+      await audit("step, all steps shown");
       await page.getByRole("button", { name: /^Any damage\?/ }).click();
       await expect.poll(() => heading(page).textContent()).toBe("Any damage?");
       await audit("close-ups");
-      await page.getByRole("button", { name: "Ready to send" }).click();
-      await expect.poll(() => heading(page).textContent()).toBe("Ready to send");
+      // The review with photos still to take (capture-review.test.ts audits it with every photo in).
+      await page.getByRole("button", { name: "No damage: continue" }).click();
+      await expect.poll(() => heading(page).textContent()).toBe("Check your photos");
+      expect(await page.getByRole("button", { name: "Send photos" }).isDisabled()).toBe(true);
       await audit("review");
       await svc.api(key, `/v1/inspections/${id}/cancel`, { method: "POST" });
       await page.goto(url);
@@ -209,7 +220,9 @@ describe("photo checks in the browser", () => {
       await page.getByRole("button", { name: "Retake" }).click();
       await page.getByRole("button", { name: "Take photo" }).click();
       await page.getByRole("button", { name: "Use this photo anyway" }).click();
-      await expect.poll(() => heading(page).textContent()).toBe("Front left corner");
+      await expect.poll(() => page.getByRole("status").textContent()).toContain("Used anyway");
+      await next(page, "Front");
+      expect(await heading(page).textContent()).toBe("Front left corner");
       const session = await (await fetch(`${svc.url}/capture/v1/${token}`)).json();
       expect(session.steps[0]).toMatchObject({ done: true, quality: { passed: false } });
       expect(session.steps[0].quality.problems).toContain("too_dark");
@@ -233,7 +246,8 @@ describe("without a camera", () => {
       const photo = join(dir, "front.jpg");
       (await import("node:fs")).writeFileSync(photo, carPhoto(2));
       await page.locator("#file").setInputFiles(photo);
-      await expect.poll(() => heading(page).textContent(), { timeout: 15_000 }).toBe("Front left corner");
+      await next(page, "Front");
+      expect(await heading(page).textContent()).toBe("Front left corner");
       const session = await (await fetch(`${svc.url}/capture/v1/${token}`)).json();
       expect(session.steps[0]).toMatchObject({ angle: "front", done: true });
     } finally {

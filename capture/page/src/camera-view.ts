@@ -3,6 +3,7 @@ import { Camera } from "./camera.ts";
 import { fill, focusHeading, h } from "./dom.ts";
 import { decodeFile, frameQuality, toJpeg } from "./frame.ts";
 import { t } from "./i18n.ts";
+import { keepThumb } from "./thumbs.ts";
 
 /** After this many refused tries of one photo, the customer may keep it anyway (it stays flagged). */
 const TRIES_BEFORE_OVERRIDE = 2;
@@ -19,8 +20,10 @@ export type Target = {
   upload(photo: Blob, onRetry: (seconds: number) => void): Promise<PhotoResult>;
   /** The server stored the photo (passed or not). */
   stored(result: PhotoResult): void;
-  /** The photo is in, passed or kept anyway: the page moves on. */
+  /** The photo is in, passed or kept anyway, and the customer tapped Next (see showAccepted): the page moves on. */
   accepted(still: HTMLCanvasElement): void | Promise<void>;
+  /** False where the next view shows the photo itself (the VIN's confirmation): no accepted view, no Next to tap. */
+  showAccepted?: boolean;
 };
 
 export type CameraViewOptions = {
@@ -55,7 +58,7 @@ export function cameraView(app: HTMLElement, o: CameraViewOptions): void {
   finder.innerHTML = o.overlay;
   const fileInput = h("input", { type: "file", accept: "image/*", capture: "environment", id: "file", class: "visually-hidden" });
   const fileLabel = h("label", { for: "file", class: "button secondary" }, t("camera.file"));
-  const ui = { status, actions, finder, again: o.again };
+  const ui = { status, actions, finder, nav: o.nav, again: o.again };
   fileInput.addEventListener("change", async () => {
     const file = fileInput.files?.[0];
     fileInput.value = "";
@@ -111,7 +114,7 @@ export function cameraView(app: HTMLElement, o: CameraViewOptions): void {
   }
 }
 
-type Ui = { status: HTMLElement; actions: HTMLElement; finder: HTMLElement; again: () => void };
+type Ui = { status: HTMLElement; actions: HTMLElement; finder: HTMLElement; nav: HTMLElement; again: () => void };
 
 /** Checks the frame, then uploads it; a refused frame can be retaken, and kept anyway after two tries. */
 async function take(target: Target, source: CanvasImageSource, width: number, height: number, ui: Ui, override = false): Promise<void> {
@@ -162,16 +165,49 @@ async function take(target: Target, source: CanvasImageSource, width: number, he
     return;
   }
   target.stored(result);
+  keepThumb(target.key, still);
   if (!result.quality.passed && !override) {
     const mayKeep = refused();
     status.textContent = describe(result.quality.problems);
     fill(
       actions,
       h("button", { type: "button", class: "button", onclick: again }, t("check.retake")),
-      mayKeep && h("button", { type: "button", class: "button secondary", onclick: () => target.accepted(still) }, t("check.use_anyway")),
+      mayKeep &&
+        h(
+          "button",
+          { type: "button", class: "button secondary", onclick: () => accepted(target, still, result.quality, ui) },
+          t("check.use_anyway"),
+        ),
     );
     return;
   }
-  status.textContent = result.quality.passed ? t("check.good") : t("check.flagged");
-  await target.accepted(still);
+  await accepted(target, still, result.quality, ui);
+}
+
+/**
+ * The photo just accepted, with "Accepted" or its problems, until the customer taps Next; Retake is
+ * beside it. Not moved on after a moment, as some capture apps do: the customer holds the phone up to
+ * the car and may not be looking when a timer fires, so they would never see a verdict they could act
+ * on while the car is still in front of them; a screen reader needs the time to read it (WCAG 2.2.1
+ * asks that a time limit can be turned off); and one tap on Next is the same tap that starts the next
+ * step's shot. Where the next view shows the photo itself (the VIN's confirmation), it moves on at once.
+ */
+async function accepted(target: Target, still: HTMLCanvasElement, quality: Quality, ui: Ui): Promise<void> {
+  const { status, actions, finder, nav, again } = ui;
+  if (target.showAccepted === false) {
+    status.textContent = quality.passed ? t("check.good") : t("check.flagged");
+    await target.accepted(still);
+    return;
+  }
+  const badge = h(
+    "p",
+    { class: `badge ${quality.passed ? "ok" : "warn"}`, "aria-hidden": "true" },
+    quality.passed ? t("accepted.badge") : t("accepted.badge_flagged"),
+  );
+  finder.replaceChildren(still, badge);
+  status.textContent = quality.passed ? t("accepted.good") : `${t("check.flagged")} ${describe(quality.problems)}`;
+  nav.hidden = true;
+  const next = h("button", { type: "button", class: "button shutter", onclick: () => target.accepted(still) }, t("step.next"));
+  fill(actions, next, h("button", { type: "button", class: "button secondary", onclick: again }, t("check.retake")));
+  next.focus();
 }

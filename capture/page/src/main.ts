@@ -5,16 +5,22 @@ import { focusHeading, h } from "./dom.ts";
 import { toJpeg } from "./frame.ts";
 import { t, type MessageKey } from "./i18n.ts";
 import { overlaySvg } from "./overlays.ts";
+import { progressView } from "./progress.ts";
+import { reviewView } from "./review.ts";
+import { useThumbsOf } from "./thumbs.ts";
 import { normalizeVin, vinProblem, VIN_PROBLEM_MESSAGES } from "../../../core/domain/vin.ts";
 
 const app = document.getElementById("app")!;
 const token = decodeURIComponent(location.pathname.split("/").pop() ?? "");
 const api = new CaptureApi(token);
+useThumbsOf(token);
 let session: Session;
 /** The view shown: a step's index; then the close-ups (CLOSEUPS()), then the review (REVIEW()). */
 let current = 0;
 const CLOSEUPS = () => session.steps.length;
 const REVIEW = () => session.steps.length + 1;
+/** Once the review was shown, each photo taken leads back to it (a retake from there), not on through the steps. */
+let reviewed = false;
 
 function end(state: string): void {
   camera.close();
@@ -27,43 +33,7 @@ function end(state: string): void {
 
 const vehicleText = (v: { make: string | null; model: string | null; year: number | null }) =>
   [v.year, v.make, v.model].filter(Boolean).join(" ") || "—";
-const requiredMissing = () => session.steps.filter((s) => s.required && !s.done);
-
-function progress(): HTMLElement {
-  const dot = (index: number, label: string, text: string, done: boolean) =>
-    h(
-      "li",
-      {},
-      h(
-        "button",
-        {
-          type: "button",
-          class: `dot${done ? " done" : ""}`,
-          "aria-current": current === index ? "step" : false,
-          "aria-label": label,
-          onclick: () => show(index),
-        },
-        text,
-      ),
-    );
-  const items = session.steps.map((step, i) =>
-    dot(i, `${i + 1}. ${t(`angle.${step.angle}` as MessageKey)}: ${step.done ? t("step.done") : t("step.todo")}`, String(i + 1), step.done),
-  );
-  const closeups = dot(CLOSEUPS(), t("closeups.nav", { n: session.closeups.length }), "+", session.closeups.length > 0);
-  const review = dot(REVIEW(), t("submit.title"), "✓", false);
-  return h(
-    "nav",
-    { "aria-label": t("progress.nav") },
-    h(
-      "p",
-      { class: "count" },
-      current === CLOSEUPS()
-        ? t("progress.closeups")
-        : t("progress.label", { n: Math.min(current + 1, session.steps.length), total: session.steps.length }),
-    ),
-    h("ol", { class: "steps" }, ...items, closeups, review),
-  );
-}
+const progress = () => progressView({ session, current, show });
 
 function show(index: number): void {
   current = index;
@@ -72,7 +42,8 @@ function show(index: number): void {
     return;
   }
   if (index > CLOSEUPS()) {
-    review();
+    reviewed = true;
+    reviewView({ app, api, session, progress, retake: show, closeups: () => show(CLOSEUPS()), submitted: () => end("submitted") });
     return;
   }
   const step = session.steps[index]!;
@@ -107,6 +78,7 @@ function show(index: number): void {
         noteSuggestions(step.angle, result.suggested_closeups);
       },
       accepted: (still) => advance(step, still),
+      showAccepted: step.angle !== "vin",
     },
   });
 }
@@ -115,8 +87,14 @@ function show(index: number): void {
 async function advance(step: Step, still: HTMLCanvasElement): Promise<void> {
   if (step.angle === "vin") return vinStep(still);
   const next = session.steps.findIndex((s, i) => i > current && s.required && !s.done);
-  if (next === -1) return afterSteps();
+  if (next === -1 || reviewed) return afterSteps();
   show(next);
+}
+
+/** After the VIN's confirmation: a required step not done, else the close-ups, or the review if it was shown. */
+function afterVin(): void {
+  const next = session.steps.findIndex((s) => s.required && !s.done);
+  show(next !== -1 ? next : reviewed ? REVIEW() : CLOSEUPS());
 }
 
 /**
@@ -129,7 +107,7 @@ function afterSteps(): Promise<void> | void {
     current = vin;
     return vinStep(null);
   }
-  show(CLOSEUPS());
+  afterVin();
 }
 
 /** The VIN read from the photo just taken (`still`), or typed in when there is none: after a reload the photo is in, the confirmation not yet. */
@@ -155,6 +133,8 @@ async function vinStep(still: HTMLCanvasElement | null): Promise<void> {
       { class: "step" },
       h("h1", {}, t("angle.vin")),
       h("p", { class: "prompt" }, t("vin.on_file", { vehicle: `${session.vehicle.vin} · ${vehicleText(session.vehicle)}` })),
+      // The photo just taken, to check the VIN read against: this is the VIN photo's accepted view.
+      still && h("div", { class: "vin-photo" }, Object.assign(still, { className: "still" })),
       status,
       form,
     ),
@@ -193,8 +173,7 @@ async function vinStep(still: HTMLCanvasElement | null): Promise<void> {
       const result = await api.confirmVin(vin);
       session.vin_confirmed = result.vin;
       status.textContent = t("vin.confirmed", { vehicle: `${result.vin} · ${vehicleText(result)}` });
-      const next = session.steps.findIndex((s) => s.required && !s.done);
-      setTimeout(() => show(next === -1 ? CLOSEUPS() : next), 600);
+      setTimeout(afterVin, 600);
     } catch (error) {
       fail(error, status);
     }
@@ -210,33 +189,6 @@ async function vinStep(still: HTMLCanvasElement | null): Promise<void> {
   status.textContent = read ? t("vin.read") : still ? t("vin.not_read") : t("vin.resume");
   if (input.value) check();
   input.focus();
-}
-
-function review(): void {
-  current = REVIEW();
-  const missing = requiredMissing();
-  const status = h(
-    "p",
-    { class: "status", role: "status", "aria-live": "polite" },
-    missing.length ? t("submit.missing", { steps: missing.map((s) => t(`angle.${s.angle}` as MessageKey)).join(", ") }) : "",
-  );
-  const send = h("button", { type: "button", class: "button shutter", disabled: missing.length > 0 }, t("submit.button"));
-  send.addEventListener("click", async () => {
-    send.disabled = true;
-    status.textContent = t("submit.sending");
-    try {
-      await api.submit();
-      end("submitted");
-    } catch (error) {
-      send.disabled = false;
-      fail(error, status);
-    }
-  });
-  app.replaceChildren(
-    progress(),
-    h("main", { class: "step" }, h("h1", {}, t("submit.title")), status, h("div", { class: "actions" }, send)),
-  );
-  focusHeading(app);
 }
 
 async function boot(): Promise<void> {
