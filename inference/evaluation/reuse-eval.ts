@@ -1,23 +1,19 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
 import { fingerprintOf } from "../../capture/photos/fingerprint.ts";
-import {
-  CANDIDATE_BITS,
-  type Fingerprint,
-  hamming,
-  likeness,
-  mirrored,
-  SAME_PICTURE,
-  samePicture,
-} from "../../core/domain/photo-fingerprint.ts";
+import { FsBlobStore } from "../../core/adapters/fs/fs-blob-store.ts";
+import { samePicture } from "../../core/domain/photo-fingerprint.ts";
+import { type IndexedPhoto, PhotoIndex } from "../../core/photo-index.ts";
 
 /**
- * The recycled-photo check measured (issue 32): every photo of ../shared/datasets is fingerprinted
- * as capture stores it; a sample is sent "again" resized, re-encoded, cropped and mirrored, and must
- * be found; every pair of distinct photos that the hash makes candidates is checked, and none may
- * match. Prints the pairs that match, for a person to look at: datasets hold a few copies of one
- * picture under two names.
+ * The recycled-photo check measured as the service runs it (issue 32): every photo of
+ * ../shared/datasets is fingerprinted as capture stores it and indexed (core/photo-index.ts, in
+ * the filesystem blob store), each as another inspection's; a sample is sent "again" resized, re-encoded, cropped and
+ * mirrored, and must be found through the index; then every photo is looked up among all the others,
+ * and any match between two files is printed, for a person to look at (the datasets hold some
+ * copies of one picture under two names).
  *
  * usage: node inference/evaluation/reuse-eval.ts [every nth photo for the "again" sample]   (npm run eval:reuse)
  */
@@ -39,8 +35,23 @@ const every = Number(process.argv[2] ?? 5);
 /** What capture stores: upright, re-encoded at the service's quality. */
 const stored = async (bytes: Buffer) => sharp(bytes).rotate().jpeg({ quality: 85 }).toBuffer();
 
-const prints: Fingerprint[] = [];
-for (const f of files) prints.push(await fingerprintOf(await stored(readFileSync(join(DATASETS, f)))));
+// Each dataset photo is an inspection's photo of its own, indexed as capture indexes it.
+const indexDir = mkdtempSync(join(tmpdir(), "reuse-eval-"));
+process.on("exit", () => rmSync(indexDir, { recursive: true, force: true }));
+const index = new PhotoIndex(new FsBlobStore(indexDir));
+const scope = { accountId: "acct_eval", livemode: false };
+const indexed: IndexedPhoto[] = [];
+for (const [i, f] of files.entries()) {
+  const photo = {
+    ...(await fingerprintOf(await stored(readFileSync(join(DATASETS, f))))),
+    mediaId: `med_${i}`,
+    inspectionId: `insp_${i}`,
+    takenAt: null,
+    at: i,
+  };
+  indexed.push(photo);
+  await index.add(scope, photo);
+}
 
 const again: Record<string, (b: Buffer, w: number, h: number) => Promise<Buffer>> = {
   "resized to half, JPEG 70": (b, w) =>
@@ -74,45 +85,42 @@ const again: Record<string, (b: Buffer, w: number, h: number) => Promise<Buffer>
       .toBuffer(),
   mirrored: (b) => sharp(b).flop().jpeg({ quality: 80 }).toBuffer(),
 };
-console.log(`photos: ${files.length}; the "again" sample: every ${every}th (${Math.ceil(files.length / every)})`);
-const started = performance.now();
-let checks = 0;
+console.log(
+  `photos indexed: ${files.length}; sent again: every ${every}th (${Math.ceil(files.length / every)}) in each of ${Object.keys(again).length} ways`,
+);
+const lookups: number[] = [];
 for (const [name, make] of Object.entries(again)) {
   let found = 0;
   let n = 0;
   for (let i = 0; i < files.length; i += every) {
     const bytes = await stored(readFileSync(join(DATASETS, files[i]!)));
     const { width = 0, height = 0 } = await sharp(bytes).metadata();
-    const copy = await fingerprintOf(await stored(await make(bytes, width, height)));
+    const copy = {
+      ...(await fingerprintOf(await stored(await make(bytes, width, height)))),
+      mediaId: "med_again",
+      inspectionId: "insp_again",
+      takenAt: null,
+      at: 1e9,
+    };
+    const t = performance.now();
+    const first = await index.firstSent(scope, copy);
+    lookups.push(performance.now() - t);
     n++;
-    checks++;
-    if (samePicture(copy, prints[i]!)) found++;
+    // The earliest photo of that picture: the one sent again, or a copy of it the datasets hold under another name.
+    if (first && (first.mediaId === `med_${i}` || samePicture(indexed[i]!, first))) found++;
   }
   console.log(`  ${name}: found ${found} of ${n} (${((100 * found) / n).toFixed(1)}%)`);
 }
-const perCheck = (performance.now() - started) / checks;
+lookups.sort((a, b) => a - b);
 
-let candidates = 0;
+// Every photo looked up among all the others: a match is two files of the datasets taken for one picture.
 const matches: string[] = [];
-let worst = 0;
-const t0 = performance.now();
-for (let i = 0; i < prints.length; i++)
-  for (let j = i + 1; j < prints.length; j++) {
-    const a = prints[i]!;
-    const b = prints[j]!;
-    const direct = hamming(a.hash, b.hash) <= CANDIDATE_BITS;
-    const mirror = hamming(a.mirrorHash, b.hash) <= CANDIDATE_BITS;
-    if (!direct && !mirror) continue;
-    candidates++;
-    const like = Math.max(direct ? likeness(a.thumb, b.thumb) : 0, mirror ? likeness(mirrored(a.thumb), b.thumb) : 0);
-    if (like >= SAME_PICTURE) matches.push(`${like.toFixed(3)} ${files[i]} ${files[j]}`);
-    else worst = Math.max(worst, like);
-  }
+for (const [i, photo] of indexed.entries()) {
+  const first = await index.firstSent(scope, photo);
+  if (first && first.at < photo.at) matches.push(`${files[Number(first.mediaId.slice(4))]} ~ ${files[i]}`);
+}
+console.log(`distinct files matched to an earlier one: ${matches.length} (each below, for a person to look at)`);
+for (const m of matches) console.log(`  ${m}`);
 console.log(
-  `pairs of distinct files: ${(prints.length * (prints.length - 1)) / 2}; candidates by hash: ${candidates}; matched: ${matches.length}`,
-);
-console.log(`  highest likeness among candidates that did not match: ${worst.toFixed(3)} (threshold ${SAME_PICTURE})`);
-for (const m of matches) console.log(`  match: ${m}`);
-console.log(
-  `time: fingerprint and check of one photo sent again ${perCheck.toFixed(1)} ms; all pairs ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  `lookup in an index of ${files.length} photos: median ${lookups[lookups.length >> 1]!.toFixed(1)} ms, p95 ${lookups[Math.floor(lookups.length * 0.95)]!.toFixed(1)} ms`,
 );

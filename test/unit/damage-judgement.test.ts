@@ -157,7 +157,12 @@ describe("reports stored before review existed", () => {
     });
   });
   it("leave a current report as it is", () => {
-    const current = JSON.stringify({ summary: { needs_review: true }, review: { status: "required", note: null }, comparison: null, integrity: {} });
+    const current = JSON.stringify({
+      summary: { needs_review: true },
+      review: { status: "required", note: null },
+      comparison: null,
+      integrity: {},
+    });
     expect(currentReportJson(current)).toBe(current);
   });
 });
