@@ -16,6 +16,8 @@ export class Metrics {
   readonly detectionJobs: Gauge<"state">;
   /** 1 while this operator replica leads (holds the lease), else 0: the sum over replicas is 1 in health. */
   readonly leader: Gauge;
+  /** Reconciles that threw and were put back with a backoff, by controller: a rate above zero for long is an alert. */
+  readonly reconcileErrors: Counter<"controller">;
   readonly #depths = new Map<string, () => number | Promise<number>>();
   readonly #staleness = new Map<string, () => number>();
   #countInspections: (() => Promise<Map<string, number>>) | null = null;
@@ -53,6 +55,12 @@ export class Metrics {
     this.leader = new Gauge({
       name: "operator_leader",
       help: "1 while this operator replica leads (holds the operator lease), 0 while it stands by.",
+      registers,
+    });
+    this.reconcileErrors = new Counter({
+      name: "reconcile_errors_total",
+      help: "Reconciles that failed and were queued again with a backoff, by controller: inspection (the controller), projector (keeping Inspection resources).",
+      labelNames: ["controller"],
       registers,
     });
     const metrics = this;

@@ -84,8 +84,10 @@ export class Controller {
         // detection due), so a store of open inspections does not pile up in this process's memory.
         return requeueAfterMs !== null && requeueAfterMs <= options.pollMs ? requeueAfterMs : null;
       },
-      onError: (id, error, retryInMs) =>
-        options.log.error({ err: error, inspection_id: id, retry_in_ms: retryInMs }, "reconcile failed; this inspection is retried"),
+      onError: (id, error, retryInMs) => {
+        options.metrics?.reconcileErrors.inc({ controller: "inspection" });
+        options.log.error({ err: error, inspection_id: id, retry_in_ms: retryInMs }, "reconcile failed; this inspection is retried");
+      },
     });
     options.metrics?.queueDepth("controller", () => this.#queue.dueNow());
   }

@@ -6,6 +6,7 @@ import type { ResourceCache } from "../core/adapters/kubernetes/resource-cache.t
 import { isCancelable } from "../core/domain/state-machine.ts";
 import type { InspectionStore } from "../core/ports/inspection-store.ts";
 import { INSPECTION_RESOURCE } from "../core/schemas/inspection-resource.ts";
+import type { Metrics } from "../core/metrics.ts";
 import type { Clock } from "../core/time.ts";
 import {
   desiredStatus,
@@ -30,6 +31,7 @@ export type InspectionProjectorOptions = {
   pollMs: number;
   clock: Clock;
   log: Logger;
+  metrics?: Metrics;
 };
 
 /** Records read from the feed at a time. */
@@ -73,10 +75,15 @@ export class InspectionProjector {
     this.#queue = new WorkQueue({
       clock: options.clock,
       handle: (id) => this.reconcile(id),
-      onError: (id, err, retryInMs) =>
-        apiStatus(err) === CONFLICT
-          ? options.log.debug({ inspection_id: id, retry_in_ms: retryInMs }, "inspection resource changed since read; again")
-          : options.log.warn({ err, inspection_id: id, retry_in_ms: retryInMs }, "keeping the inspection resource failed; again"),
+      onError: (id, err, retryInMs) => {
+        // A conflict is the resource changing under the write, met and handled as designed: not an error.
+        if (apiStatus(err) === CONFLICT) {
+          options.log.debug({ inspection_id: id, retry_in_ms: retryInMs }, "inspection resource changed since read; again");
+          return;
+        }
+        options.metrics?.reconcileErrors.inc({ controller: "projector" });
+        options.log.warn({ err, inspection_id: id, retry_in_ms: retryInMs }, "keeping the inspection resource failed; again");
+      },
     });
   }
 

@@ -33,6 +33,7 @@ export function startInspectionResources(
     pollMs: Math.max(config.controllerPollMs, 250),
     clock: s.clock,
     log: log.child({ component: "inspection-resources" }),
+    metrics: s.metrics,
   });
   projector.start();
   log.info({ namespace: config.namespace }, "keeping Inspection resources");

@@ -95,6 +95,7 @@ describe("the Helm chart", () => {
       "VehicleInspectionNoLeader",
       "VehicleInspectionDetectionJobsStuck",
       "VehicleInspectionWebhooksFailing",
+      "VehicleInspectionReconcileErrors",
     ]);
     const exported = new Metrics("operator").registry.getMetricsAsArray().map((m) => m.name);
     for (const { alert, expr } of alerts) {

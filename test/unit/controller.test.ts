@@ -8,6 +8,7 @@ import { reportBlobKey } from "../../core/blob-keys.ts";
 import type { DetectionResult, DetectionRunner } from "../../core/ports/detection-runner.ts";
 import type { InspectionStore } from "../../core/ports/inspection-store.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
+import { Metrics } from "../../core/metrics.ts";
 import { Signals } from "../../core/signals.ts";
 import { Controller } from "../../operator/controller.ts";
 import { sampleInspection } from "../contract/fixtures.ts";
@@ -287,6 +288,51 @@ describe("Controller.reconcile(id)", () => {
     const c = controllerOver(racing, new ScriptedRunner());
     expect(await c.reconcile(r.id)).toEqual({ requeueAfterMs: 0 });
     expect((await store.getById(r.id))!.status).toBe("in_progress");
+  });
+
+  it("counts a reconcile that throws on reconcile_errors_total, and retries it", async () => {
+    const { store, make, clock } = setup();
+    const r = await make();
+    let failures = 0;
+    // The store is away for this inspection's reads: each reconcile of it throws.
+    const away = new Proxy(store, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop);
+        if (prop !== "getById") return typeof value === "function" ? value.bind(target) : value;
+        return async (id: string) => {
+          if (id !== r.id) return target.getById(id);
+          failures++;
+          throw new Error("store away");
+        };
+      },
+    });
+    const metrics = new Metrics("operator");
+    const signals = new Signals(clock);
+    const controller = new Controller({
+      store: away,
+      blobs: new MemoryBlobStore(),
+      runner: new ScriptedRunner(),
+      signals,
+      clock,
+      log: pino({ level: "silent" }),
+      publicUrl: "http://localhost",
+      pollMs: 60_000,
+      maxProcessingAttempts: 2,
+      shutdownGraceMs: 0,
+      metrics,
+    });
+    controller.start();
+    signals.nudgeController(r.id);
+    const errors = async () => (await metrics.registry.getSingleMetric("reconcile_errors_total")!.get()).values;
+    // The queue's backoff runs on the injected clock: move it on while waiting.
+    for (let i = 0; i < 100 && failures < 2; i++) {
+      clock.t += 200;
+      await new Promise((done) => setTimeout(done, 20));
+    }
+    await controller.stop();
+    expect(failures).toBeGreaterThanOrEqual(2);
+    const counted = (await errors()).find((v) => v.labels.controller === "inspection")?.value ?? 0;
+    expect(counted).toBeGreaterThanOrEqual(2);
   });
 
   it("answers nothing to do for an unknown id", async () => {
