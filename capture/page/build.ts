@@ -24,6 +24,8 @@ await build({
   minify: true,
   sourcemap: false,
   legalComments: "none",
+  // Module scripts are always read as UTF-8: the catalogues' letters go as they are, not as \u escapes.
+  charset: "utf8",
   chunkNames: "chunk-[hash]",
   logLevel: "warning",
 });

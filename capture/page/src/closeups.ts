@@ -2,7 +2,7 @@ import { MAX_CLOSEUPS, VEHICLE_PARTS, type VehiclePart } from "../../../core/dom
 import type { CaptureApi, Session, SuggestedCloseup } from "./api.ts";
 import { cameraView, describe } from "./camera-view.ts";
 import { focusHeading, h } from "./dom.ts";
-import { lang, t, type MessageKey } from "./i18n.ts";
+import { inSentence, lang, t, type MessageKey } from "./i18n.ts";
 
 /**
  * "Any damage?", after the walkaround: close-ups of damage, each tied to a part, up to
@@ -59,7 +59,7 @@ export function closeupsView(ctx: CloseupsContext, message = ""): void {
 function askFor(ctx: CloseupsContext, part: VehiclePart, slot: number): HTMLElement[] {
   const label = partLabel(part);
   return [
-    h("p", { class: "prompt suggestion" }, t("closeups.suggested", { part: label, part_in_sentence: label.toLocaleLowerCase(lang) })),
+    h("p", { class: "prompt suggestion" }, t("closeups.suggested", { part: label, part_in_sentence: inSentence(label) })),
     h("p", { class: "help" }, t("closeups.suggested_help")),
     h(
       "div",

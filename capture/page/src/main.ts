@@ -3,12 +3,12 @@ import { camera, cameraView, fail } from "./camera-view.ts";
 import { closeupsView, noteSuggestions } from "./closeups.ts";
 import { focusHeading, h } from "./dom.ts";
 import { toJpeg } from "./frame.ts";
-import { t, type MessageKey } from "./i18n.ts";
+import { localeFor, t, useLocale, type MessageKey } from "./i18n.ts";
 import { overlaySvg } from "./overlays.ts";
 import { progressView } from "./progress.ts";
 import { reviewView } from "./review.ts";
 import { useThumbsOf } from "./thumbs.ts";
-import { normalizeVin, vinProblem, VIN_PROBLEM_MESSAGES } from "../../../core/domain/vin.ts";
+import { normalizeVin, vinProblem } from "../../../core/domain/vin.ts";
 
 const app = document.getElementById("app")!;
 const token = decodeURIComponent(location.pathname.split("/").pop() ?? "");
@@ -147,7 +147,7 @@ async function vinStep(still: HTMLCanvasElement | null): Promise<void> {
     const vin = normalizeVin(input.value);
     const problem = vin ? vinProblem(vin) : "length";
     help.textContent = problem
-      ? t("vin.invalid", { reason: VIN_PROBLEM_MESSAGES[problem] })
+      ? t("vin.invalid", { reason: t(`vin.problem.${problem}`) })
       : vin === session.vehicle.vin
         ? t("vin.matches")
         : t("vin.differs");
@@ -192,11 +192,15 @@ async function vinStep(still: HTMLCanvasElement | null): Promise<void> {
 }
 
 async function boot(): Promise<void> {
+  // The catalogue loads while the session does. When the session answer carries capture.locale, it
+  // goes to localeFor in place of null (and the catalogue loads after the session); see i18n.ts.
+  const messages = useLocale(localeFor(null));
   const state = document.body.dataset.state ?? "invalid";
-  if (state !== "active") return end(state);
+  if (state !== "active") return messages.then(() => end(state));
   try {
-    session = await api.session();
+    [session] = await Promise.all([api.session(), messages]);
   } catch (error) {
+    await messages;
     return isInactive(error) ? location.reload() : end("invalid");
   }
   // Resume where the customer was: the first required step not done, else what follows the steps.

@@ -1,7 +1,7 @@
 import type { CaptureApi, Quality, Session } from "./api.ts";
 import { fail } from "./camera-view.ts";
 import { focusHeading, h } from "./dom.ts";
-import { t, type MessageKey } from "./i18n.ts";
+import { listOf, t, type MessageKey } from "./i18n.ts";
 import { thumbOf } from "./thumbs.ts";
 
 export type ReviewContext = {
@@ -21,7 +21,10 @@ export type ReviewContext = {
 function verdict(quality: Quality | null): HTMLElement {
   if (!quality) return h("p", { class: "verdict" }, t("review.saved"));
   if (quality.passed) return h("p", { class: "verdict ok" }, t("review.passed"));
-  const problems = quality.problems.map((p) => t(`problem.${p}` as MessageKey)).join(", ");
+  const problems = listOf(
+    quality.problems.map((p) => t(`problem.${p}` as MessageKey)),
+    "unit",
+  );
   return h("p", { class: "verdict warn" }, t("review.problems", { problems }));
 }
 
@@ -84,7 +87,7 @@ export function reviewView(ctx: ReviewContext): void {
   const status = h(
     "p",
     { class: "status", role: "status", "aria-live": "polite" },
-    missing.length ? t("submit.missing", { steps: missing.map((s) => t(`angle.${s.angle}` as MessageKey)).join(", ") }) : "",
+    missing.length ? t("submit.missing", { steps: listOf(missing.map((s) => t(`angle.${s.angle}` as MessageKey))) }) : "",
   );
   const send = h("button", { type: "button", class: "button shutter", disabled: missing.length > 0 }, t("submit.button"));
   send.addEventListener("click", async () => {
