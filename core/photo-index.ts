@@ -18,8 +18,8 @@ const PAGE = 1_000;
  * directory, a bucket): one blob per photo with its fingerprint, and one empty name per slice of its
  * hash, `slices/<slice>/<hash>.<media id>`, so that the photos sharing a slice with a hash (or all
  * but one bit of it: probesOf) are one listing each, without reading them, and only those within
- * reach of the hash are read. With 8-bit slices an account of 250,000 photos lists about a thousand
- * names per slice (`npm run bench:photo-index`).
+ * reach of the hash are read. A lookup lists 80 slices of about N/256 names each: its time grows
+ * with the account's photos (`npm run bench:photo-index`).
  */
 export class PhotoIndex {
   readonly #blobs: BlobStore;
@@ -57,8 +57,14 @@ export class PhotoIndex {
     const folder = photoIndexFolder(scope.accountId, scope.livemode);
     const seen = new Set<string>([photo.mediaId]);
     let first: IndexedPhoto | null = null;
-    for (const hash of new Set([photo.hash, photo.mirrorHash])) {
-      for (const slice of probesOf(hash)) {
+    // A copy is near its original's hash; a mirrored copy is near its mirror image's, barely cropped
+    // as a rule (measured: 0 to 2 bits), so its slices are read without their neighbours.
+    const searches = [
+      { hash: photo.hash, slices: probesOf(photo.hash) },
+      { hash: photo.mirrorHash, slices: slicesOf(photo.mirrorHash) },
+    ];
+    for (const { hash, slices } of searches) {
+      for (const slice of slices) {
         for (const name of await this.#all(`${folder}/slices/${slice}/`)) {
           const dot = name.indexOf(".");
           const mediaId = name.slice(dot + 1);
