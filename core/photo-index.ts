@@ -31,8 +31,8 @@ export class PhotoIndex {
   /** Adds a photo; the photo's blob is written before the names that lead to it. */
   async add(scope: Scope, photo: IndexedPhoto): Promise<void> {
     const folder = photoIndexFolder(scope.accountId, scope.livemode);
-    const { thumb, ...rest } = photo;
-    const body = JSON.stringify({ ...rest, thumb: Buffer.from(thumb).toString("base64") });
+    const { thumb, colour, ...rest } = photo;
+    const body = JSON.stringify({ ...rest, thumb: Buffer.from(thumb).toString("base64"), colour: Buffer.from(colour).toString("base64") });
     await this.#blobs.put(`${folder}/media/${photo.mediaId}.json`, Buffer.from(body), "application/json");
     await Promise.all(
       slicesOf(photo.hash).map((slice) =>
@@ -45,8 +45,8 @@ export class PhotoIndex {
   async get(scope: Scope, mediaId: string): Promise<IndexedPhoto | null> {
     const found = await this.#blobs.get(`${photoIndexFolder(scope.accountId, scope.livemode)}/media/${mediaId}.json`);
     if (!found) return null;
-    const o = JSON.parse(found.toString("utf8")) as Omit<IndexedPhoto, "thumb"> & { thumb: string };
-    return { ...o, thumb: new Uint8Array(Buffer.from(o.thumb, "base64")) };
+    const o = JSON.parse(found.toString("utf8")) as Omit<IndexedPhoto, "thumb" | "colour"> & { thumb: string; colour: string };
+    return { ...o, thumb: new Uint8Array(Buffer.from(o.thumb, "base64")), colour: new Uint8Array(Buffer.from(o.colour, "base64")) };
   }
 
   /**

@@ -37,8 +37,10 @@ function hashOf(thumb: Uint8Array): string {
 
 /** A stored photo's fingerprint: from the JPEG the service keeps (upright, re-encoded), so every copy of a picture is read alike. */
 export async function fingerprintOf(jpeg: Buffer): Promise<Fingerprint> {
-  const thumb = new Uint8Array(await sharp(jpeg).greyscale().resize(THUMB, THUMB, { fit: "fill" }).raw().toBuffer());
-  return { hash: hashOf(thumb), mirrorHash: hashOf(mirrored(thumb)), thumb };
+  const small = sharp(jpeg).removeAlpha().resize(THUMB, THUMB, { fit: "fill" });
+  const [grey, colour] = await Promise.all([small.clone().greyscale().raw().toBuffer(), small.clone().raw().toBuffer()]);
+  const thumb = new Uint8Array(grey);
+  return { hash: hashOf(thumb), mirrorHash: hashOf(mirrored(thumb)), thumb, colour: new Uint8Array(colour) };
 }
 
 /**

@@ -6,14 +6,14 @@
  *   of 2% off each side by 6 (12 at the 99th percentile), 4% by up to 18 (measured on the 4,637
  *   photos of ../shared/datasets); an index of 8-bit slices finds every photo sharing one slice;
  * - a candidate is the same picture only if one thumbnail is the other cut by up to CROP_SEARCH off
- *   each side: the best normalised correlation over those cuts must reach SAME_PICTURE. Distinct
- *   photos that hash close (listing photos of similar cars on one backdrop) do not.
+ *   each side: the best normalised correlation of their grey over those cuts must reach
+ *   SAME_PICTURE, and their colours at that cut agree (onePicture).
  * Plain functions over numbers: capture computes fingerprints (capture/photos/fingerprint.ts), the
  * controller compares them (core/photo-index.ts).
  */
 
-/** A photo's fingerprint: its hash and its mirror image's (16 hex digits each), and its grey thumbnail. */
-export type Fingerprint = { hash: string; mirrorHash: string; thumb: Uint8Array };
+/** A photo's fingerprint: its hash and its mirror image's (16 hex digits each), its grey thumbnail and its colour one (RGB). */
+export type Fingerprint = { hash: string; mirrorHash: string; thumb: Uint8Array; colour: Uint8Array };
 
 /** Thumbnails are THUMB × THUMB grey pixels of the whole frame. */
 export const THUMB = 32;
@@ -22,9 +22,11 @@ export const CANDIDATE_BITS = 20;
 /** The index's slices of a hash: 8 bits each. */
 export const SLICES = 8;
 /** How much of each side one picture may have lost to the other's crop: 6%. */
-const CROP_SEARCH = [0, 0.015, 0.03, 0.045, 0.06];
-/** The correlation two thumbnails of one picture reach at their best alignment. */
-export const SAME_PICTURE = 0.93;
+const CROP_SEARCH = [0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06];
+/** The correlation two grey thumbnails of one picture reach at their best alignment. */
+export const SAME_PICTURE = 0.95;
+/** How far apart (mean of 0-255 levels) one picture's colour thumbnails may be at that alignment. */
+export const COLOUR_WITHIN = 8;
 
 /** The index's keys of a hash: its slices, each named by its place and value ("3af": slice 3 is 0xaf). */
 export const slicesOf = (hash: string): string[] => Array.from({ length: SLICES }, (_, i) => `${i}${hash.slice(2 * i, 2 * i + 2)}`);
@@ -108,37 +110,80 @@ function correlation(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return aa === 0 || bb === 0 ? 0 : ab / Math.sqrt(aa * bb);
 }
 
+type Sides = [number, number, number, number];
+type Fit = { score: number; sides: Sides };
+
 /**
- * The best correlation of `small` with `whole` cut by up to CROP_SEARCH off each side, found a side
- * at a time (two rounds over the four sides: 40 cuts, not all 625; the sides of a crop barely
- * depend on each other at this size).
+ * The best correlation of `small` with `whole` cut by up to CROP_SEARCH off each side, and that cut,
+ * found a side at a time (three rounds over the four sides: 84 cuts, not all 2,401; the sides of a
+ * crop barely depend on each other at this size).
  */
-function bestCut(whole: Uint8Array, small: Uint8Array): number {
-  const sides = [0, 0, 0, 0];
-  let best = correlation(cut(whole, 0, 0, 0, 0), small);
-  for (let round = 0; round < 2; round++)
+function bestCut(whole: Uint8Array, small: Uint8Array): Fit {
+  const sides: Sides = [0, 0, 0, 0];
+  let score = correlation(cut(whole, ...sides), small);
+  for (let round = 0; round < 3; round++)
     for (let side = 0; side < 4; side++)
       for (const v of CROP_SEARCH) {
-        const tried = sides.with(side, v) as [number, number, number, number];
+        const tried = sides.with(side, v) as Sides;
         const c = correlation(cut(whole, ...tried), small);
-        if (c > best) {
-          best = c;
+        if (c > score) {
+          score = c;
           sides[side] = v;
         }
       }
-  return best;
+  return { score, sides };
 }
 
 /** How alike two photos' pictures are at their best alignment (either may be the other cropped), 0 to 1. */
 export function likeness(a: Uint8Array, b: Uint8Array): number {
-  return Math.max(bestCut(a, b), bestCut(b, a));
+  return Math.max(bestCut(a, b).score, bestCut(b, a).score);
+}
+
+/** The colour thumbnail's planes (R, G, B), each THUMB × THUMB. */
+const planes = (colour: Uint8Array): Uint8Array[] =>
+  [0, 1, 2].map((c) => Uint8Array.from({ length: THUMB * THUMB }, (_, i) => colour[i * 3 + c]!));
+
+/** The mean difference, 0 to 255, of two colour thumbnails with `whole` cut by `sides`. */
+function colourApart(whole: Uint8Array, small: Uint8Array, sides: Sides): number {
+  const [w, s] = [planes(whole), planes(small)];
+  let sum = 0;
+  for (let c = 0; c < 3; c++) {
+    const cutPlane = cut(w[c]!, ...sides);
+    for (let i = 0; i < cutPlane.length; i++) sum += Math.abs(cutPlane[i]! - s[c]![i]!);
+  }
+  return sum / (3 * THUMB * THUMB);
+}
+
+/** A colour thumbnail seen in a mirror. */
+export function mirroredColour(colour: Uint8Array): Uint8Array {
+  const out = new Uint8Array(colour.length);
+  for (let y = 0; y < THUMB; y++)
+    for (let x = 0; x < THUMB; x++)
+      for (let c = 0; c < 3; c++) out[(y * THUMB + x) * 3 + c] = colour[(y * THUMB + (THUMB - 1 - x)) * 3 + c]!;
+  return out;
+}
+
+/**
+ * Whether two pictures are one: their grey thumbnails correlate to SAME_PICTURE at the best cut of
+ * either, and at that cut their colours are within COLOUR_WITHIN. Correlation alone is blind to
+ * colour and to what a backdrop shares: studio photos of two cars of one model on one turntable, or
+ * close-ups of two panels against one wall, correlate as well as copies do (the datasets hold 40 such
+ * pairs); their colours do not agree.
+ */
+function onePicture(a: Pick<Fingerprint, "thumb" | "colour">, b: Pick<Fingerprint, "thumb" | "colour">): boolean {
+  const [ab, ba] = [bestCut(a.thumb, b.thumb), bestCut(b.thumb, a.thumb)];
+  const [fit, whole, small] = ab.score >= ba.score ? [ab, a, b] : [ba, b, a];
+  return fit.score >= SAME_PICTURE && colourApart(whole.colour, small.colour, fit.sides) <= COLOUR_WITHIN;
 }
 
 /**
  * Whether `photo` is `earlier`'s picture again: hashes within CANDIDATE_BITS, directly or in a
- * mirror, and thumbnails that correlate to SAME_PICTURE at their best cut.
+ * mirror, and one picture (onePicture).
  */
-export function samePicture(photo: Fingerprint, earlier: Pick<Fingerprint, "hash" | "thumb">): boolean {
-  if (hamming(photo.hash, earlier.hash) <= CANDIDATE_BITS && likeness(photo.thumb, earlier.thumb) >= SAME_PICTURE) return true;
-  return hamming(photo.mirrorHash, earlier.hash) <= CANDIDATE_BITS && likeness(mirrored(photo.thumb), earlier.thumb) >= SAME_PICTURE;
+export function samePicture(photo: Fingerprint, earlier: Pick<Fingerprint, "hash" | "thumb" | "colour">): boolean {
+  if (hamming(photo.hash, earlier.hash) <= CANDIDATE_BITS && onePicture(photo, earlier)) return true;
+  return (
+    hamming(photo.mirrorHash, earlier.hash) <= CANDIDATE_BITS &&
+    onePicture({ thumb: mirrored(photo.thumb), colour: mirroredColour(photo.colour) }, earlier)
+  );
 }

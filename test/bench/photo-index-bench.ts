@@ -22,6 +22,7 @@ const photo = (i: number): IndexedPhoto => ({
   hash: hex(),
   mirrorHash: hex(),
   thumb: Uint8Array.from({ length: THUMB * THUMB }, () => Math.floor(Math.random() * 256)),
+  colour: Uint8Array.from({ length: 3 * THUMB * THUMB }, () => Math.floor(Math.random() * 256)),
   mediaId: `med_${i}`,
   inspectionId: `insp_${Math.floor(i / 9)}`,
   takenAt: null,
