@@ -143,15 +143,23 @@ export function likeness(a: Uint8Array, b: Uint8Array): number {
 const planes = (colour: Uint8Array): Uint8Array[] =>
   [0, 1, 2].map((c) => Uint8Array.from({ length: THUMB * THUMB }, (_, i) => colour[i * 3 + c]!));
 
-/** The mean difference, 0 to 255, of two colour thumbnails with `whole` cut by `sides`. */
+/** Colour is compared on blocks of POOL × POOL pixels: the fine texture of a close-up, a fraction of a pixel off, is not a colour. */
+const POOL = 4;
+
+/** The mean difference, 0 to 255, of two colour thumbnails' block colours, with `whole` cut by `sides`. */
 function colourApart(whole: Uint8Array, small: Uint8Array, sides: Sides): number {
   const [w, s] = [planes(whole), planes(small)];
+  const blocks = THUMB / POOL;
   let sum = 0;
   for (let c = 0; c < 3; c++) {
     const cutPlane = cut(w[c]!, ...sides);
-    for (let i = 0; i < cutPlane.length; i++) sum += Math.abs(cutPlane[i]! - s[c]![i]!);
+    const apart = new Float64Array(blocks * blocks);
+    for (let y = 0; y < THUMB; y++)
+      for (let x = 0; x < THUMB; x++)
+        apart[Math.floor(y / POOL) * blocks + Math.floor(x / POOL)]! += cutPlane[y * THUMB + x]! - s[c]![y * THUMB + x]!;
+    for (const d of apart) sum += Math.abs(d) / (POOL * POOL);
   }
-  return sum / (3 * THUMB * THUMB);
+  return sum / (3 * blocks * blocks);
 }
 
 /** A colour thumbnail seen in a mirror. */
@@ -171,9 +179,15 @@ export function mirroredColour(colour: Uint8Array): Uint8Array {
  * pairs); their colours do not agree.
  */
 function onePicture(a: Pick<Fingerprint, "thumb" | "colour">, b: Pick<Fingerprint, "thumb" | "colour">): boolean {
+  const { score, colourApart: apart } = alignment(a, b);
+  return score >= SAME_PICTURE && apart <= COLOUR_WITHIN;
+}
+
+/** Two thumbnails at their best cut: the grey correlation there, and how far apart their colours are there. */
+export function alignment(a: Pick<Fingerprint, "thumb" | "colour">, b: Pick<Fingerprint, "thumb" | "colour">) {
   const [ab, ba] = [bestCut(a.thumb, b.thumb), bestCut(b.thumb, a.thumb)];
   const [fit, whole, small] = ab.score >= ba.score ? [ab, a, b] : [ba, b, a];
-  return fit.score >= SAME_PICTURE && colourApart(whole.colour, small.colour, fit.sides) <= COLOUR_WITHIN;
+  return { score: fit.score, colourApart: colourApart(whole.colour, small.colour, fit.sides) };
 }
 
 /**
