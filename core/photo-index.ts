@@ -55,29 +55,27 @@ export class PhotoIndex {
    */
   async firstSent(scope: Scope, photo: IndexedPhoto): Promise<IndexedPhoto | null> {
     const folder = photoIndexFolder(scope.accountId, scope.livemode);
-    const seen = new Set<string>([photo.mediaId]);
-    let first: IndexedPhoto | null = null;
     // A copy is near its original's hash; a mirrored copy is near its mirror image's, barely cropped
     // as a rule (measured: 0 to 2 bits), so its slices are read without their neighbours.
     const searches = [
       { hash: photo.hash, slices: probesOf(photo.hash) },
       { hash: photo.mirrorHash, slices: slicesOf(photo.mirrorHash) },
     ];
-    for (const { hash, slices } of searches) {
-      for (const slice of slices) {
+    const reach = new Set<string>();
+    for (const { hash, slices } of searches)
+      for (const slice of slices)
         for (const name of await this.#all(`${folder}/slices/${slice}/`)) {
           const dot = name.indexOf(".");
-          const mediaId = name.slice(dot + 1);
           // The hash is in the name: only a photo within reach of it is read.
-          if (seen.has(mediaId) || hamming(hash, name.slice(0, dot)) > CANDIDATE_BITS) continue;
-          seen.add(mediaId);
-          const other = await this.get(scope, mediaId);
-          if (!other || other.inspectionId === photo.inspectionId || (first && first.at <= other.at)) continue;
-          if (samePicture(photo, other)) first = other;
+          if (hamming(hash, name.slice(0, dot)) <= CANDIDATE_BITS) reach.add(name.slice(dot + 1));
         }
-      }
-    }
-    return first;
+    reach.delete(photo.mediaId);
+    const others = (await Promise.all([...reach].map((id) => this.get(scope, id)))).filter(
+      (o): o is IndexedPhoto => o !== null && o.inspectionId !== photo.inspectionId,
+    );
+    // Oldest first, and the first that is this picture is the answer: a picture sent many times is
+    // compared once, not once per copy.
+    return others.sort((a, b) => a.at - b.at).find((o) => samePicture(photo, o)) ?? null;
   }
 
   async #all(folder: string): Promise<string[]> {

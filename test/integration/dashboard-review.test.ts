@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { DashboardClient } from "../helpers/dashboard-client.ts";
-import { carPhotos } from "../helpers/photos.ts";
+import { freshPhotos } from "../helpers/photos.ts";
 import { startService, submitAndWait, type TestService, VALID_VIN } from "../helpers/service.ts";
 
 /**
@@ -12,14 +12,13 @@ import { startService, submitAndWait, type TestService, VALID_VIN } from "../hel
  * without the form's CSRF token. Without the damage models: a VIN left unconfirmed sends a report
  * to a person, and the findings are the reviewer's.
  */
-const photos = carPhotos(9);
-
-/** An inspection walked through the capture API and completed; its VIN confirmed only when told. */
+/** An inspection walked through the capture API and completed with photos of its own (freshPhotos); its VIN confirmed only when told. */
 async function completed(svc: TestService, key: string, o: { confirmVin?: boolean; reference?: string } = {}): Promise<string> {
   const res = await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, reference: o.reference } });
   expect(res.status).toBe(201);
   const made = (await res.json()) as { id: string; capture_url: string };
   const base = `${svc.url}/capture/v1/${made.capture_url.split("/c/")[1]}`;
+  const photos = await freshPhotos();
   for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
     const put = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[i]!, headers: { "content-type": "image/jpeg" } });
     expect(put.status).toBe(200);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_MODELS } from "../../core/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { readPdf } from "../helpers/pdf-text.ts";
-import { carPhotos, DATASETS } from "../helpers/photos.ts";
+import { carPhotos, DATASETS, freshPhotos } from "../helpers/photos.ts";
 import { newInspection, startService, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
@@ -139,7 +139,7 @@ describe("the condition report as PDF, without findings, and refused", () => {
   afterAll(() => svc.close());
 
   it("says plainly that no damage was found, and still shows every photo", async () => {
-    const photos = carPhotos(9);
+    const photos = await freshPhotos();
     const id = await completedInspection(svc, key, (_angle, i) => photos[i]!);
     const { res, bytes } = await getPdf(svc, key, id);
     expect(res.status).toBe(200);
@@ -152,7 +152,7 @@ describe("the condition report as PDF, without findings, and refused", () => {
   }, 60_000);
 
   it("says Needs review, never a grade of none, while the models found nothing but a person should look", async () => {
-    const photos = carPhotos(9);
+    const photos = await freshPhotos();
     const id = await completedInspection(svc, key, (_angle, i) => photos[i]!, { confirmVin: false });
     expect((await (await svc.api(key, `/v1/inspections/${id}/report`)).json()).review).toMatchObject({
       status: "required",

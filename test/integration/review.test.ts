@@ -3,7 +3,7 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { carPhotos, DAMAGE_VALID, DAMAGED_CASES, severityPhoto } from "../helpers/photos.ts";
+import { DAMAGE_VALID, DAMAGED_CASES, freshPhotos, severityPhoto } from "../helpers/photos.ts";
 import { startService, type TestService, withModels } from "../helpers/service.ts";
 import { create, type Made, walkaround } from "../helpers/walkaround.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
@@ -34,7 +34,7 @@ describe("review, without models", () => {
 
   it("asks for review when the VIN was not confirmed, and sends inspection.review_required with inspection.completed", async () => {
     const m = await create(svc, key, { notify_url: receiver.url });
-    const done = await walkaround(svc, key, m, { confirmVin: false });
+    const done = await walkaround(svc, key, m, { confirmVin: false, photos: await freshPhotos() });
     expect(done).toMatchObject({ status: "completed", summary: { needs_review: true, grade: "none" } });
     const r = await report(svc, key, m.id);
     expect(r.review).toEqual({ status: "required", reasons: ["vin_unconfirmed"], reviewed_at: null, reviewed_by: null, note: null });
@@ -59,21 +59,22 @@ describe("review, without models", () => {
 
   it("asks for review when the inspection's policy is always, and not when it is off", async () => {
     const always = await create(svc, key, { review: "always" });
-    await walkaround(svc, key, always);
+    await walkaround(svc, key, always, { photos: await freshPhotos() });
     expect((await report(svc, key, always.id)).review).toMatchObject({ status: "required", reasons: ["policy"] });
     const off = await create(svc, key, { review: "off" });
-    const offDone = await walkaround(svc, key, off, { confirmVin: false });
+    const offDone = await walkaround(svc, key, off, { confirmVin: false, photos: await freshPhotos() });
     expect(offDone.summary.needs_review).toBe(false);
     expect((await report(svc, key, off.id)).review).toMatchObject({ status: "not_required", reasons: ["vin_unconfirmed"] });
     const plain = await create(svc, key);
-    await walkaround(svc, key, plain);
+    await walkaround(svc, key, plain, { photos: await freshPhotos() });
     expect((await report(svc, key, plain.id)).review).toMatchObject({ status: "not_required", reasons: [] });
   });
 
   it("asks for review when a photo with problems was kept", async () => {
-    const dark = await sharp(carPhotos(1)[0]!).linear(0.08, 0).jpeg().toBuffer();
+    const photos = await freshPhotos();
+    const dark = await sharp(photos[0]!).linear(0.08, 0).jpeg().toBuffer();
     const m = await create(svc, key);
-    await walkaround(svc, key, m, { over: [{ angle: "front", bytes: dark }] });
+    await walkaround(svc, key, m, { over: [{ angle: "front", bytes: dark }], photos });
     expect((await report(svc, key, m.id)).review).toMatchObject({ status: "required", reasons: ["photo_problems_kept"] });
   });
 
@@ -84,9 +85,9 @@ describe("review, without models", () => {
     expect((await notYet.json()).error).toMatchObject({ code: "inspection_not_reviewable", type: "conflict_error" });
 
     const m = await create(svc, key);
-    await walkaround(svc, key, m);
+    await walkaround(svc, key, m, { photos: await freshPhotos() });
     const other = await create(svc, key);
-    await walkaround(svc, key, other);
+    await walkaround(svc, key, other, { photos: await freshPhotos() });
     const otherMedia = (await report(svc, key, other.id)).photos[0].media_id;
     const cases: [unknown, string][] = [
       [{ decisions: [{ finding: "fnd_nope", action: "reject" }] }, "decisions[0].finding"],
