@@ -295,17 +295,19 @@ export class Controller {
    */
   async #reusedPhotos(r: InspectionRecord, photos: PhotoRecord[]): Promise<Integrity["reused_photos"]> {
     const index = new PhotoIndex(this.#o.blobs);
-    const reused: Integrity["reused_photos"] = [];
-    for (const p of photos) {
-      const indexed = await index.get(r, p.mediaId);
-      if (!indexed) continue;
-      const first = await index.firstSent(r, indexed);
-      const taken_at = formatTimestamp(indexed.takenAt);
-      if (first) reused.push({ media_id: p.mediaId, inspection: first.inspectionId, reason: "sent_before", taken_at });
-      else if (indexed.takenAt !== null && indexed.takenAt < r.createdAt - ANY_TIME_ZONE_MS)
-        reused.push({ media_id: p.mediaId, inspection: null, reason: "taken_before_link", taken_at });
-    }
-    return reused;
+    const judged = await Promise.all(
+      photos.map(async (p): Promise<Integrity["reused_photos"][number] | null> => {
+        const indexed = await index.get(r, p.mediaId);
+        if (!indexed) return null;
+        const first = await index.firstSent(r, indexed);
+        const taken_at = formatTimestamp(indexed.takenAt);
+        if (first) return { media_id: p.mediaId, inspection: first.inspectionId, reason: "sent_before", taken_at };
+        if (indexed.takenAt !== null && indexed.takenAt < r.createdAt - ANY_TIME_ZONE_MS)
+          return { media_id: p.mediaId, inspection: null, reason: "taken_before_link", taken_at };
+        return null;
+      }),
+    );
+    return judged.filter((x) => x !== null);
   }
 
   /** A run a stop abandoned was ended by closing the runner: not an attempt, so nothing is recorded. */
