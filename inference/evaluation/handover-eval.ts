@@ -67,16 +67,9 @@ try {
       box: d.bbox,
     }));
   };
-  /** A JPEG's size from its SOF marker, without decoding it. */
-  const sizeOf = (file: string) => {
-    const b = readFileSync(join(dir, file));
-    // JPEG SOF0/2 marker: height then width.
-    for (let i = 2; i < b.length - 9; ) {
-      const marker = b.readUInt16BE(i);
-      if (marker === 0xffc0 || marker === 0xffc2) return { h: b.readUInt16BE(i + 5), w: b.readUInt16BE(i + 7) };
-      i += 2 + b.readUInt16BE(i + 2);
-    }
-    throw new Error(`no size in ${file}`);
+  const sizeOf = async (file: string) => {
+    const { width = 0, height = 0 } = await sharp(join(dir, file)).metadata();
+    return { w: width, h: height };
   };
   /** Whether a finding (bbox relative: x, y, w, h) has its centre in a pasted damage's box (pixels). */
   const on = (f: { box: number[] }, box: number[], size: { w: number; h: number }) => {
@@ -98,8 +91,8 @@ try {
     ]);
     const c = compareFindings("insp_before", after, before);
     const isNew = new Set(c.new);
-    const size = sizeOf(p.after);
-    const sizeBefore = sizeOf(p.before);
+    const size = await sizeOf(p.after);
+    const sizeBefore = await sizeOf(p.before);
     const onNew = after.filter((f) => on(f, p.new.box, size));
     const onOld = after.filter((f) => on(f, p.old.box_after!, size));
     if (onNew.length > 0) {

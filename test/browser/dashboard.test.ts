@@ -6,7 +6,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUser } from "../../bin/commands/users.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
-import { axeViolations, DASHBOARD_ARTIFACTS, DESKTOP, launch, PHONE, shot } from "../helpers/browser.ts";
+import { axeViolations, DASHBOARD_ARTIFACTS, DESKTOP, launch, PHONE, shot, watchedPage } from "../helpers/browser.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
 import { startService, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
 import { type Received, until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
@@ -49,19 +49,8 @@ afterAll(async () => {
  * Confirmation prompts (revoke, rotate) are accepted.
  */
 async function openPage(options: BrowserContextOptions) {
-  const context = await browser.newContext(options);
-  await context.addInitScript(() =>
-    (globalThis as any).document.addEventListener("securitypolicyviolation", (e: any) =>
-      console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`),
-    ),
-  );
+  const { context, page, problems } = await watchedPage(browser, options);
   context.setDefaultTimeout(10_000);
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on("console", (m) => {
-    if (m.type() === "error") problems.push(`console error on ${page.url()}: ${m.text()} (${m.location().url})`);
-  });
-  page.on("pageerror", (e) => problems.push(`uncaught on ${page.url()}: ${e.message}`));
   page.on("dialog", (d) => d.accept());
   let checked = 0;
   page.on("response", (r) => {

@@ -1,10 +1,10 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser, BrowserContextOptions, Locator, Page } from "playwright-core";
+import type { Browser, Locator, Page } from "playwright-core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUser } from "../../bin/commands/users.ts";
-import { axeViolations, DASHBOARD_ARTIFACTS, DESKTOP, launch, PHONE, shot } from "../helpers/browser.ts";
+import { DASHBOARD_ARTIFACTS, DESKTOP, launch, PHONE, auditDashboardPage, watchedPage } from "../helpers/browser.ts";
 import { DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
 import { startService, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
 import { create, walkaround } from "../helpers/walkaround.ts";
@@ -47,33 +47,6 @@ afterAll(async () => {
   await svc?.close();
 });
 
-/** A fresh context whose page records what must not happen: a console error, an uncaught exception, a CSP violation. */
-async function openPage(options: BrowserContextOptions) {
-  const context = await browser.newContext(options);
-  await context.addInitScript(() =>
-    (globalThis as any).document.addEventListener("securitypolicyviolation", (e: any) =>
-      console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`),
-    ),
-  );
-  context.setDefaultTimeout(15_000);
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on("console", (m) => {
-    if (m.type() === "error") problems.push(`console error on ${page.url()}: ${m.text()}`);
-  });
-  page.on("pageerror", (e) => problems.push(`uncaught on ${page.url()}: ${e.message}`));
-  return { context, page, problems };
-}
-
-/** No axe violation (soft, so each page is audited), nothing wider than the window, and a screenshot in test-artifacts. */
-async function audit(page: Page, viewport: string, name: string) {
-  await shot(page, `${viewport}-${name}`, DASHBOARD_ARTIFACTS);
-  const widths = await page.evaluate(() => [(globalThis as any).document.documentElement.scrollWidth, (globalThis as any).innerWidth]);
-  expect.soft(widths[0], `the ${viewport} ${name} page's width`).toBeLessThanOrEqual(widths[1]!);
-  const violations = await axeViolations(page);
-  expect.soft(violations, `axe on the ${viewport} ${name} page (${page.url()}):\n${violations.join("\n")}`).toEqual([]);
-}
-
 /** Every photo in `within` scrolled to (they load lazily), loaded and decoded. */
 async function photosShown(within: Locator) {
   for (const img of await within.locator("img").all()) {
@@ -87,10 +60,10 @@ for (const [viewport, options] of [
   ["phone", PHONE],
 ] as const) {
   describe(`the handover at ${viewport === "desktop" ? "a laptop's width (1280×800)" : "a phone's size (390×844)"}`, () => {
-    let tab: Awaited<ReturnType<typeof openPage>>;
+    let tab: Awaited<ReturnType<typeof watchedPage>>;
     let page: Page;
     beforeAll(async () => {
-      tab = await openPage(options);
+      tab = await watchedPage(browser, options);
       page = tab.page;
     });
     afterAll(() => tab?.context.close());
@@ -108,7 +81,7 @@ for (const [viewport, options] of [
       await page.waitForURL(/\?.*vin=/);
       await expect.poll(() => page.locator("table.inspections tbody tr").count()).toBe(2);
       await expect.poll(() => page.locator("table.inspections tbody").textContent()).toContain(`${newCount} new`);
-      await audit(page, viewport, "inspections-by-vin");
+      await auditDashboardPage(page, viewport, "inspections-by-vin");
     });
 
     it("opens the return: each angle of the pick-up beside the return's, the new damage marked", async () => {
@@ -131,7 +104,7 @@ for (const [viewport, options] of [
         expect(Math.abs(then!.x - now!.x)).toBeLessThan(1);
         expect(then!.width).toBeGreaterThan(250);
       }
-      await audit(page, viewport, "handover");
+      await auditDashboardPage(page, viewport, "handover");
       // Kept in docs/ with a palette, as the other screenshots there are: a quarter of the bytes.
       if (viewport === "desktop")
         writeFileSync(
@@ -156,7 +129,7 @@ for (const [viewport, options] of [
       await page.waitForURL(`${svc.url}/dashboard/test/inspections/${pickUp}`);
       const usedBy = page.locator("section", { has: page.getByRole("heading", { name: "Used as the baseline of" }) });
       await expect.poll(() => usedBy.textContent()).toContain(`${newCount} new`);
-      await audit(page, viewport, "baseline");
+      await auditDashboardPage(page, viewport, "baseline");
       await usedBy.getByRole("link", { name: "RA-1042 return" }).click();
       await page.waitForURL(`${svc.url}/dashboard/test/inspections/${back}`);
       expect(tab.problems).toEqual([]);

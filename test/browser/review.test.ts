@@ -1,10 +1,10 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser, BrowserContextOptions, Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUser } from "../../bin/commands/users.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
-import { axeViolations, DASHBOARD_ARTIFACTS, DESKTOP, launch, PHONE, shot } from "../helpers/browser.ts";
+import { DESKTOP, launch, PHONE, auditDashboardPage, watchedPage } from "../helpers/browser.ts";
 import { readPdf } from "../helpers/pdf-text.ts";
 import { carPhotos, DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
 import { startService, submitAndWait, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
@@ -55,33 +55,6 @@ afterAll(async () => {
   await svc?.close();
 });
 
-/** A fresh context whose page records what must not happen: a console error, an uncaught exception, a CSP violation. */
-async function openPage(options: BrowserContextOptions) {
-  const context = await browser.newContext(options);
-  await context.addInitScript(() =>
-    (globalThis as any).document.addEventListener("securitypolicyviolation", (e: any) =>
-      console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`),
-    ),
-  );
-  context.setDefaultTimeout(15_000);
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on("console", (m) => {
-    if (m.type() === "error") problems.push(`console error on ${page.url()}: ${m.text()}`);
-  });
-  page.on("pageerror", (e) => problems.push(`uncaught on ${page.url()}: ${e.message}`));
-  return { context, page, problems };
-}
-
-/** No axe violation (soft, so each page is audited), nothing wider than the window, and a screenshot in test-artifacts. */
-async function audit(page: Page, viewport: string, name: string) {
-  await shot(page, `${viewport}-${name}`, DASHBOARD_ARTIFACTS);
-  const widths = await page.evaluate(() => [(globalThis as any).document.documentElement.scrollWidth, (globalThis as any).innerWidth]);
-  expect.soft(widths[0], `the ${viewport} ${name} page's width`).toBeLessThanOrEqual(widths[1]!);
-  const violations = await axeViolations(page);
-  expect.soft(violations, `axe on the ${viewport} ${name} page (${page.url()}):\n${violations.join("\n")}`).toEqual([]);
-}
-
 /** The first photo of the review page has loaded and is decoded. */
 const firstPhotoShown = (page: Page) =>
   page.waitForFunction(() => {
@@ -94,13 +67,13 @@ for (const [viewport, options] of [
   ["phone", PHONE],
 ] as const) {
   describe(`reviewing a report at ${viewport === "desktop" ? "a laptop's width (1280×800)" : "a phone's size (390×844)"}`, () => {
-    let tab: Awaited<ReturnType<typeof openPage>>;
+    let tab: Awaited<ReturnType<typeof watchedPage>>;
     let page: Page;
     let id: string;
     let model: any;
     const email = `${viewport}-reviewer@acme.test`;
     beforeAll(async () => {
-      tab = await openPage(options);
+      tab = await watchedPage(browser, options);
       page = tab.page;
       id = inspections.get(viewport)!;
       model = await (await svc.api(key, `/v1/inspections/${id}/report`)).json();
@@ -120,7 +93,7 @@ for (const [viewport, options] of [
       await link.click();
       await page.waitForURL(`${svc.url}/dashboard/test/reviews`);
       await expect.poll(() => page.locator("table.review-queue tbody tr").count()).toBe(Number(waiting));
-      await audit(page, viewport, "review-queue");
+      await auditDashboardPage(page, viewport, "review-queue");
       if (viewport === "desktop") await page.screenshot({ path: join(DOCS, "review-queue.png") });
     });
 
@@ -132,7 +105,7 @@ for (const [viewport, options] of [
       const boxes = page.locator("g.box[data-for^=finding-]");
       expect(await boxes.count()).toBe(model.findings.filter((f: any) => f.bbox && f.media_id).length);
       await expect.poll(() => page.locator("#review-tally").textContent()).toContain(`${model.findings.length} not decided`);
-      await audit(page, viewport, "review-page");
+      await auditDashboardPage(page, viewport, "review-page");
     });
 
     it(`rejects a finding with ${viewport === "desktop" ? "the R key, then confirms the next with C" : "one tap"}`, async () => {
@@ -213,7 +186,7 @@ for (const [viewport, options] of [
       await expect.poll(() => page.locator("g.box.added").count()).toBe(1);
 
       await page.getByLabel(/For whoever reads the report/).fill(`Checked on the ${viewport}.`);
-      await audit(page, viewport, "review-page-decided");
+      await auditDashboardPage(page, viewport, "review-page-decided");
       // The screenshot for docs/capture-and-dashboard.md: the first photo with its findings decided.
       if (viewport === "desktop") {
         // A taller window for the docs' picture: the heading, why, and the first photo whole.

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { expect } from "vitest";
 import { chromium, type Browser, type BrowserContextOptions, type Page } from "playwright-core";
 
 /** Debian's Chromium, as ../shared/toolchain.md says; never a downloaded browser. */
@@ -72,4 +73,34 @@ export async function axeViolations(page: Page): Promise<string[]> {
       `${v.id} (${v.impact}): ${v.help}\n` +
       v.nodes.map((n: any) => `    ${n.target.join(" ")}: ${n.failureSummary.replaceAll("\n", " ")}`).join("\n"),
   );
+}
+
+/**
+ * A fresh context at `options` on `browser`, whose page records what must not happen: a console
+ * error, an uncaught exception, a CSP violation.
+ */
+export async function watchedPage(browser: Browser, options: BrowserContextOptions) {
+  const context = await browser.newContext(options);
+  await context.addInitScript(() =>
+    (globalThis as any).document.addEventListener("securitypolicyviolation", (e: any) =>
+      console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`),
+    ),
+  );
+  context.setDefaultTimeout(15_000);
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") problems.push(`console error on ${page.url()}: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`uncaught on ${page.url()}: ${e.message}`));
+  return { context, page, problems };
+}
+
+/** No axe violation (soft, so each page is audited), nothing wider than the window, and a screenshot in the dashboard's test-artifacts. */
+export async function auditDashboardPage(page: Page, viewport: string, name: string) {
+  await shot(page, `${viewport}-${name}`, DASHBOARD_ARTIFACTS);
+  const widths = await page.evaluate(() => [(globalThis as any).document.documentElement.scrollWidth, (globalThis as any).innerWidth]);
+  expect.soft(widths[0], `the ${viewport} ${name} page's width`).toBeLessThanOrEqual(widths[1]!);
+  const violations = await axeViolations(page);
+  expect.soft(violations, `axe on the ${viewport} ${name} page (${page.url()}):\n${violations.join("\n")}`).toEqual([]);
 }

@@ -39,7 +39,7 @@ function setup() {
   const runner = new ScriptedRunner();
   const blobs = new MemoryBlobStore();
   const report = async (id: string) => JSON.parse((await blobs.get(reportBlobKey(id)))!.toString());
-  const controllerOver = (over: InspectionStore, with_ = runner) =>
+  const controllerOver = (over: InspectionStore, with_ = runner, more: Partial<ConstructorParameters<typeof Controller>[0]> = {}) =>
     new Controller({
       store: over,
       blobs,
@@ -51,6 +51,7 @@ function setup() {
       pollMs: 60_000,
       maxProcessingAttempts: 2,
       shutdownGraceMs: 0,
+      ...more,
     });
   const controller = controllerOver(store);
   const make = async (overrides: Partial<InspectionRecord> = {}) => {
@@ -291,7 +292,7 @@ describe("Controller.reconcile(id)", () => {
   });
 
   it("counts a reconcile that throws on reconcile_errors_total, and retries it", async () => {
-    const { store, make, clock } = setup();
+    const { store, make, clock, controllerOver } = setup();
     const r = await make();
     let failures = 0;
     // The store is away for this inspection's reads: each reconcile of it throws.
@@ -308,19 +309,7 @@ describe("Controller.reconcile(id)", () => {
     });
     const metrics = new Metrics("operator");
     const signals = new Signals(clock);
-    const controller = new Controller({
-      store: away,
-      blobs: new MemoryBlobStore(),
-      runner: new ScriptedRunner(),
-      signals,
-      clock,
-      log: pino({ level: "silent" }),
-      publicUrl: "http://localhost",
-      pollMs: 60_000,
-      maxProcessingAttempts: 2,
-      shutdownGraceMs: 0,
-      metrics,
-    });
+    const controller = controllerOver(away, new ScriptedRunner(), { signals, metrics });
     controller.start();
     signals.nudgeController(r.id);
     const errors = async () => (await metrics.registry.getSingleMetric("reconcile_errors_total")!.get()).values;
