@@ -128,8 +128,10 @@ export async function buildApp(s: Services) {
     const idem = idempotency(s.idempotency, s.clock);
     v1.addHook("onRoute", (route) => {
       if (![route.method].flat().includes("POST")) return;
-      // After the string checks (strict-input.ts) the app adds first: a refused body holds no key.
+      // After the string checks (strict-input.ts) the app adds first; the key is claimed only once
+      // validation has passed (preHandler), so a refused request holds no key.
       route.preValidation = [...hooksOf(route.preValidation), idem.preValidation];
+      route.preHandler = [idem.preHandler, ...hooksOf(route.preHandler)];
       route.onSend = [idem.onSend, ...hooksOf(route.onSend)];
       route.onResponse = [idem.onResponse, ...hooksOf(route.onResponse)];
     });

@@ -13,11 +13,14 @@ const REPLAYED_HEADERS = ["location"];
 declare module "fastify" {
   interface FastifyRequest {
     idempotency?: { scope: Scope; key: string };
+    /** The request's Idempotency-Key and the fingerprint of what it asks, until the route runs. */
+    idempotencyClaim?: { key: string; fingerprint: string };
   }
   interface FastifyContextConfig {
     /**
      * A route's way to tell that an earlier request under the key took effect though its key still
      * reads as in flight (its process died, or recording its answer failed): the response to give.
+     * Called once the request is validated: its body is the route's.
      */
     idempotentEffect?: (request: FastifyRequest) => Promise<StoredResponse | null>;
   }
@@ -25,11 +28,18 @@ declare module "fastify" {
 
 /**
  * Idempotency-Key on POST, per the contract: replay the first response, 422 for a different request
- * under the same key, 409 while the first is still running, 5xx not kept. Runs after
- * authentication (keys are scoped to the account and environment) and after body parsing.
+ * under the same key, 409 while the first is still running, 5xx not kept. As Stripe's, a key is
+ * claimed only by a request that starts executing: one refused by authentication or a rate limit
+ * (onRequest), by its body's parsing or by validation leaves the key as it was, so the same key
+ * with the request corrected is a new request. Keys are scoped to the API key's account and
+ * environment.
  */
 export function idempotency(store: IdempotencyStore, clock: Clock) {
-  const preValidation = async (request: FastifyRequest, reply: FastifyReply) => {
+  /**
+   * Before validation: the key's form, and the fingerprint of the body as sent (validation would
+   * normalise it, and keys recorded by earlier versions were taken of the body as sent).
+   */
+  const preValidation = async (request: FastifyRequest) => {
     if (request.method !== "POST") return;
     const key = request.headers["idempotency-key"];
     if (key === undefined) return;
@@ -37,7 +47,16 @@ export function idempotency(store: IdempotencyStore, clock: Clock) {
       throw new ApiError("parameter_invalid", "Idempotency-Key must be 1 to 255 printable ASCII characters.", { param: "Idempotency-Key" });
     }
     const fingerprint = sha256(`${request.method} ${request.url}\n${request.body === undefined ? "" : JSON.stringify(request.body)}`);
-    const result = await store.begin(request.scope, key, fingerprint, clock.now(), IDEMPOTENCY_RETENTION_MS);
+    request.idempotencyClaim = { key, fingerprint };
+  };
+
+  /** After validation, where the route starts executing: the key is claimed, or answered from. */
+  const preHandler = async (request: FastifyRequest, reply: FastifyReply) => {
+    const claim = request.idempotencyClaim;
+    if (!claim) return;
+    request.idempotencyClaim = undefined;
+    const { key } = claim;
+    const result = await store.begin(request.scope, key, claim.fingerprint, clock.now(), IDEMPOTENCY_RETENTION_MS);
     switch (result.kind) {
       case "started":
         request.idempotency = { scope: request.scope, key };
@@ -96,5 +115,5 @@ export function idempotency(store: IdempotencyStore, clock: Clock) {
     if (request.idempotency) await store.abandon(request.idempotency.scope, request.idempotency.key);
   };
 
-  return { preValidation, onSend, onResponse };
+  return { preValidation, preHandler, onSend, onResponse };
 }

@@ -48,10 +48,9 @@ export const inspectionRoutes =
         config: {
           // A create whose key reads in flight but whose inspection exists (derived from the key) took effect.
           idempotentEffect: async (request) => {
-            // Before validation (a preValidation hook): the body as the route would read it.
-            const body = CreateInspectionBody.safeParse(request.body);
-            if (!body.success) return null;
-            const made = await createdUnder(s, request.scope, body.data, request.headers["idempotency-key"] as string);
+            // After validation (the key is claimed in a preHandler): the body is the route's.
+            const body = request.body as CreateInspectionBody;
+            const made = await createdUnder(s, request.scope, body, request.headers["idempotency-key"] as string);
             if (!made) return null;
             return {
               statusCode: 201,

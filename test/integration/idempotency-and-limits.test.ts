@@ -81,12 +81,43 @@ describe("Idempotency-Key", () => {
     expect(otherPath.status).toBe(422);
   });
 
-  it("replays errors too (a 400 stays a 400), but not 5xx", async () => {
-    const bad = await post(key, "order-3", { vehicle: { vin: "nope" } });
+  it("replays the errors of a request that ran (a 400 stays a 400)", async () => {
+    // Refused by the route itself (its baseline is not completed): it ran, so its answer is the key's.
+    const { id: notDone } = await (await post(key, "order-3-base", { vehicle: { vin: VALID_VIN } })).json();
+    const body = { vehicle: { vin: VALID_VIN }, baseline_inspection: notDone };
+    const bad = await post(key, "order-3", body);
     expect(bad.status).toBe(400);
-    const again = await post(key, "order-3", { vehicle: { vin: "nope" } });
+    expect((await bad.json()).error.param).toBe("baseline_inspection");
+    const again = await post(key, "order-3", body);
     expect(again.status).toBe(400);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
+  });
+
+  // Stripe: "If incoming parameters failed validation ... no idempotent result is saved because no API
+  // endpoint began execution." Nor for a request refused by authentication or a rate limit.
+  it("keeps nothing for a request refused before it ran: the key with the body fixed is a new request", async () => {
+    const invalid = await post(key, "fix-me", { vehicle: { vin: "nope" } });
+    expect(invalid.status).toBe(400);
+    expect((await invalid.json()).error.param).toBe("vehicle.vin");
+    const retried = await post(key, "fix-me", { vehicle: { vin: "nope" } });
+    expect(retried.status).toBe(400);
+    expect(retried.headers.get("idempotent-replayed")).toBeNull();
+    const unknownField = await post(key, "fix-me", { vehicle: { vin: VALID_VIN }, colour: "red" });
+    expect((await unknownField.json()).error.code).toBe("parameter_unknown");
+    const unauthenticated = await post(`sk_test_${"0".repeat(32)}`, "fix-me", { vehicle: { vin: VALID_VIN } });
+    expect(unauthenticated.status).toBe(401);
+
+    const fixed = await post(key, "fix-me", { vehicle: { vin: VALID_VIN }, reference: "fixed" });
+    expect(fixed.status).toBe(201);
+    expect(fixed.headers.get("idempotent-replayed")).toBeNull();
+    const made = await fixed.json();
+    // From now on the key is that request's: replayed for it, 422 for another.
+    const replay = await post(key, "fix-me", { vehicle: { vin: VALID_VIN }, reference: "fixed" });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect((await replay.json()).id).toBe(made.id);
+    expect((await post(key, "fix-me", { vehicle: { vin: VALID_VIN }, reference: "another" })).status).toBe(422);
+    // An invalid request is refused as invalid, whatever its key.
+    expect((await post(key, "fix-me", { vehicle: { vin: "nope" } })).status).toBe(400);
   });
 
   it("keys are scoped per account and environment", async () => {
@@ -140,6 +171,14 @@ describe("rate limits", () => {
       expect(body.error).toMatchObject({ type: "rate_limit_error", code: "rate_limited" });
       expect(body.error.request_id).toMatch(/^req_/);
       expect(rejected[0]!.headers.get("retry-after")).toMatch(/^\d+$/);
+      // A request the rate limit refused ran nothing, so its Idempotency-Key is still free.
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      const posted = await limited.api(k, "/v1/inspections", {
+        method: "POST",
+        json: { vehicle: { vin: VALID_VIN } },
+        headers: { "idempotency-key": "after-429" },
+      });
+      expect(posted.status).toBe(201);
       // Another key has its own budget.
       expect((await limited.api(await limited.key("test", "other"), "/v1/inspections")).status).toBe(200);
     } finally {
