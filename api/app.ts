@@ -144,9 +144,7 @@ export async function buildApp(s: Services) {
 
   await app.register(async (capture) => {
     // An unknown capture token is a failed authentication too: tokens are guessed like keys.
-    const guard = failedAuth.hooks(new Set(["resource_missing"]));
-    capture.addHook("onRequest", guard.onRequest);
-    capture.addHook("onError", guard.onError);
+    capture.setErrorHandler(failedAuth.errorHandler(new Set(["resource_missing"])));
     await capture.register(rateLimit, {
       global: true,
       store: sharedRateLimitStore(s.rateLimits.requests, s.clock, "capture"),

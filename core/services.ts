@@ -26,7 +26,7 @@ export type Services = {
   idempotency: IdempotencyStore;
   /**
    * Rate-limit counters: `requests` for the per-key, capture and sign-in limits (counted on every
-   * request), `failedAuth` for failed authentications (read on every request, counted on failures).
+   * request), `failedAuth` for failed authentications (counted, and read, on failures only).
    */
   rateLimits: { requests: RateLimitStore; failedAuth: RateLimitStore };
   blobs: BlobStore;

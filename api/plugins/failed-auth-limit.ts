@@ -1,15 +1,24 @@
-import type { FastifyReply, FastifyRequest } from "fastify";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import type { Allowance } from "../../core/domain/allowance.ts";
 import { ApiError } from "../../core/errors.ts";
 import type { RateLimitStore } from "../../core/ports/rate-limit-store.ts";
 import type { Clock } from "../../core/time.ts";
+import { sendError, toApiError } from "./error-handler.ts";
+
+/** The longest a refused failure is held before its answer: a held answer is a timer and an open connection. */
+const MAX_HOLD_MS = 1_000;
 
 /**
- * Failed authentications per client address: an address that has used its `limit` failures in the
- * window is refused (429) before its credentials are even looked at, so API keys and capture tokens
- * cannot be guessed at full speed; then it gets one more try each `window / limit`. Only failures
- * count: a busy integration behind one address is limited per key, not here. The counters are the
- * store's (in a cluster, every API replica's), and the check reads them without counting.
+ * Failed authentications per client address, counted only once a credential has failed: a valid
+ * API key or capture token is looked up and let through whatever its address did, so a stale key
+ * retried in a loop behind a shared egress address (an office, a cluster's NAT) locks no other
+ * client out. An address that has used its `limit` failures in the window has each further failure
+ * answered 429 with Retry-After, and held until the address would be allowed one more (at most
+ * MAX_HOLD_MS): a guesser gets one answer a second per open connection at the default limit, and
+ * each guess is one in 2^206 (docs/api.md, "Authentication and rate limits"). Successes never read
+ * the counters, so the API's usual request costs nothing here. The counters are the store's (in a
+ * cluster, every API replica's).
  */
 export class FailedAuthLimiter {
   readonly #limit: number;
@@ -33,57 +42,52 @@ export class FailedAuthLimiter {
     };
   }
 
-  /** Throws 429 when the address has no failures left. */
-  async check(address: string): Promise<void> {
-    const a = await this.#store.peek(`failed-auth:${address}`, this.#limit, this.#windowMs, this.#clock.now());
-    if (a.allowed) return;
+  /**
+   * Counts a failed authentication from `address`; the error to answer it with: the failure itself
+   * with the address's RateLimit-* while it has failures left, else 429, once held.
+   */
+  async refusal(address: string, failure: ApiError): Promise<ApiError> {
+    let a: Allowance;
+    try {
+      a = await this.#store.take(`failed-auth:${address}`, this.#limit, this.#windowMs, this.#clock.now());
+    } catch {
+      // The shared counters out of reach (NATS down): the failure is answered as it is, uncounted,
+      // as the per-key limits let requests through then (skipOnError).
+      return failure;
+    }
     const headers = this.#headers(a);
-    throw new ApiError("rate_limited", `Too many failed authentications from this address; retry after ${headers["ratelimit-reset"]} s.`, {
+    if (a.allowed)
+      return new ApiError(failure.code, failure.message, { param: failure.param, headers: { ...failure.headers, ...headers } });
+    await sleep(Math.min(a.resetMs, MAX_HOLD_MS));
+    return new ApiError("rate_limited", `Too many failed authentications from this address; retry after ${headers["ratelimit-reset"]} s.`, {
       headers: { ...headers, "retry-after": headers["ratelimit-reset"]! },
     });
   }
 
-  /** Counts a failure; the headers to answer it with. */
-  async record(address: string): Promise<Record<string, string>> {
-    try {
-      return this.#headers(await this.#store.take(`failed-auth:${address}`, this.#limit, this.#windowMs, this.#clock.now()));
-    } catch {
-      // The shared counters out of reach (NATS down): the failure still answers 401, uncounted,
-      // as the per-key limits let requests through then (skipOnError).
-      return {};
-    }
-  }
-
   /**
-   * An authenticating onRequest hook, guarded: an address out of failures is refused before
-   * `authenticate` runs, and a failure (`codes`) is counted and carries the address's limit. One hook
-   * rather than three, since every request of the API passes through it.
+   * An authenticating onRequest hook, guarded: a failure (`codes`) is counted and answered as
+   * `refusal` says. One hook rather than two, since every request of the API passes through it.
    */
   guard(authenticate: (request: FastifyRequest) => Promise<void>, codes: ReadonlySet<string>) {
     return async (request: FastifyRequest) => {
-      await this.check(request.ip);
       try {
         await authenticate(request);
       } catch (error) {
         if (!(error instanceof ApiError) || !codes.has(error.code)) throw error;
-        const headers = await this.record(request.ip);
-        throw new ApiError(error.code, error.message, { param: error.param, headers: { ...error.headers, ...headers } });
+        throw await this.refusal(request.ip, error);
       }
     };
   }
 
   /**
-   * Hooks for a scope whose failures surface in its routes (an unknown capture token): `onRequest`
-   * refuses an address out of failures, `onError` counts a failure (`codes`) and puts the address's
-   * limit on the answer.
+   * The error handler of a scope whose failed authentications surface in its routes (an unknown
+   * capture token): the error shaped as everywhere (error-handler.ts), a failure (`codes`) counted
+   * and answered as `refusal` says.
    */
-  hooks(codes: ReadonlySet<string>) {
-    return {
-      onRequest: async (request: FastifyRequest) => this.check(request.ip),
-      onError: async (request: FastifyRequest, reply: FastifyReply, error: Error) => {
-        if (!(error instanceof ApiError) || !codes.has(error.code)) return;
-        reply.headers(await this.record(request.ip));
-      },
+  errorHandler(codes: ReadonlySet<string>) {
+    return async (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      const apiError = toApiError(error, request);
+      return sendError(reply, request, codes.has(apiError.code) ? await this.refusal(request.ip, apiError) : apiError);
     };
   }
 }
