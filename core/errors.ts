@@ -19,6 +19,8 @@ export const ERROR_CODES = {
   inspection_not_reviewable: { status: 409, type: "conflict_error" },
   idempotency_key_in_use: { status: 409, type: "conflict_error" },
   capture_incomplete: { status: 409, type: "conflict_error" },
+  angle_not_requested: { status: 409, type: "conflict_error" },
+  closeups_off: { status: 409, type: "conflict_error" },
   event_not_deliverable: { status: 409, type: "conflict_error" },
   capture_link_inactive: { status: 410, type: "invalid_request_error" },
   body_too_large: { status: 413, type: "invalid_request_error" },

@@ -24,7 +24,8 @@ function fromValidation(issues: ValidationIssue[], context: string | undefined, 
     (node, key) => (node !== null && typeof node === "object" ? (node as Record<string, unknown>)[key] : undefined),
     data,
   );
-  if (issue.keyword === "invalid_type" && value === undefined) {
+  // A missing enum field is zod's invalid_value, a missing other field its invalid_type: missing either way.
+  if ((issue.keyword === "invalid_type" || issue.keyword === "invalid_value") && value === undefined) {
     return new ApiError("parameter_missing", `Missing required parameter: '${param}'.`, { param });
   }
   if (param === null) return new ApiError("parameter_invalid", "The request body must be a JSON object.", { param });

@@ -8,8 +8,9 @@ import { newId } from "../../core/ids.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
 import { ErrorBody } from "../../core/schemas/common.ts";
 import { CLOSEUP, type VehiclePart } from "../../core/domain/closeups.ts";
+import { requiredAngles } from "../../core/domain/capture-plan.ts";
 import {
-  ANGLES,
+  type ANGLES,
   CaptureSession,
   CloseupParams,
   CloseupQuery,
@@ -18,7 +19,6 @@ import {
   PHOTO_CONTENT_TYPES,
   PhotoParams,
   PhotoResult,
-  REQUIRED_ANGLES,
   SubmitResult,
   type SuggestedCloseup,
   TokenParams,
@@ -28,6 +28,7 @@ import {
 import type { Services } from "../../core/services.ts";
 import { formatTimestamp } from "../../core/time.ts";
 import { deleteModelInputs, storeModelInputs } from "../../inference/detection/model-input.ts";
+import type { Paint } from "../../core/domain/same-vehicle.ts";
 import { PhotoIndex } from "../../core/photo-index.ts";
 import { fingerprintOf, takenAt } from "../photos/fingerprint.ts";
 import { checkedAsItArrives, ingestPhoto, PHOTO_LIMITS } from "../photos/ingest-photo.ts";
@@ -62,6 +63,24 @@ const declaredType = (contentType: string | undefined) => (contentType ?? "").sp
 
 const linkInactive = (state: string) =>
   new ApiError("capture_link_inactive", `This capture link is no longer active: the inspection is ${state}.`);
+
+/**
+ * Whether the inspection takes a photo there (capture at creation): an angle its steps ask for, a
+ * close-up unless close-ups are off. A refusal names what it does take, so a native app can correct itself.
+ */
+function checkPlace(r: InspectionRecord, angle: string): void {
+  if (angle === CLOSEUP) {
+    if (r.capture.closeups === "off")
+      throw new ApiError("closeups_off", "This inspection takes no close-ups (its capture.closeups is off); send the steps' photos only.");
+    return;
+  }
+  if (!r.capture.steps.some((s) => s.angle === angle)) {
+    const asked = r.capture.steps.map((s) => s.angle).join(", ");
+    throw new ApiError("angle_not_requested", `This inspection does not ask for a photo of ${angle}; its steps are: ${asked}.`, {
+      param: "angle",
+    });
+  }
+}
 
 /**
  * The state an inspection whose capture the store has closed is in, or is moving to: an intent
@@ -106,9 +125,11 @@ export const captureRoutes =
         expires_at: formatTimestamp(r.expiresAt)!,
         vehicle: { vin: r.vin, make: r.make, model: r.model, year: r.year },
         vin_confirmed: r.vinObserved,
-        steps: ANGLES.map((angle) => ({
+        locale: r.capture.locale,
+        closeup_policy: r.capture.closeups,
+        steps: r.capture.steps.map(({ angle, required }) => ({
           angle,
-          required: REQUIRED_ANGLES.includes(angle),
+          required,
           done: photos.has(angle),
           quality: photos.get(angle)?.quality ?? null,
         })),
@@ -127,6 +148,7 @@ export const captureRoutes =
       place: { angle: string; slot: number | null; part: VehiclePart | null },
     ) => {
       const inspection = await open(token);
+      checkPlace(inspection, place.angle);
       if (!Buffer.isBuffer(request.body) || request.body.length === 0) {
         throw new ApiError("parameter_missing", "Send the photo as the request body.", { param: "photo" });
       }
@@ -145,10 +167,13 @@ export const captureRoutes =
         takenAt(request.body),
       ]);
       let suggested: SuggestedCloseup[] = [];
+      let paint: Paint | null = null;
       if (isExterior(angle) && s.uploadChecks) {
         const verdict = await s.uploadChecks.check(angle, photo.jpeg, inputs);
+        paint = verdict.paint;
         if (verdict.wrongAngle) photo.quality = { ...photo.quality, passed: false, problems: [...photo.quality.problems, "wrong_angle"] };
-        suggested = verdict.suggestedCloseups;
+        // Where close-ups are off, none is suggested: the page must never ask for what the API refuses.
+        if (inspection.capture.closeups !== "off") suggested = verdict.suggestedCloseups;
       }
       // Stored only if the capture is still open now: a submit or cancel may have landed while the photo was ingested.
       const stored = await s.inspections.putPhoto(
@@ -181,7 +206,7 @@ export const captureRoutes =
         throw linkInactive(closingState((await s.inspections.getById(inspection.id))!, now));
       }
       // Every photo sent is indexed, retakes too: a picture sent once was sent (core/photo-index.ts).
-      await photoIndex.add(inspection, { ...fingerprint, mediaId, inspectionId: inspection.id, takenAt: taken, at: now });
+      await photoIndex.add(inspection, { ...fingerprint, mediaId, inspectionId: inspection.id, takenAt: taken, at: now, paint });
       // Only now that no row points at the replaced photo can its blobs go.
       const { replaced } = stored;
       if (replaced)
@@ -201,7 +226,8 @@ export const captureRoutes =
     // bytes arrive: none waits for the whole body, and a malformed path is 400 whatever the link's state.
     const checkedFirst = async (request: FastifyRequest, _reply: unknown, payload: Parameters<typeof checkedAsItArrives>[0]) => {
       refuseInvalidParams(request);
-      await open((request.params as { token: string }).token);
+      const params = request.params as { token: string; angle?: string };
+      checkPlace(await open(params.token), params.angle ?? CLOSEUP);
       const type = declaredType(request.headers["content-type"]);
       // Another Content-Type is refused by the router (415) without reading the body.
       return (PHOTO_CONTENT_TYPES as readonly string[]).includes(type) ? checkedAsItArrives(payload, type) : payload;
@@ -323,7 +349,7 @@ export const captureRoutes =
       async (request, reply) => {
         const inspection = await open(request.params.token);
         const done = new Set((await s.inspections.photos(inspection.id)).filter((p) => p.slot === null).map((p) => p.angle));
-        const missing = REQUIRED_ANGLES.filter((a) => !done.has(a));
+        const missing = requiredAngles(inspection.capture).filter((a) => !done.has(a));
         if (missing.length) throw new ApiError("capture_incomplete", `Photos are still missing for: ${missing.join(", ")}.`);
         const now = s.clock.now();
         if (inspection.status === "created") await s.inspections.recordOpened(inspection.id, now);

@@ -8,6 +8,7 @@ import type { CreateInspectionBody } from "../schemas/inspection.ts";
 import type { Services } from "../services.ts";
 import { eventPayload } from "../views/inspection-view.ts";
 import { checkNotifyUrl } from "../net/notify-url.ts";
+import { type CapturePlan, DEFAULT_CAPTURE_PLAN } from "../domain/capture-plan.ts";
 
 /** How long a cancel waits for the controller's verdict before answering 503 (the intent stays recorded). */
 const CANCEL_WAIT_MS = 5_000;
@@ -53,7 +54,8 @@ export async function createInspection(
     notifyUrl: body.notify_url ?? null,
     reviewPolicy: body.review ?? null,
     baselineInspectionId: body.baseline_inspection ?? null,
-    expiresAt: now + s.config.inspectionTtlMs,
+    capture: planOf(body),
+    expiresAt: now + lifetimeMs(s, body),
     createdAt: now,
     updatedAt: now,
     ...UNSTARTED,
@@ -71,6 +73,20 @@ export async function createInspection(
   }
   return record;
 }
+
+/** What `capture` asks for, the defaults filled in: what the record keeps, the session and the page read. */
+function planOf(body: CreateInspectionBody): CapturePlan {
+  const asked = body.capture ?? {};
+  return {
+    steps: asked.steps ?? DEFAULT_CAPTURE_PLAN.steps,
+    closeups: asked.closeups ?? DEFAULT_CAPTURE_PLAN.closeups,
+    locale: asked.locale ?? DEFAULT_CAPTURE_PLAN.locale,
+  };
+}
+
+/** The capture link's lifetime: capture.expires_in, else the deployment's INSPECTION_TTL_HOURS. */
+const lifetimeMs = (s: Services, body: CreateInspectionBody) =>
+  body.capture?.expires_in === undefined ? s.config.inspectionTtlMs : body.capture.expires_in * 1000;
 
 /**
  * A baseline is a completed inspection of the same account and environment, and of the same vehicle:
@@ -121,7 +137,9 @@ function sameRequest(made: InspectionRecord, body: CreateInspectionBody): Inspec
     made.reference === (body.reference ?? null) &&
     made.notifyUrl === (body.notify_url ?? null) &&
     made.reviewPolicy === (body.review ?? null) &&
-    made.baselineInspectionId === (body.baseline_inspection ?? null);
+    made.baselineInspectionId === (body.baseline_inspection ?? null) &&
+    JSON.stringify(made.capture) === JSON.stringify(planOf(body)) &&
+    (body.capture?.expires_in === undefined || made.expiresAt - made.createdAt === body.capture.expires_in * 1000);
   if (same) return made;
   throw new ApiError("idempotency_key_reused", "This Idempotency-Key was used with a different request; use a new key for a new request.", {
     param: "Idempotency-Key",

@@ -2,6 +2,7 @@ import type { Status } from "../domain/state-machine.ts";
 import type { Grade } from "../domain/grading.ts";
 import type { Quality } from "../schemas/report.ts";
 import type { ReviewPolicy, ReviewRecord } from "../domain/review.ts";
+import type { CapturePlan } from "../domain/capture-plan.ts";
 
 /** Whose data a request may see: one account, one environment. */
 export type Scope = { accountId: string; livemode: boolean };
@@ -28,6 +29,8 @@ export type InspectionRecord = {
   failure: { code: "photos_unusable" | "processing_error"; message: string } | null;
   /** The completed inspection this one is compared with (its report's comparison); null: none. */
   baselineInspectionId: string | null;
+  /** What the customer is asked to photograph (capture at creation, but expires_in: expiresAt); DEFAULT_CAPTURE_PLAN where stored before it existed. */
+  capture: CapturePlan;
   /** The review policy asked for at creation; null: the account's. */
   reviewPolicy: ReviewPolicy | null;
   /** The latest review of the completed inspection, which replaced any earlier; null before one. */

@@ -1,18 +1,18 @@
 import { z } from "zod";
 import { CLOSEUP, CLOSEUP_REASONS, MAX_CLOSEUPS, VEHICLE_PARTS } from "../domain/closeups.ts";
+import { ANGLES, CLOSEUP_POLICIES, isExterior } from "../domain/capture-plan.ts";
 import { Timestamp } from "./common.ts";
 import { queryInteger, Status, Vehicle, Vin } from "./inspection.ts";
 import { Quality } from "./report.ts";
 
-export const EXTERIOR_ANGLES = ["front", "front_left", "left", "rear_left", "rear", "rear_right", "right", "front_right"] as const;
-export type ExteriorAngle = (typeof EXTERIOR_ANGLES)[number];
-/** Whether a photo of this angle shows the outside of the vehicle as a whole: only those are checked for their angle and judged on upload. */
-export const isExterior = (angle: string): angle is ExteriorAngle => (EXTERIOR_ANGLES as readonly string[]).includes(angle);
-/** Whether a photo of this angle is searched for damage: the exterior photos and the close-ups; only those get model inputs. */
+export { ANGLES, type Angle, EXTERIOR_ANGLES, type ExteriorAngle, isExterior, REQUIRED_ANGLES } from "../domain/capture-plan.ts";
+/**
+ * Whether a photo of this angle is searched for damage: the exterior photos and the close-ups; only
+ * those get model inputs. Not the wheels: the detector learned tire_flat from whole cars (CarDD), and
+ * a finding needs a part, which a close-up names and a wheel step's photo would have to; a tire's
+ * damage is searched as a close-up of the part wheel.
+ */
 export const isSearched = (angle: string): boolean => isExterior(angle) || angle === CLOSEUP;
-export const ANGLES = [...EXTERIOR_ANGLES, "vin", "odometer"] as const;
-export type Angle = (typeof ANGLES)[number];
-export const REQUIRED_ANGLES: readonly Angle[] = [...EXTERIOR_ANGLES, "vin"];
 
 export const PHOTO_CONTENT_TYPES = ["image/jpeg", "image/png", "image/webp", "image/heic"] as const;
 
@@ -30,6 +30,13 @@ export const CaptureSession = z.object({
   expires_at: Timestamp,
   vehicle: Vehicle,
   vin_confirmed: z.string().nullable(),
+  locale: z.string().nullable().meta({
+    description: "The inspection's capture.locale: the page's language before the browser's; null: the browser's, then en.",
+  }),
+  closeup_policy: z.enum(CLOSEUP_POLICIES).meta({
+    description:
+      "The inspection's capture.closeups: off (no close-ups: uploads are refused), optional, or guided (ask for each suggested one).",
+  }),
   steps: z.array(
     z.object({
       angle: z.enum(ANGLES),

@@ -4,6 +4,7 @@ import { GRADES } from "../domain/grading.ts";
 import { REVIEW_POLICIES } from "../domain/review.ts";
 import { normalizeVin, VIN_INPUT_PATTERN, vinProblem, VIN_PROBLEM_MESSAGES } from "../domain/vin.ts";
 import { Timestamp, listOf } from "./common.ts";
+import { CaptureInput, CaptureView } from "./capture-plan.ts";
 
 export const Status = z.enum(STATUSES);
 export const Grade = z.enum(GRADES);
@@ -49,6 +50,7 @@ export const CreateInspectionBody = z.strictObject({
     description:
       "When the report goes to a person: always, when_unsure (a reason to look: damage suspected, low confidence, photo problems kept, VIN unconfirmed) or off. Default: the account's policy, itself when_unsure unless changed in the dashboard.",
   }),
+  capture: CaptureInput.optional(),
 });
 export type CreateInspectionBody = z.infer<typeof CreateInspectionBody>;
 
@@ -84,6 +86,7 @@ export const Inspection = z
     vehicle: Vehicle,
     notify_url: z.string().nullable(),
     baseline_inspection: z.string().nullable(),
+    capture: CaptureView.meta({ description: "What the customer is asked to photograph, as asked for at creation, defaults filled in." }),
     capture_url: z.string().nullable(),
     capture_token: z.string().nullable().meta({
       description:

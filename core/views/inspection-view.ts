@@ -18,6 +18,7 @@ export function inspectionView(r: InspectionRecord, publicUrl: string, capture: 
     vehicle: { vin: r.vin, make: r.make, model: r.model, year: r.year },
     notify_url: r.notifyUrl,
     baseline_inspection: r.baselineInspectionId,
+    capture: { ...r.capture, expires_in: Math.round((r.expiresAt - r.createdAt) / 1000) },
     capture_url: capture?.url ?? null,
     capture_token: capture?.token ?? null,
     expires_at: formatTimestamp(r.expiresAt)!,

@@ -1,6 +1,7 @@
 import { newId } from "../../core/ids.ts";
 import { UNSTARTED } from "../../core/ports/inspection-store.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
+import { DEFAULT_CAPTURE_PLAN } from "../../core/domain/capture-plan.ts";
 
 export function sampleInspection(overrides: Partial<InspectionRecord> = {}): InspectionRecord {
   const now = Date.now();
@@ -17,6 +18,7 @@ export function sampleInspection(overrides: Partial<InspectionRecord> = {}): Ins
     notifyUrl: null,
     reviewPolicy: null,
     baselineInspectionId: null,
+    capture: DEFAULT_CAPTURE_PLAN,
     expiresAt: now + 3_600_000,
     createdAt: now,
     updatedAt: now,

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CAPTURE_PLAN } from "../../core/domain/capture-plan.ts";
 import { InspectionRecords } from "../../core/adapters/kubernetes/inspection-records.ts";
 import { KubernetesEventStore } from "../../core/adapters/kubernetes/kubernetes-event-store.ts";
 import { KubernetesInspectionStore } from "../../core/adapters/kubernetes/kubernetes-inspection-store.ts";
@@ -282,6 +283,25 @@ for (const adapter of INSPECTION_ADAPTERS) {
       expect(await inspections.get({ ...scope, accountId: "acct_b" }, r.id)).toBeNull();
       expect((await inspections.getByCaptureTokenHash("tok-hash"))?.id).toBe(r.id);
       expect((await events.list(scope, 10))!.map((e) => e.inspectionId)).toEqual([r.id]);
+    });
+
+    it("keeps the capture asked for at creation: its steps in order, close-ups and locale", async () => {
+      const { inspections, reopen } = await adapter.make();
+      const capture = {
+        steps: [
+          { angle: "rear" as const, required: true },
+          { angle: "wheel_rear_left" as const, required: false },
+          { angle: "dashboard" as const, required: true },
+        ],
+        closeups: "off" as const,
+        locale: "pt-BR",
+      };
+      const r = sampleInspection({ capture });
+      await inspections.create(r, "h", event());
+      expect((await (await reopen()).get(scope, r.id))!.capture).toEqual(capture);
+      const plain = sampleInspection();
+      await inspections.create(plain, "h2", event());
+      expect((await (await reopen()).get(scope, plain.id))!.capture).toEqual(DEFAULT_CAPTURE_PLAN);
     });
 
     it("create resolves once the inspection is durable, also for many at once, and a failing one fails alone", async () => {

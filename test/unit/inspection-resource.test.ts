@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  capturePlanOf,
   desiredStatus,
   idOfResource,
   inspectionResource,
@@ -7,10 +8,27 @@ import {
   resourceName,
 } from "../../core/adapters/kubernetes/inspection-resource.ts";
 import { sampleInspection } from "../contract/fixtures.ts";
+import { DEFAULT_CAPTURE_PLAN } from "../../core/domain/capture-plan.ts";
 
 describe("an inspection as its Inspection resource", () => {
   it("is named from its id and back, labelled with its account and environment, its spec the creation request", () => {
-    const r = sampleInspection({ id: "insp_abc123", reference: "ref-1", notifyUrl: "https://example.com/hook", livemode: true });
+    const capture = {
+      steps: [
+        { angle: "front" as const, required: true },
+        { angle: "dashboard" as const, required: false },
+      ],
+      closeups: "guided" as const,
+      locale: "de-CH",
+    };
+    const r = sampleInspection({
+      id: "insp_abc123",
+      reference: "ref-1",
+      notifyUrl: "https://example.com/hook",
+      livemode: true,
+      capture,
+      createdAt: 1_000_000,
+      expiresAt: 1_000_000 + 86_400_000,
+    });
     expect(resourceName(r.id)).toBe("insp-abc123");
     expect(idOfResource("insp-abc123")).toBe("insp_abc123");
     const resource = inspectionResource(r, "claims");
@@ -23,9 +41,16 @@ describe("an inspection as its Inspection resource", () => {
       reference: "ref-1",
       vehicle: { vin: r.vin },
       notify_url: "https://example.com/hook",
+      capture,
       accountId: "acct_a",
       livemode: true,
     });
+    // The browser's locale (null) is the field left out, as the creation request leaves it out.
+    expect(inspectionResource({ ...r, capture: { ...capture, locale: null } }, "claims").spec.capture).not.toHaveProperty("locale");
+    // Read back as it was asked; a resource made before capture existed asked for the default walkaround.
+    expect(capturePlanOf(resource.spec)).toEqual(capture);
+    const { capture: _, ...before } = resource.spec;
+    expect(capturePlanOf(before)).toEqual(DEFAULT_CAPTURE_PLAN);
   });
 
   it("shows the phase, summary and times, and conditions that keep their transition time while they hold", () => {

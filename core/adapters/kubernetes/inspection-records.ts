@@ -17,7 +17,14 @@ import {
 } from "../../schemas/inspection-resource.ts";
 import { apiStatus, CONFLICT, NOT_FOUND } from "./api-status.ts";
 import { inspectionCache } from "./inspection-cache.ts";
-import { desiredStatus, idOfResource, type InspectionResource, inspectionResource, resourceName } from "./inspection-resource.ts";
+import {
+  capturePlanOf,
+  desiredStatus,
+  idOfResource,
+  type InspectionResource,
+  inspectionResource,
+  resourceName,
+} from "./inspection-resource.ts";
 import type { ResourceCache } from "./resource-cache.ts";
 
 /**
@@ -92,6 +99,7 @@ function recordOf(o: InspectionResource, c: CaptureRecord, s: StoreStatus): Insp
         ? { ...s.summary, needs_review: s.summary.needs_review ?? false, new_findings: s.summary.new_findings ?? null }
         : null,
     failure: s.failure,
+    capture: capturePlanOf(spec),
     reviewPolicy: spec.review ?? null,
     baselineInspectionId: spec.baseline_inspection ?? null,
     review: c.review ?? null,

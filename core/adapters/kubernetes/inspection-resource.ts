@@ -1,6 +1,7 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { isTerminal, type Status } from "../../domain/state-machine.ts";
 import type { InspectionRecord } from "../../ports/records.ts";
+import { type CapturePlan, DEFAULT_CAPTURE_PLAN } from "../../domain/capture-plan.ts";
 import { type Condition, INSPECTION_RESOURCE, type InspectionSpec, type InspectionStatus } from "../../schemas/inspection-resource.ts";
 
 /** An `Inspection` as the API server holds it. */
@@ -29,9 +30,28 @@ export function inspectionResource(r: InspectionRecord, namespace: string): Insp
       ...(r.notifyUrl === null ? {} : { notify_url: r.notifyUrl }),
       ...(r.reviewPolicy === null ? {} : { review: r.reviewPolicy }),
       ...(r.baselineInspectionId === null ? {} : { baseline_inspection: r.baselineInspectionId }),
+      // Not expires_in: the lifetime is the record's expiresAt (the capture annotation, status.expiresAt),
+      // which a deployment's INSPECTION_TTL_HOURS may set outside the bounds a request is held to.
+      capture: {
+        steps: r.capture.steps,
+        closeups: r.capture.closeups,
+        ...(r.capture.locale === null ? {} : { locale: r.capture.locale }),
+      },
       accountId: r.accountId,
       livemode: r.livemode,
     },
+  };
+}
+
+/** What the spec's capture asks for; a resource made before capture existed lacks it, and asked for the default walkaround. */
+export function capturePlanOf(spec: InspectionSpec): CapturePlan {
+  const asked = spec.capture;
+  if (!asked) return DEFAULT_CAPTURE_PLAN;
+  return {
+    // The API server fills in a step's required (the schema's default); a spec written by hand may lack it.
+    steps: asked.steps?.map((s) => ({ angle: s.angle, required: s.required ?? true })) ?? DEFAULT_CAPTURE_PLAN.steps,
+    closeups: asked.closeups ?? DEFAULT_CAPTURE_PLAN.closeups,
+    locale: asked.locale ?? null,
   };
 }
 

@@ -157,6 +157,11 @@ const MIGRATIONS: string[] = [
   ALTER TABLE inspections ADD COLUMN baseline_inspection TEXT;
   ALTER TABLE inspections ADD COLUMN summary_new_findings INTEGER;
   `,
+  // What the customer is asked to photograph (capture at creation), as JSON; NULL: stored before it
+  // existed, which reads as the default walkaround.
+  `
+  ALTER TABLE inspections ADD COLUMN capture TEXT;
+  `,
 ];
 
 export type Database = DatabaseSync;

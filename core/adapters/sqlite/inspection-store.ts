@@ -11,6 +11,7 @@ import {
   type TransitionPatch,
 } from "../../ports/inspection-store.ts";
 import type { ReviewPolicy, ReviewRecord } from "../../domain/review.ts";
+import { type CapturePlan, DEFAULT_CAPTURE_PLAN } from "../../domain/capture-plan.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
 import { groupCommit, sql, transaction, type Database } from "./database.ts";
 import { insertEvent } from "./event-store.ts";
@@ -49,6 +50,7 @@ function toRecord(r: Row): InspectionRecord {
             new_findings: (r.summary_new_findings as number | null) ?? null,
           },
     failure: r.failure_code === null ? null : { code: r.failure_code as never, message: r.failure_message as string },
+    capture: r.capture === null || r.capture === undefined ? DEFAULT_CAPTURE_PLAN : (JSON.parse(r.capture as string) as CapturePlan),
     reviewPolicy: (r.review_policy as ReviewPolicy | null) ?? null,
     baselineInspectionId: (r.baseline_inspection as string | null) ?? null,
     review: r.review === null || r.review === undefined ? null : (JSON.parse(r.review as string) as ReviewRecord),
@@ -109,8 +111,8 @@ export class SqliteInspectionStore implements InspectionStore {
     return groupCommit(this.#db, () => {
       this.#sql(
         `INSERT INTO inspections (id, account_id, livemode, status, reference, vin, make, model, year, notify_url,
-           capture_token_hash, expires_at, created_at, updated_at, review_policy, baseline_inspection)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           capture_token_hash, expires_at, created_at, updated_at, review_policy, baseline_inspection, capture)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         r.id,
         r.accountId,
@@ -128,6 +130,7 @@ export class SqliteInspectionStore implements InspectionStore {
         r.updatedAt,
         r.reviewPolicy,
         r.baselineInspectionId,
+        JSON.stringify(r.capture),
       );
       insertEvent(this.#db, r, r.createdAt, event(r));
     });
