@@ -7,6 +7,7 @@ import { ApiError, isApiError, type ErrorCode } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
 import { PHOTO_CONTENT_TYPES } from "../../core/schemas/capture.ts";
 import { requestLine, type RouteMethods } from "./route-methods.ts";
+import { bodyStillArriving, closeInStages } from "./staged-close.ts";
 
 type ValidationIssue = { keyword: string; instancePath: string; message: string; params: Record<string, unknown> };
 
@@ -93,6 +94,12 @@ const errorBody = (error: ApiError, requestId: string) =>
  */
 export function sendError(reply: FastifyReply, request: FastifyRequest, error: ApiError): FastifyReply {
   for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+  // Refused before its body was whole (an upload refused from its first bytes): answered, then closed
+  // in stages so that the client can read the answer.
+  if (bodyStillArriving(request.raw)) {
+    reply.header("connection", "close");
+    closeInStages(request.raw, request.raw.socket);
+  }
   return reply.code(error.statusCode).header("request-id", request.id).type(JSON_UTF8).send(errorBody(error, request.id));
 }
 
