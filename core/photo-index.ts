@@ -1,11 +1,16 @@
 import pLimit from "p-limit";
 import { photoIndexFolder } from "./blob-keys.ts";
 import { CANDIDATE_BITS, type Fingerprint, hamming, probesOf, samePicture, slicesOf } from "./domain/photo-fingerprint.ts";
+import type { Paint } from "./domain/same-vehicle.ts";
 import type { BlobStore } from "./ports/blob-store.ts";
 import type { Scope } from "./ports/records.ts";
 
-/** A photo as the index keeps it: whose it is, its fingerprint, and when its camera says it was taken. */
-export type IndexedPhoto = Fingerprint & { mediaId: string; inspectionId: string; takenAt: number | null; at: number };
+/**
+ * A photo as the index keeps it: whose it is, its fingerprint, when its camera says it was taken,
+ * and the vehicle's paint where the upload read it (core/domain/same-vehicle.ts; null: not read, or
+ * indexed before paints were).
+ */
+export type IndexedPhoto = Fingerprint & { mediaId: string; inspectionId: string; takenAt: number | null; at: number; paint: Paint | null };
 
 /** A photo of this inspection that is a picture already sent, and the inspection it was sent in first. */
 export type ReusedPhoto = { mediaId: string; inspection: string };
@@ -51,7 +56,12 @@ export class PhotoIndex {
     const found = await this.#blobs.get(`${photoIndexFolder(scope.accountId, scope.livemode)}/media/${mediaId}.json`);
     if (!found) return null;
     const o = JSON.parse(found.toString("utf8")) as Omit<IndexedPhoto, "thumb" | "colour"> & { thumb: string; colour: string };
-    return { ...o, thumb: new Uint8Array(Buffer.from(o.thumb, "base64")), colour: new Uint8Array(Buffer.from(o.colour, "base64")) };
+    return {
+      ...o,
+      paint: o.paint ?? null,
+      thumb: new Uint8Array(Buffer.from(o.thumb, "base64")),
+      colour: new Uint8Array(Buffer.from(o.colour, "base64")),
+    };
   }
 
   /**

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Metrics } from "./metrics.ts";
 import type { Config } from "./config.ts";
 import type { ExteriorAngle, SuggestedCloseup } from "./schemas/capture.ts";
+import type { Paint } from "./domain/same-vehicle.ts";
 import type { CaptureLinks } from "./capture-links.ts";
 import type { BlobStore } from "./ports/blob-store.ts";
 import type { EventStore } from "./ports/event-store.ts";
@@ -41,15 +42,15 @@ export type Services = {
   modelInputSizes: number[];
   /**
    * The model checks on an exterior photo's upload (inference/quality/upload-checker.ts): whether it
-   * shows the side its angle asks for (null where the check could not run), and the close-ups worth
-   * asking for; null without a parts model. `inputs`: the photo's pixels the upload already scaled
-   * for the models' sizes, so it needs no decode.
+   * shows the side its angle asks for (null where the check could not run), the close-ups worth
+   * asking for, and the vehicle's paint (core/domain/same-vehicle.ts); null without a parts model.
+   * `inputs`: the photo's pixels the upload already scaled for the models' sizes, so it needs no decode.
    */
   uploadChecks: {
     check(
       angle: ExteriorAngle,
       jpeg: Buffer,
       inputs?: { sizes: number[]; scaled: { width: number; height: number; pixels: Buffer[] } } | null,
-    ): Promise<{ wrongAngle: boolean | null; suggestedCloseups: SuggestedCloseup[] }>;
+    ): Promise<{ wrongAngle: boolean | null; suggestedCloseups: SuggestedCloseup[]; paint: Paint | null }>;
   } | null;
 };

@@ -3,12 +3,13 @@ import { photoBlobKey } from "../core/blob-keys.ts";
 import { buildReport } from "../core/domain/build-report.ts";
 import { completedReport, storeReport } from "../core/operations/reports.ts";
 import type { Integrity, Report } from "../core/schemas/report.ts";
-import { PhotoIndex } from "../core/photo-index.ts";
+import { type IndexedPhoto, PhotoIndex } from "../core/photo-index.ts";
 import type { Metrics } from "../core/metrics.ts";
 import type { BlobStore } from "../core/ports/blob-store.ts";
 import { awaitsDetection, dueMove, lookAgainAt } from "../core/domain/reconcile-rules.ts";
 import { eventTypeFor, isTerminal, nextStatus, REVIEW_REQUIRED, type Status, type Trigger } from "../core/domain/state-machine.ts";
 import type { ReviewPolicy } from "../core/domain/review.ts";
+import { sameVehicle } from "../core/domain/same-vehicle.ts";
 import { newId } from "../core/ids.ts";
 import type { DetectionResult, DetectionRunner } from "../core/ports/detection-runner.ts";
 import type { InspectionStore, TransitionPatch } from "../core/ports/inspection-store.ts";
@@ -255,6 +256,7 @@ export class Controller {
         createdAt: now,
       });
     }
+    const baseline = await this.#baselineReport(current);
     const report = buildReport({
       inspection: current,
       photos,
@@ -264,8 +266,8 @@ export class Controller {
       newFindingId: () => newId("fnd"),
       evidenceMediaIds: result.detections.map((d) => d.evidence?.mediaId ?? null),
       reviewPolicy: await (this.#o.reviewPolicyOf?.(current) ?? current.reviewPolicy ?? "when_unsure"),
-      baseline: await this.#baselineReport(current),
-      reused: await this.#reusedPhotos(current, photos),
+      baseline,
+      ...(await this.#integrity(current, photos, baseline)),
     });
     observe("completed");
     // The report first, then the move: a crash between them leaves a report the retry keeps (storeReport).
@@ -289,20 +291,40 @@ export class Controller {
   }
 
   /**
-   * This inspection's photos that are not new (core/photo-index.ts): a picture sent before in another
-   * inspection of the account, or one whose camera time is well before the capture link was made.
-   * A photo missing from the index (sent before it existed) is not judged.
+   * What the photo index tells of this inspection's photos (core/photo-index.ts). Reused: a picture
+   * sent before in another inspection of the account, or one whose camera time is well before the
+   * capture link was made. The vehicle: whether the exterior photos, and the baseline's, show one
+   * (core/domain/same-vehicle.ts, from the paints read on upload). A photo missing from the index
+   * (sent before it existed) is not judged.
    */
-  async #reusedPhotos(r: InspectionRecord, photos: PhotoRecord[]): Promise<Integrity["reused_photos"]> {
+  async #integrity(r: InspectionRecord, photos: PhotoRecord[], baseline: Report | null) {
+    const index = new PhotoIndex(this.#o.blobs);
+    const indexed = new Map(await Promise.all(photos.map(async (p) => [p.mediaId, await index.get(r, p.mediaId)] as const)));
+    const baselinePhotos = (baseline?.photos ?? []).filter((p) => isExterior(p.angle));
+    const baselinePaints = await Promise.all(baselinePhotos.map(async (p) => (await index.get(r, p.media_id))?.paint ?? null));
+    const vehicle = sameVehicle([
+      ...baselinePhotos.map((p, i) => ({ mediaId: p.media_id, paint: baselinePaints[i]!, baseline: true })),
+      ...photos
+        .filter((p) => isExterior(p.angle))
+        .map((p) => ({ mediaId: p.mediaId, paint: indexed.get(p.mediaId)?.paint ?? null, baseline: false })),
+    ]);
+    return { reused: await this.#reusedPhotos(r, photos, indexed), vehicle };
+  }
+
+  async #reusedPhotos(
+    r: InspectionRecord,
+    photos: PhotoRecord[],
+    indexed: Map<string, IndexedPhoto | null>,
+  ): Promise<Integrity["reused_photos"]> {
     const index = new PhotoIndex(this.#o.blobs);
     const judged = await Promise.all(
       photos.map(async (p): Promise<Integrity["reused_photos"][number] | null> => {
-        const indexed = await index.get(r, p.mediaId);
-        if (!indexed) return null;
-        const first = await index.firstSent(r, indexed);
-        const taken_at = formatTimestamp(indexed.takenAt);
+        const photo = indexed.get(p.mediaId);
+        if (!photo) return null;
+        const first = await index.firstSent(r, photo);
+        const taken_at = formatTimestamp(photo.takenAt);
         if (first) return { media_id: p.mediaId, inspection: first.inspectionId, reason: "sent_before", taken_at };
-        if (indexed.takenAt !== null && indexed.takenAt < r.createdAt - ANY_TIME_ZONE_MS)
+        if (photo.takenAt !== null && photo.takenAt < r.createdAt - ANY_TIME_ZONE_MS)
           return { media_id: p.mediaId, inspection: null, reason: "taken_before_link", taken_at };
         return null;
       }),

@@ -5,6 +5,7 @@ import { formatTimestamp } from "../time.ts";
 import { compareFindings, withAngles } from "./comparison.ts";
 import { overallGrade, type Severity } from "./grading.ts";
 import { reviewOf, type ReviewPolicy } from "./review.ts";
+import type { SameVehicle } from "./same-vehicle.ts";
 
 /** A VIN that differs from the one on file may mean the photos are of another vehicle. */
 export const VIN_MISMATCH_SEVERITY: Severity = "moderate";
@@ -24,6 +25,8 @@ type Inputs = {
   baseline?: Report | null;
   /** What the photo index found of this inspection's photos (core/photo-index.ts); none where it was not asked. */
   reused?: Integrity["reused_photos"];
+  /** Whether the photos (and the baseline's) show one vehicle (same-vehicle.ts); unknown where it was not asked. */
+  vehicle?: SameVehicle;
 };
 
 /** The report of a finished inspection: pure, from the stored inspection, its photos and the detection result. */
@@ -38,6 +41,7 @@ export function buildReport({
   reviewPolicy = "when_unsure",
   baseline = null,
   reused = [],
+  vehicle = { same_vehicle: "unknown", inconsistent_photos: [] },
 }: Inputs): Report {
   const mediaUrl = (id: string) => `${publicUrl}/v1/media/${id}/full.jpg`;
   const findings: Finding[] = result.detections.map((d, i) => ({
@@ -81,6 +85,7 @@ export function buildReport({
     vinConfirmed,
     policy: reviewPolicy,
     photosReused: reused.length > 0,
+    vehicleInconsistent: vehicle.same_vehicle === "inconsistent",
   });
   const review = { ...judged, reviewed_at: null, reviewed_by: null, note: null };
   const photoViews: Report["photos"] = photos.map((p) => ({
@@ -121,7 +126,7 @@ export function buildReport({
     findings,
     review,
     comparison,
-    integrity: { same_vehicle: "unknown", inconsistent_photos: [], reused_photos: reused },
+    integrity: { ...vehicle, reused_photos: reused },
     model: result.model,
   };
 }

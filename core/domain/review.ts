@@ -23,16 +23,26 @@ type Inputs = {
   policy: ReviewPolicy;
   /** Whether a photo is a picture sent before or taken before the link (integrity.reused_photos). */
   photosReused?: boolean;
+  /** Whether a photo shows another vehicle than the rest (integrity.same_vehicle inconsistent). */
+  vehicleInconsistent?: boolean;
 };
 
 /** Why a person should look at a report before acting on its grade, in the contract's order. */
-export function reviewReasons({ findings, photosPassed, vinConfirmed, policy, photosReused = false }: Inputs): ReviewReason[] {
+export function reviewReasons({
+  findings,
+  photosPassed,
+  vinConfirmed,
+  policy,
+  photosReused = false,
+  vehicleInconsistent = false,
+}: Inputs): ReviewReason[] {
   const reasons: ReviewReason[] = [];
   if (findings.some((f) => f.type === "damage_suspected")) reasons.push("damage_suspected");
   if (findings.some((f) => f.type !== "damage_suspected" && f.confidence !== null && f.confidence < LOW_CONFIDENCE_BELOW))
     reasons.push("low_confidence");
   if (photosPassed.some((passed) => !passed)) reasons.push("photo_problems_kept");
   if (!vinConfirmed) reasons.push("vin_unconfirmed");
+  if (vehicleInconsistent) reasons.push("vehicle_inconsistent");
   if (photosReused) reasons.push("photos_reused");
   if (policy === "always") reasons.push("policy");
   return reasons;
@@ -59,6 +69,7 @@ export function reviewOf(o: {
   vinConfirmed: boolean;
   policy: ReviewPolicy;
   photosReused?: boolean;
+  vehicleInconsistent?: boolean;
 }): { status: "required" | "not_required"; reasons: ReviewReason[] } {
   const reasons = reviewReasons({
     findings: o.findings,
@@ -66,6 +77,7 @@ export function reviewOf(o: {
     vinConfirmed: o.vinConfirmed,
     policy: o.policy,
     photosReused: o.photosReused,
+    vehicleInconsistent: o.vehicleInconsistent,
   });
   return { status: reviewStatus(reasons, o.policy), reasons };
 }

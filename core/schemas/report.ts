@@ -143,9 +143,12 @@ export const Integrity = z
   .object({
     same_vehicle: z.enum(["consistent", "inconsistent", "unknown"]).meta({
       description:
-        "Whether every exterior photo (and the baseline's) shows one vehicle. unknown: not judged; this version does not compare the vehicles in the photos yet.",
+        "Whether every exterior photo (and the baseline's) shows one vehicle, told by the colour of its painted panels (doors, hood, trunk, tailgate) as the parts model finds them on upload: two vehicles of one colour pass as one. inconsistent: a reason for review (vehicle_inconsistent). unknown: fewer than two photos whose paint could be read.",
     }),
-    inconsistent_photos: z.array(z.string()).meta({ description: "The photos that show another vehicle than the rest." }),
+    inconsistent_photos: z.array(z.string()).meta({
+      description:
+        "This inspection's photos that show another vehicle than the rest (than the baseline's photos, where it has a baseline).",
+    }),
     reused_photos: z
       .array(
         z.object({

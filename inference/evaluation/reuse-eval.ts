@@ -47,6 +47,7 @@ for (const [i, f] of files.entries()) {
     mediaId: `med_${i}`,
     inspectionId: `insp_${i}`,
     takenAt: null,
+    paint: null,
     at: i,
   };
   indexed.push(photo);
@@ -100,6 +101,7 @@ for (const [name, make] of Object.entries(again)) {
       mediaId: "med_again",
       inspectionId: "insp_again",
       takenAt: null,
+      paint: null,
       at: 1e9,
     };
     const t = performance.now();

@@ -1,4 +1,5 @@
 import { isVehiclePart } from "../../core/domain/closeups.ts";
+import type { Paint } from "../../core/domain/same-vehicle.ts";
 import type { ExteriorAngle, SuggestedCloseup } from "../../core/schemas/capture.ts";
 import { fromScaled, letterboxes, type Letterboxed } from "../detection/letterbox.ts";
 import { PART_THRESHOLD } from "../detection/load-models.ts";
@@ -7,17 +8,19 @@ import { OnnxDetector, type Provider } from "../detection/onnx-detector.ts";
 import { PhotoJudge, type Judgement } from "../detection/photo-judge.ts";
 import { suggestedCloseups } from "../detection/suggest-closeups.ts";
 import { isWrongAngle, sidesShown } from "./angle-check.ts";
+import { vehiclePaint } from "./vehicle-paint.ts";
 
 /**
  * What an exterior photo's upload learns from the models: whether it shows another side than its
- * angle asks for (null: the check could not run), and the close-ups worth asking for.
+ * angle asks for (null: the check could not run), the close-ups worth asking for, and the vehicle's
+ * paint where its panels show (core/domain/same-vehicle.ts).
  */
-export type UploadVerdict = { wrongAngle: boolean | null; suggestedCloseups: SuggestedCloseup[] };
-const UNCHECKED: UploadVerdict = { wrongAngle: null, suggestedCloseups: [] };
+export type UploadVerdict = { wrongAngle: boolean | null; suggestedCloseups: SuggestedCloseup[]; paint: Paint | null };
+const UNCHECKED: UploadVerdict = { wrongAngle: null, suggestedCloseups: [], paint: null };
 
 /**
  * The checks on an exterior photo's upload: the parts model once, for the angle check
- * (angle-check.ts) and to place the whole-photo judgement's suspicion on a part (suggest-closeups.ts);
+ * (angle-check.ts), the paint (vehicle-paint.ts) and to place the whole-photo judgement's suspicion on a part (suggest-closeups.ts);
  * the judgement model once, where one is configured. Each model is loaded on the first exterior
  * photo, so a process that never takes one never pays for it; one session each, reused. Both are
  * small (320 and 512 px); what the judge adds to an upload is measured by `npm run bench:upload-checks`.
@@ -70,6 +73,7 @@ export class UploadChecker {
         wrongAngle: isWrongAngle(angle, sidesShown(found!)),
         // Only parts a close-up can name: another parts model's classes are of no use to the page.
         suggestedCloseups: suggested.filter((s): s is SuggestedCloseup => isVehiclePart(s.part)),
+        paint: vehiclePaint(forParts!, parts.size, found!),
       };
     } catch (error) {
       this.#onError(error);

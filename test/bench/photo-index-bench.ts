@@ -26,6 +26,7 @@ const photo = (i: number): IndexedPhoto => ({
   mediaId: `med_${i}`,
   inspectionId: `insp_${Math.floor(i / 9)}`,
   takenAt: null,
+  paint: null,
   at: i,
 });
 

@@ -1,0 +1,77 @@
+/**
+ * Whether the photos of an inspection (and of its baseline) show one vehicle, told by its paint: the
+ * colour of its painted panels (doors, hood, trunk, tailgate), as CIELAB, measured on upload where the
+ * parts model places the panels (inference/quality/vehicle-paint.ts). Paint is what a photo of any
+ * side shows alike; make and model would need a model that knows them, which this version has not:
+ * two cars of one colour pass as one.
+ */
+
+/** A paint colour as CIELAB (D65): L 0–100, a and b about −128–127. */
+export type Paint = readonly [l: number, a: number, b: number];
+
+/** A colour at least this far from grey has a hue (red, blue, beige…); below GREY it is white, silver, grey or black. */
+const CHROMATIC = 18;
+const GREY = 12;
+/** Two hued paints farther apart than this (degrees) are two colours, whatever the light. */
+const HUE_APART = 40;
+/** Two greys this far apart in lightness are two paints (black against white or silver): shade and sun move a white car by less. */
+const LIGHTNESS_APART = 35;
+
+const chroma = ([, a, b]: Paint) => Math.hypot(a, b);
+const hue = ([, a, b]: Paint) => (Math.atan2(b, a) * 180) / Math.PI;
+
+/**
+ * Whether two photos' paints can be one car's under different light. Light and camera move
+ * lightness much more than hue, and a hue is only read where there is colour enough; between the
+ * bands (faint colour, a grey in warm light) two paints are taken for one, so that a photo is named
+ * only where its paint plainly differs.
+ */
+export function couldBeOnePaint(x: Paint, y: Paint): boolean {
+  const [cx, cy] = [chroma(x), chroma(y)];
+  if (cx >= CHROMATIC && cy >= CHROMATIC) {
+    const apart = Math.abs(hue(x) - hue(y)) % 360;
+    return Math.min(apart, 360 - apart) <= HUE_APART;
+  }
+  if ((cx >= CHROMATIC && cy < GREY) || (cy >= CHROMATIC && cx < GREY)) return false;
+  if (cx < GREY && cy < GREY) return Math.abs(x[0] - y[0]) < LIGHTNESS_APART;
+  return true;
+}
+
+export type PaintedPhoto = { mediaId: string; paint: Paint | null; baseline: boolean };
+export type SameVehicle = { same_vehicle: "consistent" | "inconsistent" | "unknown"; inconsistent_photos: string[] };
+
+/**
+ * The vehicle the photos agree on, and this inspection's photos that show another. The reference
+ * is the baseline's photos where there are two or more with a paint (the car handed over), else this
+ * inspection's: the photo that agrees with most of them (the first such on a tie) stands for the
+ * vehicle. Unknown where fewer than two photos have a paint, or none of this inspection's.
+ */
+export function sameVehicle(photos: readonly PaintedPhoto[]): SameVehicle {
+  const painted = photos.filter((p): p is PaintedPhoto & { paint: Paint } => p.paint !== null);
+  const own = painted.filter((p) => !p.baseline);
+  const baseline = painted.filter((p) => p.baseline);
+  if (painted.length < 2 || own.length === 0) return { same_vehicle: "unknown", inconsistent_photos: [] };
+  const reference = baseline.length >= 2 ? baseline : own;
+  let best = reference[0]!;
+  let agreeing = -1;
+  for (const p of reference) {
+    const n = reference.filter((q) => couldBeOnePaint(p.paint, q.paint)).length;
+    if (n > agreeing) [best, agreeing] = [p, n];
+  }
+  const odd = own.filter((p) => !couldBeOnePaint(best.paint, p.paint)).map((p) => p.mediaId);
+  return { same_vehicle: odd.length > 0 ? "inconsistent" : "consistent", inconsistent_photos: odd };
+}
+
+/** sRGB (0–255) to CIELAB under D65. */
+export function labOf(r: number, g: number, b: number): Paint {
+  const lin = (c: number) => {
+    const v = c / 255;
+    return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+  };
+  const [R, G, B] = [lin(r), lin(g), lin(b)];
+  const f = (t: number) => (t > 216 / 24389 ? Math.cbrt(t) : (t * 24389) / 27 / 116 + 16 / 116);
+  const x = f((0.4124 * R + 0.3576 * G + 0.1805 * B) / 0.95047);
+  const y = f(0.2126 * R + 0.7152 * G + 0.0722 * B);
+  const z = f((0.0193 * R + 0.1192 * G + 0.9505 * B) / 1.08883);
+  return [116 * y - 16, 500 * (x - y), 200 * (y - z)];
+}
