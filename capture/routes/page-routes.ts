@@ -47,7 +47,9 @@ export const pageRoutes =
       // The server decides which page this is; the script only renders it.
       const state = inspection ? captureLinkState(inspection.status, inspection.expiresAt, s.clock.now()) : "invalid";
       reply.headers(PAGE_HEADERS).type("text/html; charset=utf-8");
-      return template.replace("{{state}}", state);
+      // The locale asked for at creation (canonical BCP 47: letters, digits and hyphens), so the page
+      // loads its catalogue while the session loads, and shows even an ended link in that language.
+      return template.replace("{{state}}", state).replace("{{locale}}", inspection?.capture.locale ?? "");
     });
 
     await app.register(fastifyStatic, {

@@ -1,15 +1,13 @@
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import en from "../../capture/page/messages/en.json" with { type: "json" };
-import { launch, phonePage, shot } from "../helpers/browser.ts";
-import { carPhotos, DATASETS } from "../helpers/photos.ts";
+import { launchShowing, phonePage, shot } from "../helpers/browser.ts";
+import { carPhotos, SUGGESTS_CLOSEUPS } from "../helpers/photos.ts";
 import { newInspection, startService, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
-import { writeY4m } from "../helpers/y4m.ts";
 
 /**
  * The capture page's "Any damage?" step on a phone, with the models on: the camera shows a damaged
@@ -17,7 +15,6 @@ import { writeY4m } from "../helpers/y4m.ts";
  * photo's upload suggests close-ups; the page asks for those first, then lets the customer add one
  * of a part they pick. The screenshot for docs/capture-and-dashboard.md is written to docs/capture-closeups.png.
  */
-const DAMAGED = join(DATASETS, "car-damage-severity/images/0423_JPEG_jpg.rf.990728d1ae8076ceb1757beef9374cd5.jpg");
 const DOCS = join(import.meta.dirname, "../../docs");
 const label = (part: string) => (en as Record<string, string>)[`part.${part}`]!;
 const heading = (page: Page) => page.locator("h1");
@@ -29,9 +26,7 @@ let browser: Browser;
 beforeAll(async () => {
   svc = await startService(withModels);
   key = await svc.key("test");
-  const camera = join(mkdtempSync(join(tmpdir(), "vi-closeups-")), "damaged.y4m");
-  await writeY4m(readFileSync(DAMAGED), camera);
-  browser = await launch(camera);
+  browser = await launchShowing(readFileSync(SUGGESTS_CLOSEUPS));
 });
 afterAll(async () => {
   await browser?.close();

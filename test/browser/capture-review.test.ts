@@ -6,7 +6,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import en from "../../capture/page/messages/en.json" with { type: "json" };
-import { axeViolations, launch, PHONE, shot } from "../helpers/browser.ts";
+import { axeViolations, fitsPhone, launch, PHONE, shot } from "../helpers/browser.ts";
 import { carPhoto } from "../helpers/photos.ts";
 import { newInspection, startService, type TestService, VALID_VIN } from "../helpers/service.ts";
 import { writeY4m } from "../helpers/y4m.ts";
@@ -40,12 +40,6 @@ afterAll(async () => {
   await browser?.close();
   await svc?.close();
 });
-
-/** The page is never wider than the phone: nothing to scroll sideways, nothing cut off at the right. */
-async function fitsPhone(page: Page, view: string): Promise<void> {
-  const width = await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth as number);
-  expect(width, view).toBeLessThanOrEqual(PHONE.viewport!.width);
-}
 
 /** The server's verdict on a photo, as the review words it. */
 function verdictOf(quality: { passed: boolean; problems: string[] }): string {

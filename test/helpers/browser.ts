@@ -1,8 +1,10 @@
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { chromium, type Browser, type BrowserContextOptions, type Page } from "playwright-core";
+import { writeY4m } from "./y4m.ts";
 
 /** Debian's Chromium, as ../shared/toolchain.md says; never a downloaded browser. */
 const BASE_ARGS = [
@@ -32,6 +34,19 @@ export function launch(camera: string | "refused" | "none"): Promise<Browser> {
   else if (camera !== "none")
     args.push("--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream", `--use-file-for-fake-video-capture=${camera}`);
   return chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium", args });
+}
+
+/** Chromium whose camera shows `photo`, played from a Y4M file of it. */
+export async function launchShowing(photo: Buffer): Promise<Browser> {
+  const camera = join(mkdtempSync(join(tmpdir(), "vi-camera-")), "camera.y4m");
+  await writeY4m(photo, camera);
+  return launch(camera);
+}
+
+/** The page is never wider than the phone: nothing to scroll sideways, nothing cut off at the right. */
+export async function fitsPhone(page: Page, view: string): Promise<void> {
+  const width = await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth as number);
+  expect(width, view).toBeLessThanOrEqual(PHONE.viewport!.width);
 }
 
 /** A phone: portrait, touch, a small screen. */

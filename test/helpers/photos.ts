@@ -24,6 +24,11 @@ export const DAMAGED_CASES = [
   // damage model's sure glass shatter (0.88) vouches that it shows a vehicle.
   { angle: "rear", file: "000215_jpg.rf.7574499536dce9bf8e883ac0998ea3f8.jpg", type: "glass_shatter" },
 ] as const;
+/**
+ * A whole damaged car seen from its rear left (car-damage-severity 0423), which the judgement model
+ * calls damaged: a rear_left upload of it passes its checks and suggests close-ups.
+ */
+export const SUGGESTS_CLOSEUPS = join(DATASETS, "car-damage-severity/images/0423_JPEG_jpg.rf.990728d1ae8076ceb1757beef9374cd5.jpg");
 /** car-damage-severity: listing, street and phone photos of damaged cars that no model trained on boxes of. */
 const SEVERITY_IMAGES = join(DATASETS, "car-damage-severity/images");
 /** The car-damage-severity photo whose name starts with `prefix` (its number). */

@@ -3,6 +3,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { chooseLocale, LOCALES } from "../../capture/page/src/locales.ts";
 import { formatMessage, placeholders, pluralCategories } from "../../capture/page/src/message-format.ts";
+import { hasOverlay } from "../../capture/page/src/overlays.ts";
+import { ANGLES } from "../../core/domain/capture-plan.ts";
 
 /**
  * The capture page's catalogues (issue 33, item 2): every language has exactly en.json's keys, each
@@ -61,6 +63,17 @@ describe("the capture page's catalogues", () => {
     expect(chooseLocale(["PL"])).toBe("pl");
     expect(chooseLocale(["ja", "zh-Hans-CN"])).toBe("en");
     expect(chooseLocale([])).toBe("en");
+  });
+
+  it("names, prompts and outlines every angle a step can ask for (capture.steps), in every language", () => {
+    for (const angle of ANGLES) {
+      expect(en[`angle.${angle}`], angle).toBeTruthy();
+      expect(en[`prompt.${angle}`], angle).toBeTruthy();
+      expect(hasOverlay(angle), angle).toBe(true);
+    }
+    // Each prompt its own (a copied prompt would send the customer to the wrong place).
+    const prompts = (locale: string) => ANGLES.map((angle) => catalogue(locale)[`prompt.${angle}`]);
+    for (const locale of LOCALES) expect(new Set(prompts(locale)).size, locale).toBe(ANGLES.length);
   });
 
   it("leaves an unknown placeholder as written", () => {

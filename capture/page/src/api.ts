@@ -1,4 +1,5 @@
 import type { VehiclePart } from "../../../core/domain/closeups.ts";
+import type { CloseupPolicy } from "../../../core/domain/capture-plan.ts";
 import type { SuggestedCloseup } from "../../../core/schemas/capture.ts";
 import type { QualityProblem } from "../../../core/schemas/report.ts";
 import type { MessageKey } from "./i18n.ts";
@@ -22,6 +23,10 @@ export type Session = {
   expires_at: string;
   vehicle: { vin: string; make: string | null; model: string | null; year: number | null };
   vin_confirmed: string | null;
+  /** The inspection's capture.locale: the page's language before the browser's; null: the browser's. */
+  locale: string | null;
+  /** off: no close-ups step; optional: after the walkaround; guided: asked for after the photo that suggested them too. */
+  closeup_policy: CloseupPolicy;
   steps: Step[];
   closeups: Closeup[];
 };

@@ -33,10 +33,11 @@ const partLabel = (part: VehiclePart) => t(`part.${part}` as MessageKey);
 /** The parts as the picker lists them: by their label, so the list reads in order whatever the language. */
 const partsByLabel = () => [...VEHICLE_PARTS].sort((a, b) => partLabel(a).localeCompare(partLabel(b), lang));
 
-/** The first suggested part not skipped and without a close-up yet. */
-function nextSuggestion(session: Session): VehiclePart | null {
+/** The first suggested part (of `angle`'s photo, or of any) not skipped and without a close-up yet. */
+function nextSuggestion(session: Session, angle?: string): VehiclePart | null {
   const taken = new Set(session.closeups.map((c) => c.part));
-  for (const closeups of suggested.values()) for (const { part } of closeups) if (!skipped.has(part) && !taken.has(part)) return part;
+  const lists = angle === undefined ? [...suggested.values()] : [suggested.get(angle) ?? []];
+  for (const closeups of lists) for (const { part } of closeups) if (!skipped.has(part) && !taken.has(part)) return part;
   return null;
 }
 
@@ -50,13 +51,31 @@ export function closeupsView(ctx: CloseupsContext, message = ""): void {
   const part = nextSuggestion(ctx.session);
   const slot = freeSlot(ctx.session);
   const status = h("p", { class: "status", role: "status", "aria-live": "polite" }, message);
-  const body = part !== null && slot !== null ? askFor(ctx, part, slot) : list(ctx, slot, status);
+  const body = part !== null && slot !== null ? askFor(ctx, part, slot, (m) => closeupsView(ctx, m)) : list(ctx, slot, status);
   ctx.app.replaceChildren(ctx.progress(), h("main", { class: "step closeups" }, h("h1", {}, t("closeups.title")), status, ...body));
   focusHeading(ctx.app);
 }
 
-/** Guided: one suggested part, to photograph or skip. */
-function askFor(ctx: CloseupsContext, part: VehiclePart, slot: number): HTMLElement[] {
+/**
+ * Guided close-ups (capture.closeups guided): right after `angle`'s photo, each close-up its upload
+ * suggested, one at a time, while the customer still stands at that side of the car; each can be
+ * skipped (close-ups never block submit). Then `then`, at once where there is none to ask for.
+ */
+export function askSuggested(ctx: CloseupsContext, angle: string, then: () => void, message = ""): void {
+  const part = nextSuggestion(ctx.session, angle);
+  const slot = freeSlot(ctx.session);
+  if (part === null || slot === null) {
+    then();
+    return;
+  }
+  const status = h("p", { class: "status", role: "status", "aria-live": "polite" }, message);
+  const body = askFor(ctx, part, slot, (m) => askSuggested(ctx, angle, then, m));
+  ctx.app.replaceChildren(ctx.progress(), h("main", { class: "step closeups" }, h("h1", {}, t("closeups.title")), status, ...body));
+  focusHeading(ctx.app);
+}
+
+/** One suggested part, to photograph or skip; `back` once it is taken or skipped, with what to say. */
+function askFor(ctx: CloseupsContext, part: VehiclePart, slot: number, back: (message?: string) => void): HTMLElement[] {
   const label = partLabel(part);
   return [
     h("p", { class: "prompt suggestion" }, t("closeups.suggested", { part: label, part_in_sentence: inSentence(label) })),
@@ -64,7 +83,7 @@ function askFor(ctx: CloseupsContext, part: VehiclePart, slot: number): HTMLElem
     h(
       "div",
       { class: "actions" },
-      h("button", { type: "button", class: "button shutter", onclick: () => shoot(ctx, slot, part) }, t("closeups.take")),
+      h("button", { type: "button", class: "button shutter", onclick: () => shoot(ctx, slot, part, back) }, t("closeups.take")),
       h(
         "button",
         {
@@ -72,7 +91,7 @@ function askFor(ctx: CloseupsContext, part: VehiclePart, slot: number): HTMLElem
           class: "button secondary",
           onclick: () => {
             skipped.add(part);
-            closeupsView(ctx);
+            back();
           },
         },
         t("closeups.skip"),
@@ -150,8 +169,13 @@ function addForm(ctx: CloseupsContext, slot: number, status: HTMLElement): HTMLE
   return form;
 }
 
-/** The camera for close-up n of `part`; back to the close-ups step once it is in. */
-function shoot(ctx: CloseupsContext, n: number, part: VehiclePart | null): void {
+/** The camera for close-up n of `part`; `back` (the close-ups step, or the guided question) once it is in. */
+function shoot(
+  ctx: CloseupsContext,
+  n: number,
+  part: VehiclePart | null,
+  back: (message?: string) => void = (m) => closeupsView(ctx, m),
+): void {
   const earlier = ctx.session.closeups.find((c) => c.n === n && c.part === part);
   cameraView(ctx.app, {
     header: ctx.progress(),
@@ -159,12 +183,8 @@ function shoot(ctx: CloseupsContext, n: number, part: VehiclePart | null): void 
     prompt: t("closeup.prompt"),
     overlay: "",
     quality: earlier?.quality ?? null,
-    nav: h(
-      "div",
-      { class: "nav" },
-      h("button", { type: "button", class: "button secondary", onclick: () => closeupsView(ctx) }, t("step.back")),
-    ),
-    again: () => shoot(ctx, n, part),
+    nav: h("div", { class: "nav" }, h("button", { type: "button", class: "button secondary", onclick: () => back() }, t("step.back"))),
+    again: () => shoot(ctx, n, part, back),
     target: {
       key: `closeup-${n}`,
       upload: (photo, onRetry) => {
@@ -175,7 +195,7 @@ function shoot(ctx: CloseupsContext, n: number, part: VehiclePart | null): void 
         const closeup = { n, part, media_id: result.media_id, quality: result.quality };
         ctx.session.closeups = [...ctx.session.closeups.filter((c) => c.n !== n), closeup];
       },
-      accepted: () => closeupsView(ctx, t("closeups.saved")),
+      accepted: () => back(t("closeups.saved")),
     },
   });
 }

@@ -13,9 +13,8 @@ export type { Locale } from "./locales.ts";
 export type MessageKey = keyof typeof en;
 
 /**
- * The page's language: `requested` first, then the browser's languages. This is the one seam for
- * issue 33's per-inspection `capture.locale`: once the session answer carries it, main.ts passes it
- * here; until then it passes null and the browser decides.
+ * The page's language: `requested` (the inspection's capture.locale, which the server writes into
+ * the page as data-locale and the session also names) first, then the browser's languages.
  */
 export function localeFor(requested: string | null): Locale {
   return chooseLocale([requested, ...(navigator.languages?.length ? navigator.languages : [navigator.language])]);

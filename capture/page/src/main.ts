@@ -1,6 +1,6 @@
 import { CaptureApi, isInactive, type Session, type Step } from "./api.ts";
 import { camera, cameraView, fail } from "./camera-view.ts";
-import { closeupsView, noteSuggestions } from "./closeups.ts";
+import { askSuggested, type CloseupsContext, closeupsView, noteSuggestions } from "./closeups.ts";
 import { focusHeading, h } from "./dom.ts";
 import { toJpeg } from "./frame.ts";
 import { localeFor, t, useLocale, type MessageKey } from "./i18n.ts";
@@ -19,6 +19,8 @@ let session: Session;
 let current = 0;
 const CLOSEUPS = () => session.steps.length;
 const REVIEW = () => session.steps.length + 1;
+/** What follows the steps: the close-ups, unless the inspection takes none (capture.closeups off). */
+const AFTER_STEPS = () => (session.closeup_policy === "off" ? REVIEW() : CLOSEUPS());
 /** Once the review was shown, each photo taken leads back to it (a retake from there), not on through the steps. */
 let reviewed = false;
 
@@ -35,10 +37,13 @@ const vehicleText = (v: { make: string | null; model: string | null; year: numbe
   [v.year, v.make, v.model].filter(Boolean).join(" ") || "—";
 const progress = () => progressView({ session, current, show });
 
+const closeupsContext = (back: () => void): CloseupsContext => ({ app, api, session, progress, done: () => show(REVIEW()), back });
+
 function show(index: number): void {
+  if (index === CLOSEUPS() && session.closeup_policy === "off") index = REVIEW();
   current = index;
   if (index === CLOSEUPS()) {
-    closeupsView({ app, api, session, progress, done: () => show(REVIEW()), back: () => show(index - 1) });
+    closeupsView(closeupsContext(() => show(index - 1)));
     return;
   }
   if (index > CLOSEUPS()) {
@@ -83,18 +88,33 @@ function show(index: number): void {
   });
 }
 
-/** After a step's photo: the VIN read from it, else the next required step not done, else what follows the steps. */
+/**
+ * After a step's photo: the VIN read from it; with guided close-ups, the close-ups its upload
+ * suggested, asked for while the customer still stands there; then the next required step not done,
+ * else what follows the steps.
+ */
 async function advance(step: Step, still: HTMLCanvasElement): Promise<void> {
   if (step.angle === "vin") return vinStep(still);
-  const next = session.steps.findIndex((s, i) => i > current && s.required && !s.done);
-  if (next === -1 || reviewed) return afterSteps();
-  show(next);
+  const index = current;
+  const onward = () => {
+    current = index;
+    const next = session.steps.findIndex((s, i) => i > index && s.required && !s.done);
+    if (next === -1 || reviewed) return afterSteps();
+    show(next);
+  };
+  if (session.closeup_policy === "guided")
+    return askSuggested(
+      closeupsContext(() => show(index)),
+      step.angle,
+      onward,
+    );
+  return onward();
 }
 
 /** After the VIN's confirmation: a required step not done, else the close-ups, or the review if it was shown. */
 function afterVin(): void {
   const next = session.steps.findIndex((s) => s.required && !s.done);
-  show(next !== -1 ? next : reviewed ? REVIEW() : CLOSEUPS());
+  show(next !== -1 ? next : reviewed ? REVIEW() : AFTER_STEPS());
 }
 
 /**
@@ -192,9 +212,9 @@ async function vinStep(still: HTMLCanvasElement | null): Promise<void> {
 }
 
 async function boot(): Promise<void> {
-  // The catalogue loads while the session does. When the session answer carries capture.locale, it
-  // goes to localeFor in place of null (and the catalogue loads after the session); see i18n.ts.
-  const messages = useLocale(localeFor(null));
+  // The catalogue of the inspection's capture.locale (written into the page by the server), else the
+  // browser's language, loads while the session does.
+  const messages = useLocale(localeFor(document.body.dataset.locale || null));
   const state = document.body.dataset.state ?? "invalid";
   if (state !== "active") return messages.then(() => end(state));
   try {

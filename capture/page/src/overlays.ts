@@ -21,6 +21,20 @@ const CORNER = `<path d="M24 146 L26 116 Q30 102 48 98 L92 92 L120 62 Q128 54 14
 const VIN = `<rect x="40" y="66" width="240" height="68" rx="8"/><path d="M60 100 L260 100" stroke-dasharray="10 6"/>`;
 const ODOMETER = `<circle cx="160" cy="100" r="70"/><path d="M160 100 L200 66"/><path d="M108 150 L212 150"/>`;
 
+/** Both front seats from behind, the steering wheel and the dashboard beyond them. */
+const INTERIOR_FRONT = `<path d="M20 70 Q160 40 300 70"/><path d="M60 190 L64 96 Q66 80 84 80 L124 80 Q140 80 140 96 L144 190"/>
+<path d="M176 190 L180 96 Q182 80 198 80 L238 80 Q254 80 256 96 L260 190"/><rect x="84" y="60" width="40" height="20" rx="6"/>
+<rect x="198" y="60" width="40" height="20" rx="6"/><ellipse cx="104" cy="62" rx="34" ry="14"/>`;
+/** The rear bench from a rear door: its back and seat, end to end. */
+const INTERIOR_REAR = `<path d="M24 120 L34 50 Q38 36 54 36 L266 36 Q282 36 286 50 L296 120"/><path d="M16 120 L304 120 L296 164 L24 164 Z"/>
+<path d="M120 38 L116 118 M200 38 L204 118"/><rect x="60" y="20" width="44" height="16" rx="6"/><rect x="216" y="20" width="44" height="16" rx="6"/>`;
+/** The dashboard from the driver's seat: the instrument cluster's two dials behind the steering wheel. */
+const DASHBOARD = `<path d="M10 110 Q40 40 160 36 Q280 40 310 110"/><circle cx="116" cy="84" r="30"/><circle cx="204" cy="84" r="30"/>
+<path d="M116 84 L134 66 M204 84 L222 66"/><ellipse cx="160" cy="150" rx="96" ry="44"/><circle cx="160" cy="150" r="14"/>`;
+/** A wheel from a metre away: the tire, the rim and its spokes, the arch above it. */
+const WHEEL = `<path d="M50 110 Q56 18 160 14 Q264 18 270 110"/><circle cx="160" cy="110" r="84"/><circle cx="160" cy="110" r="54"/>
+<circle cx="160" cy="110" r="12"/><path d="M160 56 L160 98 M108 94 L148 106 M128 154 L153 120 M192 154 L167 120 M212 94 L172 106"/>`;
+
 const SHAPES: Record<string, { paths: string; mirror?: boolean }> = {
   front: { paths: FRONT },
   rear: { paths: REAR },
@@ -32,7 +46,17 @@ const SHAPES: Record<string, { paths: string; mirror?: boolean }> = {
   rear_right: { paths: CORNER },
   vin: { paths: VIN },
   odometer: { paths: ODOMETER },
+  interior_front: { paths: INTERIOR_FRONT },
+  interior_rear: { paths: INTERIOR_REAR },
+  dashboard: { paths: DASHBOARD },
+  wheel_front_left: { paths: WHEEL },
+  wheel_front_right: { paths: WHEEL },
+  wheel_rear_left: { paths: WHEEL },
+  wheel_rear_right: { paths: WHEEL },
 };
+
+/** Whether an angle has an outline of its own (the others would fall back to the front's). */
+export const hasOverlay = (angle: string): boolean => angle in SHAPES;
 
 export function overlaySvg(angle: string): string {
   const shape = SHAPES[angle] ?? SHAPES.front!;

@@ -75,7 +75,8 @@ export function progressView({ session, current, show }: ProgressContext): HTMLE
         "ol",
         {},
         ...links,
-        link(closeups, t("closeups.title"), t("closeups.nav", { n: session.closeups.length }), session.closeups.length > 0),
+        session.closeup_policy !== "off" &&
+          link(closeups, t("closeups.title"), t("closeups.nav", { n: session.closeups.length }), session.closeups.length > 0),
         missing === 0 && link(review, t("review.title"), t("progress.review_ready"), false),
       ),
     ),

@@ -109,15 +109,20 @@ export function reviewView(ctx: ReviewContext): void {
       h("h1", {}, t("review.title")),
       h("p", { class: "prompt" }, t("review.intro")),
       h("ul", { class: "review-list", "aria-label": t("review.photos") }, ...steps),
-      h("h2", {}, t("review.closeups")),
-      closeups.length
-        ? h("ul", { class: "review-list", "aria-label": t("review.closeups") }, ...closeups)
-        : h("p", { class: "help" }, t("review.no_closeups")),
-      h(
-        "div",
-        { class: "nav" },
-        h("button", { type: "button", class: "button secondary", onclick: ctx.closeups }, t("review.change_closeups")),
-      ),
+      // Where the inspection takes no close-ups (capture.closeups off), nothing of them is shown.
+      ...(session.closeup_policy === "off"
+        ? []
+        : [
+            h("h2", {}, t("review.closeups")),
+            closeups.length
+              ? h("ul", { class: "review-list", "aria-label": t("review.closeups") }, ...closeups)
+              : h("p", { class: "help" }, t("review.no_closeups")),
+            h(
+              "div",
+              { class: "nav" },
+              h("button", { type: "button", class: "button secondary", onclick: ctx.closeups }, t("review.change_closeups")),
+            ),
+          ]),
       status,
       h("div", { class: "actions" }, send),
     ),
