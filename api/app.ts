@@ -31,11 +31,12 @@ import { inspectionRoutes } from "./routes/inspections.ts";
 import { mediaRoutes } from "./routes/media.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
 import { reportPdfRoutes } from "./routes/report-pdf.ts";
+import { siteRoutes } from "./routes/site-routes.ts";
 
 export const JSON_BODY_LIMIT = 64 * 1024;
 const NO_QUERY = z.strictObject({});
 /** Where the dashboard's pages are, with a not-found page of their own. */
-const DASHBOARD_PREFIX = "/dashboard";
+export const DASHBOARD_PREFIX = "/dashboard";
 
 /** The HTTP application: the /v1 API and the capture API. Wiring only; behaviour lives in the plugins and routes. */
 export async function buildApp(s: Services) {
@@ -164,6 +165,8 @@ export async function buildApp(s: Services) {
   await app.register(sharedReportRoutes(s));
 
   app.get("/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  // `/`, `/favicon.ico` and the API reference rendered at /docs.
+  await app.register(siteRoutes(DASHBOARD_PREFIX));
   // Ready while the store answers too.
   await app.register(probeRoutes(() => storeAnswers(s)));
   return app;

@@ -12,6 +12,8 @@ import { inference } from "./commands/inference.ts";
 import { operator } from "./commands/operator.ts";
 import { start } from "./commands/start.ts";
 import { createUser, readPassword, UserCreationError } from "./commands/users.ts";
+import { ListenError, listen } from "./commands/webhooks-listen.ts";
+import { DemoError, demo } from "./commands/demo.ts";
 
 const USAGE = `usage: vehicle-inspection <command>
 
@@ -19,6 +21,9 @@ const USAGE = `usage: vehicle-inspection <command>
   api                                      cluster mode: the /v1 and capture routes and the dashboard, alone
   operator                                 cluster mode: the controller and webhook delivery (detection on NATS workers with NATS_URL)
   inference                                cluster mode: a detection worker, taking jobs from NATS (NATS_URL required)
+  demo [--account NAME] [--datasets DIR] [--url BASE]
+                                           one inspection end to end against the running service, with sample
+                                           photos from ../shared/datasets: created, captured, submitted, its report
   keys create --env test|live [--account NAME]   create an API key; prints only the key
   keys list                                list API keys (never their secrets)
   keys revoke KEY_ID                       revoke an API key
@@ -26,6 +31,10 @@ const USAGE = `usage: vehicle-inspection <command>
   webhooks rotate --env test|live [--account NAME] [--overlap-hours N]
                                            replace the signing secret; the old one also signs for N hours
                                            (default ${DEFAULT_OVERLAP_HOURS}, at most ${MAX_OVERLAP_HOURS}); prints only the new secret
+  webhooks listen --api-key sk_test_… --forward-to URL [--url BASE]
+                                           forward the key's account's test-mode events, from now on, to URL
+                                           (a receiver on this machine), signed with the account's secret;
+                                           BASE is the service (default http://localhost:$PORT)
   users create --email ADDRESS [--account NAME]   create a dashboard user; the password is read from standard input
   eval --data DIR [--model PATH]           score the damage detector on a YOLO-format folder; prints JSON last
   eval-product [--datasets DIR] [--fold N] the whole pipeline on clean cars, whole cars and close-ups; prints JSON last
@@ -71,6 +80,9 @@ async function main(argv: string[]): Promise<number> {
       datasets: { type: "string" },
       fold: { type: "string" },
       model: { type: "string" },
+      "api-key": { type: "string" },
+      "forward-to": { type: "string" },
+      url: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -93,6 +105,18 @@ async function main(argv: string[]): Promise<number> {
       process.once("SIGTERM", shutdown);
       process.once("SIGINT", shutdown);
       return -1;
+    }
+    case "demo": {
+      // A test key of its own, in the account `keys create` and `users create` use by default, so
+      // the dashboard's user sees the inspection.
+      const apiKey = await createKey(config, "test", values.account!);
+      await demo({
+        api: values.url ?? `http://localhost:${config.port}`,
+        apiKey,
+        datasets: values.datasets ?? join(import.meta.dirname, "../../shared/datasets"),
+        print: (line) => console.log(line),
+      });
+      return 0;
     }
     case "keys create":
       console.log(await createKey(config, envOption(values), values.account!));
@@ -126,6 +150,20 @@ async function main(argv: string[]): Promise<number> {
     case "webhooks secret":
       console.log(await webhookSecret(config, envOption(values), values.account!));
       return 0;
+    case "webhooks listen": {
+      if (!values["api-key"] || !values["forward-to"])
+        throw new UsageError("webhooks listen needs --api-key sk_test_… and --forward-to URL");
+      const stop = new AbortController();
+      process.once("SIGINT", () => stop.abort());
+      await listen({
+        api: values.url ?? `http://localhost:${config.port}`,
+        apiKey: values["api-key"],
+        forwardTo: values["forward-to"],
+        signal: stop.signal,
+        print: (line) => console.log(line),
+      });
+      return 0;
+    }
     case "webhooks rotate":
       console.log(await rotateSecret(config, envOption(values), values.account!, overlapHoursOption(values)));
       return 0;
@@ -139,7 +177,7 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exitCode = code;
   },
   (error) => {
-    if (error instanceof UserCreationError) {
+    if (error instanceof UserCreationError || error instanceof ListenError || error instanceof DemoError) {
       console.error(`vehicle-inspection: ${error.message}`);
       process.exitCode = 1;
     } else if (

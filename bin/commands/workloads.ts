@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
-import { buildApp } from "../../api/app.ts";
+import { buildApp, DASHBOARD_PREFIX } from "../../api/app.ts";
+import { DOCS_PREFIX } from "../../api/routes/site-routes.ts";
 import { IDEMPOTENCY_RETENTION_MS } from "../../api/plugins/idempotency.ts";
 import type { Config } from "../../core/config.ts";
 import type { Bus } from "../../core/ports/bus.ts";
@@ -24,7 +25,19 @@ export async function startHttp(s: Services, config: Config, log: Logger): Promi
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
-  log.info({ port, public_url: config.publicUrl }, "HTTP listening");
+  const at = config.publicUrl;
+  // What a newcomer looks for first, as a line to read: where each part is.
+  log.info(
+    {
+      port,
+      public_url: at,
+      api: `${at}/v1`,
+      docs: `${at}${DOCS_PREFIX}`,
+      dashboard: `${at}${DASHBOARD_PREFIX}`,
+      capture: `${at}/c/<token>`,
+    },
+    `HTTP listening: API ${at}/v1 (reference ${at}${DOCS_PREFIX}), dashboard ${at}${DASHBOARD_PREFIX}, capture pages ${at}/c/<token> (each inspection's capture_url)`,
+  );
   return { port, close: () => app.close() };
 }
 

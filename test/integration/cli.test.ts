@@ -1,10 +1,12 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { startService } from "../helpers/service.ts";
+import { Webhook } from "standardwebhooks";
+import { newInspection, startService } from "../helpers/service.ts";
+import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
 const run = promisify(execFile);
 const CLI = join(import.meta.dirname, "../../bin/vehicle-inspection.ts");
@@ -49,6 +51,76 @@ describe("vehicle-inspection CLI", () => {
     expect(key).toMatch(/^sk_test_[a-z0-9]{40}\n$/);
     expect((await npx("keys", "list")).stdout).toContain(`sk_test_…${key.trim().slice(-4)}`);
     expect((await npx("webhooks", "secret", "--env", "test")).stdout).toMatch(/^whsec_/);
+  });
+
+  it("webhooks listen forwards the test-mode events from now on to a local URL, signed with the account's secret", async () => {
+    const svc = await startService({ WEBHOOKS_ALLOW_PRIVATE_TARGETS: "false" });
+    const receiver = await new WebhookReceiver().start();
+    const key = await svc.key("test");
+    const before = await newInspection(svc, key);
+    const child = spawn(process.execPath, [CLI, "webhooks", "listen", "--api-key", key, "--forward-to", receiver.url, "--url", svc.url], {
+      env: { ...process.env, DATA_DIR: svc.dataDir },
+    });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    try {
+      await until(
+        "listening",
+        () => out,
+        (o) => o.includes("Forwarding"),
+      );
+      // The service would refuse this receiver as a notify_url (loopback): listen needs no such setting.
+      const made = await newInspection(svc, key);
+      await fetch(`${svc.url}/capture/v1/${made.token}`);
+      await until(
+        "two events forwarded",
+        () => receiver.events(),
+        (e) => e.length >= 2,
+        10_000,
+      );
+      const events = receiver.events();
+      expect(events.map((e) => [e.type, e.data.id])).toEqual([
+        ["inspection.created", made.id],
+        ["inspection.in_progress", made.id],
+      ]);
+      expect(events.some((e) => e.data.id === before.id)).toBe(false);
+      const verifier = new Webhook(await svc.secret("test"));
+      for (const r of receiver.received)
+        expect(verifier.verify(r.body, r.headers as Record<string, string>)).toMatchObject({ object: "event" });
+      expect(out).toMatch(/inspection\.created\s+evt_\w+ \(insp_\w+\)\s+-> 200 in \d+ ms/);
+    } finally {
+      child.kill("SIGINT");
+      await receiver.close();
+      await svc.close();
+    }
+    await expect(cli(svc.dataDir, "webhooks", "listen", "--api-key", "sk_live_x", "--forward-to", receiver.url)).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining("test-mode events only"),
+    });
+  });
+
+  it("demo runs one inspection end to end against the running service, in the account the dashboard user is in", async () => {
+    const svc = await startService();
+    try {
+      const { stdout } = await cli(svc.dataDir, "demo", "--url", svc.url);
+      const id = stdout.match(/^created (insp_\w+) for 1HGCM82633A004352 \(2003 Honda Accord\)$/m)?.[1];
+      expect(id, stdout).toBeDefined();
+      // A photo for each required step, each passing its checks: the sample photos fit their angles.
+      expect(stdout.match(/^photo .* passed$/gm)).toHaveLength(9);
+      expect(stdout).toContain("VIN confirmed: 1HGCM82633A004352 (matches the vehicle)");
+      expect(stdout).toContain(`${id} is completed`);
+      expect(stdout).toMatch(/^grade (none|minor|moderate|severe), \d+ finding/m);
+      expect(stdout).toContain(`dashboard: ${svc.url}/dashboard/test/inspections/${id}`);
+      // Made with a key of the default account: what `keys create` and `users create` use without --account.
+      const listed = await (await svc.api(await svc.key("test", "default"), "/v1/inspections?reference=demo")).json();
+      expect(listed.data.map((i: { id: string }) => i.id)).toEqual([id]);
+    } finally {
+      await svc.close();
+    }
+    await expect(cli(mkdtempSync(join(tmpdir(), "vi-cli-")), "demo", "--datasets", "/nowhere")).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining("pass --datasets DIR"),
+    });
   });
 
   it("refuses bad usage with exit code 2 and says why", async () => {
