@@ -14,6 +14,7 @@ import { inspectionCache } from "../../core/adapters/kubernetes/inspection-cache
 import { InspectionProjector } from "../../operator/inspection-projector.ts";
 import type { InspectionResource } from "../../core/adapters/kubernetes/inspection-resource.ts";
 import { sampleInspection } from "../contract/fixtures.ts";
+import { DEFAULT_STEPS } from "../../core/domain/capture-plan.ts";
 import { createKey } from "../../bin/commands/keys.ts";
 import { loadConfig } from "../../core/config.ts";
 import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
@@ -119,6 +120,8 @@ describe("Inspection resources kept by the service", () => {
     expect(made.spec).toEqual({
       reference: "resources-1",
       vehicle: { vin: VALID_VIN },
+      // What the customer is asked for, the defaults filled in (the browser's locale: none).
+      capture: { steps: DEFAULT_STEPS, closeups: "optional" },
       accountId: expect.stringMatching(/^acct_/),
       livemode: false,
     });
