@@ -8,9 +8,9 @@
 # libheif-examples: heif-enc, which makes the HEIC photos the capture tests upload; python3-venv: the
 # virtual environments the fuzz and training tests install their PyPI packages into; openssl: the
 # Kubernetes control plane's certificates; python3-torch, python3-numpy, python3-pil: the training
-# code's unit tests (npm run test:training).
+# code's unit tests (npm run test:training); curl, jq: the README's Try it, run as written (readme.test.ts).
 set -euo pipefail
-packages=(chromium fonts-dejavu-core unzip libheif-examples python3-venv openssl python3-torch python3-numpy python3-pil)
+packages=(chromium fonts-dejavu-core unzip libheif-examples python3-venv openssl python3-torch python3-numpy python3-pil curl jq)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
