@@ -2,7 +2,7 @@
 # Node 24 comes from the base image, so the `node` devDependency is not installed here.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json .npmrc ./
+COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
 # The capture page's and the dashboard's scripts and styles (what `npm ci` builds in a checkout).

@@ -47,8 +47,10 @@ describe("vehicle-inspection CLI", () => {
         cwd: join(import.meta.dirname, "../.."),
         env: { ...process.env, DATA_DIR: dir },
       });
-    const { stdout: key } = await npx("keys", "create", "--env", "test");
+    const { stdout: key, stderr } = await npx("keys", "create", "--env", "test");
     expect(key).toMatch(/^sk_test_[a-z0-9]{40}\n$/);
+    // No npm warning on every command (an unknown key in .npmrc made one; allowScripts says it now).
+    expect(stderr).not.toContain("npm warn");
     expect((await npx("keys", "list")).stdout).toContain(`sk_test_…${key.trim().slice(-4)}`);
     expect((await npx("webhooks", "secret", "--env", "test")).stdout).toMatch(/^whsec_/);
   });
