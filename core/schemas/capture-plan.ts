@@ -5,6 +5,7 @@ import {
   CLOSEUP_POLICIES,
   DEFAULT_STEPS,
   EXPIRES_IN,
+  EXTERIOR_ANGLES,
   LOCALE_PATTERN,
   LOCALES,
   stepsProblem,
@@ -36,6 +37,24 @@ export const LocaleInput = z
     example: "de",
   });
 
+/**
+ * stepsProblem's two rules as JSON Schema 2020-12 keywords, for the document to state them as the
+ * refinement enforces them: a step of an exterior angle that is required (`required` left out is
+ * true, its default), and for each angle at most one step of it. build-crd.ts leaves them out of the
+ * CRD, whose structural schema has no such keywords.
+ */
+export const STEPS_RULES = {
+  contains: {
+    properties: { angle: { enum: [...EXTERIOR_ANGLES] }, required: { const: true } },
+    required: ["angle"],
+  },
+  allOf: ANGLES.map((angle) => ({
+    contains: { properties: { angle: { const: angle } }, required: ["angle"] },
+    minContains: 0,
+    maxContains: 1,
+  })),
+};
+
 /** `capture` in the creation request; every field optional, the defaults filled in at creation (core/operations/inspections.ts). */
 export const CaptureInput = z
   .strictObject({
@@ -50,6 +69,7 @@ export const CaptureInput = z
       .optional()
       .meta({
         description: `The photos asked for, in the order the page asks for them. Each angle at most once (else 400 parameter_invalid naming the repeated step's angle), at least one exterior angle required (else 400 naming capture.steps). Default: ${DEFAULT_WORDS}.`,
+        ...STEPS_RULES,
       }),
     closeups: CloseupPolicy.optional(),
     locale: LocaleInput.optional(),

@@ -3,6 +3,13 @@ import { INSPECTION_RESOURCE, InspectionSpec, InspectionStatus } from "../../cor
 
 type JsonSchema = Record<string, unknown>;
 
+/**
+ * Keywords a CRD's schema (JSONSchemaProps) does not have: the API document's rules on capture.steps
+ * (core/schemas/capture-plan.ts, STEPS_RULES) are left out here, as the api validates the spec with
+ * the zod schema before it writes a resource.
+ */
+const NOT_IN_KUBERNETES = new Set(["contains", "minContains", "maxContains"]);
+
 /** Kubernetes wants a structural OpenAPI v3.0 schema: no $schema, no refs, no formats it does not know. */
 function structural(schema: z.ZodType): JsonSchema {
   const json = z.toJSONSchema(schema, { target: "openapi-3.0", io: "input", unrepresentable: "any", reused: "inline" }) as JsonSchema;
@@ -14,7 +21,13 @@ function structural(schema: z.ZodType): JsonSchema {
       for (const [k, v] of Object.entries(node)) {
         if (!fields && (k === "$schema" || k === "id" || k === "example" || k === "additionalProperties")) continue;
         if (!fields && k === "format" && v === "uri") continue;
+        if (!fields && NOT_IN_KUBERNETES.has(k)) continue;
         out[k] = clean(v, !fields && k === "properties");
+      }
+      // An allOf whose branches held only such keywords says nothing.
+      if (!fields && Array.isArray(out.allOf)) {
+        out.allOf = out.allOf.filter((branch) => Object.keys(branch as JsonSchema).length > 0);
+        if ((out.allOf as unknown[]).length === 0) delete out.allOf;
       }
       return out;
     }

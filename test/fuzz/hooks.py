@@ -4,8 +4,6 @@
   format the North American check digit, which no pattern states.
 - A deserializer for the two binary responses (a JPEG, a PDF), which the document describes by their
   media type alone, so that schemathesis reads them instead of warning that it cannot.
-- A positive create's capture.steps made to follow the rules the document states in words: each
-  angle once, an exterior angle required.
 - Outside the stateful phase, real ids in the paths of retrievals and a capture link of its own for
   each capture case (asking for every angle), so they get past "no such object"; the stateful phase
   has only the links.
@@ -26,7 +24,6 @@ import schemathesis
 from schemathesis.core.parameters import ParameterLocation
 from hypothesis import strategies as st
 
-EXTERIOR = {"front", "front_left", "left", "rear_left", "rear", "rear_right", "right", "front_right"}
 VIN_ALPHABET = "ABCDEFGHJKLMNPRSTUVWXYZ0123456789"
 TRANSLITERATION = dict(zip("ABCDEFGHJKLMNPRSTUVWXYZ", [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 7, 9, 2, 3, 4, 5, 6, 7, 8, 9]))
 WEIGHTS = [8, 7, 6, 5, 4, 3, 2, 10, 0, 9, 8, 7, 6, 5, 4, 3, 2]
@@ -111,23 +108,6 @@ def before_call(context, case, kwargs):
         case.body["baseline_inspection"] = os.environ["FUZZ_COMPLETED_ID"]
         if isinstance(case.body.get("vehicle"), dict):
             case.body["vehicle"]["vin"] = "1HGCM82633A004352"
-    # capture.steps: each angle once, and an exterior angle required, which the document says in
-    # words (no JSON Schema keyword states either): a positive case is made to follow them.
-    if (
-        case.operation.definition.raw.get("operationId") == "createInspection"
-        and isinstance(case.body, dict)
-        and isinstance(case.body.get("capture"), dict)
-        and isinstance(case.body["capture"].get("steps"), list)
-        and (case.meta is None or case.meta.generation.mode.is_positive)
-    ):
-        steps, seen = [], set()
-        for step in case.body["capture"]["steps"]:
-            if isinstance(step, dict) and step.get("angle") not in seen:
-                seen.add(step.get("angle"))
-                steps.append(step)
-        if not any(s.get("required", True) and s.get("angle") in EXTERIOR for s in steps):
-            steps = [s for s in steps if s.get("angle") != "front"][: len(all_angles()) - 1] + [{"angle": "front", "required": True}]
-        case.body["capture"]["steps"] = steps
     # The stateful phase gets its identifiers from the document's links alone.
     if case.meta is None or case.meta.phase.name == "stateful" or not case.path_parameters:
         return

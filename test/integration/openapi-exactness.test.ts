@@ -3,6 +3,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { Ajv2020 } from "ajv/dist/2020.js";
 import openapiTS, { astToString } from "openapi-typescript";
 import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -122,6 +123,43 @@ describe("every input rule is in the document, and nothing it allows is refused"
       const res = await create({ vehicle: { vin: candidate } });
       expect(res.status, candidate).toBe(taken ? 201 : 400);
     }
+  });
+
+  it("states capture.steps' rules (each angle once, an exterior angle required) as keywords: a JSON Schema 2020-12 validator and the service agree", async () => {
+    // The creation body as the document states it, validated as OpenAPI 3.1 means (JSON Schema 2020-12).
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+    const valid = ajv.compile(bodySchema("createInspection"));
+    const body = (steps: unknown) => ({ vehicle: { vin: VALID_VIN }, capture: { steps } });
+    for (const [steps, param] of [
+      [[{ angle: "front" }], null],
+      [[{ angle: "vin" }, { angle: "rear_left", required: true }, { angle: "odometer", required: false }], null],
+      [[{ angle: "front", required: false }, { angle: "right" }, { angle: "dashboard" }], null],
+      // Every angle once, one exterior one required.
+      [
+        doc.paths["/capture/v1/{token}/photos/{angle}"].put.parameters
+          .find((p: Json) => p.name === "angle")
+          .schema.enum.map((angle: string) => ({ angle, required: angle === "left" })),
+        null,
+      ],
+      // The one fuzzing found refused while the document allowed it: no exterior angle.
+      [[{ angle: "vin" }], "capture.steps"],
+      [[{ angle: "dashboard" }, { angle: "front", required: false }], "capture.steps"],
+      [[{ angle: "wheel_front_left" }, { angle: "interior_front" }, { angle: "odometer" }], "capture.steps"],
+      [[{ angle: "front" }, { angle: "front", required: false }], "capture.steps.1.angle"],
+      [[{ angle: "front" }, { angle: "vin" }, { angle: "odometer" }, { angle: "vin", required: false }], "capture.steps.3.angle"],
+      [[{ angle: "rear", required: false }, { angle: "rear", required: false }, { angle: "left" }], "capture.steps.1.angle"],
+    ] as const) {
+      const where = JSON.stringify(steps);
+      expect(valid(body(steps)), `${where}: ${ajv.errorsText(valid.errors)}`).toBe(param === null);
+      const res = await create(body(steps));
+      expect(res.status, where).toBe(param === null ? 201 : 400);
+      if (param !== null) expect((await res.json()).error, where).toMatchObject({ code: "parameter_invalid", param });
+    }
+    // What the document says of the rules: the keywords, not words alone.
+    const steps = bodySchema("createInspection").properties.capture.properties.steps;
+    expect(steps.contains.properties.angle.enum).toHaveLength(8);
+    expect(steps.allOf).toHaveLength(steps.items.properties.angle.enum.length);
+    expect(steps.allOf.every((rule: Json) => rule.minContains === 0 && rule.maxContains === 1)).toBe(true);
   });
 
   it("states integer ranges as patterns: the page size 1 to 100, as the service takes it", async () => {
