@@ -86,13 +86,16 @@ async function operatorLease(config: Config, nats: Nats | null, log: Logger): Pr
   // In a pod its name (the host name) says which replica holds the lease, as client-go's election records it.
   const identity = `${hostname()}_${process.pid}`;
   if (config.operatorLease.backend === "kubernetes") {
-    const [{ CoordinationV1Api }, { KubernetesLeaderLease }, { kubeConfig }] = await Promise.all([
+    const [{ CoordinationV1Api, Watch }, { KubernetesLeaderLease }, { kubeConfig }] = await Promise.all([
       import("@kubernetes/client-node"),
       import("../../core/adapters/kubernetes/kubernetes-leader-lease.ts"),
       import("./kube-config.ts"),
     ]);
+    const kc = kubeConfig();
     return new KubernetesLeaderLease({
-      api: kubeConfig().makeApiClient(CoordinationV1Api),
+      api: kc.makeApiClient(CoordinationV1Api),
+      // A standby sees each renewal as it is made and tries when the lease is due (within the lease time).
+      watch: new Watch(kc),
       namespace: config.namespace,
       name: config.operatorLease.name,
       identity,

@@ -1,4 +1,4 @@
-import { CoordinationV1Api, KubeConfig, V1MicroTime } from "@kubernetes/client-node";
+import { CoordinationV1Api, KubeConfig, V1MicroTime, Watch } from "@kubernetes/client-node";
 import { afterAll, describe, expect, it } from "vitest";
 import { KubernetesLeaderLease } from "../../core/adapters/kubernetes/kubernetes-leader-lease.ts";
 import { connectNats } from "../../core/adapters/nats/nats-connection.ts";
@@ -26,7 +26,7 @@ let leases = 0;
  */
 type Adapter = {
   name: string;
-  replicas(): Promise<((identity: string) => Promise<Replica>) & { rewrite(holder: string): Promise<void> }>;
+  replicas(): Promise<((identity: string) => Promise<Replica>) & { rewrite(holder: string): Promise<void>; renewedAt(): Promise<number> }>;
 };
 
 const ADAPTERS: Adapter[] = [
@@ -44,7 +44,14 @@ const ADAPTERS: Adapter[] = [
         await (await connection.kvm.open(bucket)).put("leader", holder);
         await connection.close();
       };
-      return Object.assign(replica, { rewrite });
+      /** When the record was last written, by the server's clock (this machine's). */
+      const renewedAt = async () => {
+        const connection = await connectNats({ url: nats!.url, name: "reader" });
+        const entry = await (await connection.kvm.open(bucket)).get("leader");
+        await connection.close();
+        return entry!.created.getTime();
+      };
+      return Object.assign(replica, { rewrite, renewedAt });
     },
   },
   {
@@ -77,13 +84,20 @@ const ADAPTERS: Adapter[] = [
             return (...args: unknown[]) => (severed ? Promise.reject(new Error("connection refused")) : value.apply(target, args));
           },
         });
-        const lease = new KubernetesLeaderLease({ api, namespace: "default", name, identity, ttlMs: TTL_MS });
+        const lease = new KubernetesLeaderLease({ api, watch: new Watch(config), namespace: "default", name, identity, ttlMs: TTL_MS });
         const cut = async () => {
           severed = true;
         };
         return { lease, cut };
       };
-      return Object.assign(replica, { rewrite });
+      /** The holder's renewTime, by its clock (this machine's). */
+      const renewedAt = async () => {
+        const config = new KubeConfig();
+        config.loadFromFile(kube!.kubeconfig);
+        const lease = await config.makeApiClient(CoordinationV1Api).readNamespacedLease({ name, namespace: "default" });
+        return new Date(lease.spec!.renewTime!).getTime();
+      };
+      return Object.assign(replica, { rewrite, renewedAt });
     },
   },
 ];
@@ -157,6 +171,34 @@ for (const adapter of ADAPTERS) {
       expect(lostAt).toBeGreaterThan(0);
       // Never both acting: the old holder gave up first.
       expect(lostAt).toBeLessThanOrEqual(takenAt);
+      await b.lease.release();
+      await b.cut();
+      await a.lease.release();
+    }, 30_000);
+
+    it("a holder that stops renewing (killed) is replaced within the lease time", async () => {
+      const replica = await adapter.replicas();
+      const [a, b] = [await replica("a"), await replica("b")];
+      await a.lease.acquire(() => {});
+      // b starts out of step with a's renewals (every third of the lease), as replicas do.
+      await new Promise((r) => setTimeout(r, TTL_MS / 4));
+      const bAcquired = b.lease.acquire(() => {}).then(() => Date.now());
+      await new Promise((r) => setTimeout(r, TTL_MS * 0.6));
+      // SIGKILL as its lease sees it: no renewal and no release from now on.
+      const killedAt = Date.now();
+      await a.cut();
+      await new Promise((r) => setTimeout(r, 50));
+      const renewedAt = await replica.renewedAt();
+      const takenAt = await bAcquired;
+      console.log(
+        `${adapter.name}: standby leads ${takenAt - killedAt} ms after the holder stopped, ${takenAt - renewedAt} ms after its last renewal (lease ${TTL_MS} ms)`,
+      );
+      // Never before the lease ran out, and within the lease time of the holder's last renewal (so of
+      // its stop) give or take the server's expiry lag and a round trip. A standby that tried every
+      // third of the lease took up to TTL + TTL/3 after the last renewal (TTL + TTL/4 here).
+      expect(takenAt - renewedAt).toBeGreaterThanOrEqual(TTL_MS - 50);
+      expect(takenAt - renewedAt).toBeLessThanOrEqual(TTL_MS + 300);
+      expect(takenAt - killedAt).toBeLessThanOrEqual(TTL_MS + 300);
       await b.lease.release();
       await b.cut();
       await a.lease.release();

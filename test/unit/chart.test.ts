@@ -367,7 +367,7 @@ describe("the Helm chart", () => {
         apiGroups: ["coordination.k8s.io"],
         resources: ["leases"],
         resourceNames: ["r-vehicle-inspection-operator"],
-        verbs: ["get", "update"],
+        verbs: ["get", "watch", "update"],
       });
       expect(operator.some((r: any) => r.resources.includes("jobs"))).toBe(false);
     });

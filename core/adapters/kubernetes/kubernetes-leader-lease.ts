@@ -1,4 +1,4 @@
-import { type CoordinationV1Api, type V1Lease, V1MicroTime } from "@kubernetes/client-node";
+import { type CoordinationV1Api, type V1Lease, V1MicroTime, type Watch } from "@kubernetes/client-node";
 import type { LeaderLease } from "../../ports/leader-lease.ts";
 import { apiStatus, CONFLICT, NOT_FOUND } from "./api-status.ts";
 
@@ -9,12 +9,19 @@ export type KubernetesLeaderLeaseOptions = {
   identity: string;
   /** How long a lease not renewed stays its holder's (leaseDurationSeconds). */
   ttlMs: number;
+  /**
+   * Watches the Lease while this replica waits to lead, so it sees each renewal as it is made and
+   * tries when the holder's lease is due; without it, it reads the Lease every third of the duration.
+   */
+  watch?: Watch;
   /** A failed try to take the lease (the API server away, or this account not allowed): it is tried again. */
   onError?: (error: unknown) => void;
 };
 
 /** After a failed renewal, the next try comes this soon (not a third of the lease later). */
 const RETRY_MS = 500;
+/** Past the time a holder's lease is due, a standby tries this often (its watch may lag the record). */
+const DUE_POLL_MS = 100;
 
 /**
  * Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it (the
@@ -22,9 +29,15 @@ const RETRY_MS = 500;
  * of two replicas racing, the API server takes one and answers the other 409. A replica takes the
  * lease when there is none, when it is released (no holder), or when its record has not changed for
  * leaseDurationSeconds as this replica's own clock measures it since it last saw it change (never
- * the holder's renewTime against this clock: the two clocks may disagree). The holder renews every
- * third of the duration and calls itself lost when a renewal finds another holder, or when it could
- * not renew for two thirds of the duration, before any other replica may take it.
+ * the holder's renewTime against this clock: the two clocks may disagree). client-go's timing: the
+ * lease duration is OPERATOR_LEASE_MS (whole seconds); the holder renews every third of it and calls
+ * itself lost when a renewal finds another holder, or when it could not renew for two thirds of it
+ * (renew deadline), before any other replica may take it; a failed renewal is retried after RETRY_MS
+ * (retry period). Where client-go's standby polls every retry period, so it sees a renewal up to a
+ * period late and tries up to a period after the lease is due, a standby here watches the Lease
+ * (`watch`): it sees each renewal as it is made and tries when the holder's lease is due (its
+ * duration after the change it saw), then every DUE_POLL_MS: it leads within the duration of the
+ * holder's last renewal, plus a round trip or two.
  */
 export class KubernetesLeaderLease implements LeaderLease {
   readonly #o: KubernetesLeaderLeaseOptions;
@@ -47,8 +60,13 @@ export class KubernetesLeaderLease implements LeaderLease {
       this.#o.onError?.(error);
       return false;
     };
-    while (!this.#stopped && !(await this.#tryAcquireOrRenew().catch(failed))) {
-      await new Promise((r) => setTimeout(r, every));
+    const watching = await this.#watch();
+    try {
+      while (!this.#stopped && !(await this.#tryAcquireOrRenew().catch(failed))) {
+        await new Promise((r) => setTimeout(r, this.#untilDue(every, watching !== null)));
+      }
+    } finally {
+      watching?.abort();
     }
     if (this.#stopped) return;
     this.#holding = true;
@@ -73,6 +91,31 @@ export class KubernetesLeaderLease implements LeaderLease {
       if (!this.#stopped) this.#timer = setTimeout(renew, held ? every : Math.min(every, RETRY_MS)).unref();
     };
     this.#timer = setTimeout(renew, every).unref();
+  }
+
+  /** How long a standby waits before its next try: until the holder's lease is due where it watches, else a third of the duration. */
+  #untilDue(every: number, watching: boolean): number {
+    const seconds = this.#observed?.spec?.leaseDurationSeconds;
+    if (!watching || !this.#observed?.spec?.holderIdentity || !seconds) return every;
+    const late = Date.now() - (this.#observedAt + seconds * 1000);
+    return late < 0 ? Math.min(-late, every) : late < every ? DUE_POLL_MS : every;
+  }
+
+  /** Follows the Lease's changes (each noted as #see notes a read); null where there is no watch or it cannot start. */
+  async #watch(): Promise<AbortController | null> {
+    const { watch, namespace, name } = this.#o;
+    if (!watch) return null;
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
+    return watch
+      .watch(
+        path,
+        { fieldSelector: `metadata.name=${name}` },
+        (phase, lease: V1Lease) => {
+          if (phase === "ADDED" || phase === "MODIFIED") this.#see(lease);
+        },
+        () => {},
+      )
+      .catch(() => null);
   }
 
   async release(): Promise<void> {
