@@ -12,6 +12,7 @@ import {
 import { ApiError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import type { Services } from "../core/services.ts";
+import type { Nats } from "../core/adapters/nats/nats-connection.ts";
 import { captureRoutes } from "../capture/routes/capture-routes.ts";
 import { pageRoutes } from "../capture/routes/page-routes.ts";
 import { dashboardRoutes } from "../dashboard/dashboard-routes.ts";
@@ -24,7 +25,7 @@ import { idempotency } from "./plugins/idempotency.ts";
 import { jsonBodyText, refuseBadStrings } from "./plugins/strict-input.ts";
 import { registerRateLimit } from "./plugins/rate-limit.ts";
 import { RouteMethods } from "./plugins/route-methods.ts";
-import { probeRoutes, storeAnswers } from "../core/net/probe-routes.ts";
+import { probeRoutes, runChecks, serviceChecks } from "../core/net/probe-routes.ts";
 import { sharedRateLimitStore } from "../core/net/shared-rate-limit-store.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { inspectionRoutes } from "./routes/inspections.ts";
@@ -167,8 +168,9 @@ export async function buildApp(s: Services) {
   app.get("/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   // `/`, `/favicon.ico` and the API reference rendered at /docs.
   await app.register(siteRoutes(DASHBOARD_PREFIX));
-  // Ready while the store answers too.
-  await app.register(probeRoutes(() => storeAnswers(s)));
+  // Ready while the store answers, and S3 and NATS where the workload has them (METRICS_PORT's /readyz says the same).
+  const checks = serviceChecks(s as Services & { nats?: Nats | null });
+  await app.register(probeRoutes(() => runChecks(checks)));
   return app;
 }
 

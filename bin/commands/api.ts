@@ -3,7 +3,7 @@ import { NatsBus } from "../../core/adapters/nats/nats-bus.ts";
 import { publishIntents } from "../../core/intents-over-bus.ts";
 import { createLogger } from "../../core/logger.ts";
 import { workloadServices } from "../cluster-services.ts";
-import { storeAnswers } from "../../core/net/probe-routes.ts";
+import { serviceChecks } from "../../core/net/probe-routes.ts";
 import { Metrics } from "../../core/metrics.ts";
 import { Readiness, startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
@@ -24,7 +24,7 @@ export async function api(config: Config): Promise<{ close(): Promise<void>; por
   const bus = s.nats ? await NatsBus.open(s.nats, { log: log.child({ component: "bus" }) }) : null;
   const stopIntents = bus ? publishIntents(s.signals, bus, log) : () => {};
   const http = await startHttp(s, config, log);
-  readiness.when(() => storeAnswers(s));
+  readiness.when(serviceChecks(s));
   log.info({ port: http.port, metrics_port: probes.port, nats: config.natsUrl !== null, blobs: config.blobs.kind }, "api workload started");
   return {
     port: http.port,

@@ -3,6 +3,8 @@ import { createLogger } from "../../core/logger.ts";
 import { Metrics } from "../../core/metrics.ts";
 import { Readiness, startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
+import { blobStoreFrom } from "../../core/adapters/blob-store-from.ts";
+import { blobsAnswer, cached, natsCheck } from "../../core/net/probe-routes.ts";
 import { startInferenceWorker } from "../../inference/worker/inference-worker.ts";
 
 /**
@@ -24,7 +26,9 @@ export async function inference(config: Config): Promise<{ close(): Promise<void
     await probes.close();
     throw error;
   });
-  readiness.when(async () => {});
+  // Ready while it can take jobs (NATS) and read photos and write evidence (S3, where blobs are there).
+  const blobs = blobStoreFrom(config.blobs);
+  readiness.when([natsCheck(worker.nats), ...(config.blobs.kind === "s3" ? [cached("s3", () => blobsAnswer({ blobs }))] : [])]);
   const started = { worker: worker.name, threads: config.detectionThreads, blobs: config.blobs.kind, metrics_port: probes.port };
   log.info(started, "inference workload started");
   const close = closeOnce(async () => {

@@ -10,7 +10,7 @@ import { NatsDetectionRunner } from "../../core/adapters/nats/nats-detection-run
 import type { DetectionRunner } from "../../core/ports/detection-runner.ts";
 import { WorkerPoolRunner } from "../../inference/detection/worker-pool-runner.ts";
 import { workloadServices } from "../cluster-services.ts";
-import { storeAnswers } from "../../core/net/probe-routes.ts";
+import { serviceChecks } from "../../core/net/probe-routes.ts";
 import { Metrics } from "../../core/metrics.ts";
 import { Readiness, startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
@@ -25,7 +25,7 @@ import { startOperator, startUpkeep } from "./workloads.ts";
 export async function operator(config: Config): Promise<{ close(): Promise<void>; port: number }> {
   const log = createLogger(config.logLevel).child({ workload: "operator" });
   // Probes first, before the stores' servers answer and before the lease: a standby answers its
-  // probes too. Ready while the store answers.
+  // probes too. Ready while the store, S3 and NATS answer.
   const metrics = new Metrics("operator");
   const readiness = new Readiness();
   const probes = await startProbeServer(config, metrics, () => readiness.check(), log);
@@ -33,7 +33,7 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
     await probes.close();
     throw error;
   });
-  readiness.when(() => storeAnswers(s));
+  readiness.when(serviceChecks(s));
   // Replicas wait here while another leads: one controller writes status at a time.
   const lease = await operatorLease(config, s.nats, log);
   if (lease) {

@@ -2,19 +2,19 @@ import fastify from "fastify";
 import type { Logger } from "pino";
 import type { Config } from "../../core/config.ts";
 import type { Metrics } from "../../core/metrics.ts";
-import { metricsRoute, probeRoutes } from "../../core/net/probe-routes.ts";
+import { type CheckResult, metricsRoute, probeRoutes, type ReadyCheck, runChecks } from "../../core/net/probe-routes.ts";
 
-/** What /readyz asks: not ready until told how to tell (the workload's stores are open), then that. */
+/** What /readyz asks: a failing `startup` while the workload starts, then its named checks (`when`). */
 export class Readiness {
-  #check: (() => Promise<void>) | null = null;
+  #checks: ReadyCheck[] | null = null;
 
-  when(check: () => Promise<void>): void {
-    this.#check = check;
+  when(checks: ReadyCheck[]): void {
+    this.#checks = checks;
   }
 
-  async check(): Promise<void> {
-    if (!this.#check) throw new Error("starting: waiting for the servers its stores live on");
-    await this.#check();
+  async check(): Promise<CheckResult[]> {
+    if (this.#checks) return runChecks(this.#checks);
+    return [{ name: "startup", ok: false, reason: "starting: waiting for the servers its stores live on (NATS, the API server)" }];
   }
 }
 
@@ -25,7 +25,7 @@ export class Readiness {
 export async function startProbeServer(
   config: Config,
   metrics: Metrics,
-  ready: () => Promise<void>,
+  ready: () => Promise<CheckResult[]>,
   log: Logger,
 ): Promise<{ port: number; close(): Promise<void> }> {
   const app = fastify();

@@ -3,7 +3,7 @@ import { NatsDetectionRunner } from "../../core/adapters/nats/nats-detection-run
 import { createLogger } from "../../core/logger.ts";
 import { WorkerPoolRunner } from "../../inference/detection/worker-pool-runner.ts";
 import { workloadServices } from "../cluster-services.ts";
-import { storeAnswers } from "../../core/net/probe-routes.ts";
+import { runChecks, serviceChecks } from "../../core/net/probe-routes.ts";
 import { startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
 import { startHttp, startOperator, startUpkeep } from "./workloads.ts";
@@ -29,7 +29,8 @@ export async function start(config: Config): Promise<{ close(): Promise<void>; p
     : null;
   const upkeep = startUpkeep(s, config, log);
   const http = await startHttp(s, config, log);
-  const probes = await startProbeServer(config, s.metrics, () => storeAnswers(s), log);
+  const checks = serviceChecks(s);
+  const probes = await startProbeServer(config, s.metrics, () => runChecks(checks), log);
   const started = { port: http.port, metrics_port: probes.port, data_dir: config.dataDir, public_url: config.publicUrl };
   log.info(started, "vehicle inspection service started");
 

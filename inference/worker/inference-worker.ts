@@ -26,6 +26,8 @@ const PUBLISH_TRIES = 5;
 
 export type InferenceWorker = {
   name: string;
+  /** Its NATS connection, for /readyz. */
+  nats: Nats;
   /** Settles once the worker has had no job for INFERENCE_EXIT_WHEN_IDLE_MS (never where that is unset). */
   idle: Promise<void>;
   close(): Promise<void>;
@@ -117,7 +119,7 @@ class Worker {
       { slots, ack_wait_ms: this.#p.config.inferenceAckWaitMs, blobs: this.#p.config.blobs.kind },
       "inference worker started",
     );
-    return { name: this.#p.name, idle: this.#idle.promise, close: () => (this.#closing ??= this.#close()) };
+    return { name: this.#p.name, nats: this.#p.nats, idle: this.#idle.promise, close: () => (this.#closing ??= this.#close()) };
   }
 
   /**

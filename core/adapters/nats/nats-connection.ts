@@ -17,14 +17,37 @@ export type Nats = {
   nc: NatsConnection;
   js: JetStreamClient;
   kvm: Kvm;
+  /** Whether the connection is up now: false from a disconnect until the client has reconnected. */
+  connected(): boolean;
   /** Drains the connection (its subscriptions finish what they hold), or closes it where it cannot drain. */
   close(): Promise<void>;
 };
 
+/** The first wait between reconnection tries, and the longest (the client's own fixed wait is 2 s). */
+export const RECONNECT_MIN_MS = 100;
+export const RECONNECT_MAX_MS = 2_000;
+
 /**
- * One connection to NATS (`NATS_URL`; several servers comma-separated). It reconnects forever: a
- * NATS restart or failover is an outage the stores ride out (their calls fail as unavailable
- * meanwhile), never a reason for the process to stop.
+ * The wait before the next reconnection try, growing with the outage: a third of how long the
+ * connection has been lost, at least RECONNECT_MIN_MS and at most RECONNECT_MAX_MS, times this
+ * process's `jitter` (0.8 to 1.2, drawn afresh at each outage). The client asks again after each
+ * wait and dials once the wait it gets has passed since its last try, so the gap between tries is
+ * half the outage so far: tries at about 0.1, 0.2, 0.3, 0.45, 0.7, 1, 1.5, 2.3, 3.4 s… (×1.5 each),
+ * then every 2 s. A restarted server (back in a second or two) is found within a fraction of its
+ * outage, which an operator's lease needs (renewed within two thirds of OPERATOR_LEASE_MS), and a
+ * long outage is not hammered by every process of the cluster at once.
+ */
+export function reconnectWaitMs(outageMs: number, jitter: number): number {
+  return Math.round(Math.min(RECONNECT_MAX_MS, Math.max(RECONNECT_MIN_MS, outageMs / 3)) * jitter);
+}
+
+const drawJitter = () => 0.8 + Math.random() * 0.4;
+
+/**
+ * One connection to NATS (`NATS_URL`; several servers comma-separated). It reconnects forever, with
+ * a growing, jittered wait between tries (reconnectWaitMs): a NATS restart or failover is an outage
+ * the stores ride out (their calls fail as unavailable meanwhile), never a reason for the process
+ * to stop. `connected()` says whether it is up now, for /readyz.
  */
 export async function connectNats(options: {
   url: string;
@@ -33,25 +56,29 @@ export async function connectNats(options: {
   /** Keep trying until the server answers, rather than failing at once (a workload started before NATS). */
   waitForServer?: boolean;
 }): Promise<Nats> {
-  // Half a second between tries rather than the client's 2 s: a restarted server is back in about
-  // that, and an operator's lease (OPERATOR_LEASE_MS) must be renewed within its TTL.
+  /** When the connection was lost (or first tried), and this outage's jitter; lostAt 0 while connected. */
+  const outage = { lostAt: Date.now(), jitter: drawJitter() };
   const nc = await connect({
     servers: options.url.split(","),
     name: options.name,
     maxReconnectAttempts: -1,
-    reconnectTimeWait: 500,
+    reconnectDelayHandler: () => reconnectWaitMs(outage.lostAt ? Date.now() - outage.lostAt : 0, outage.jitter),
     waitOnFirstConnect: options.waitForServer ?? false,
   });
-  if (options.onStatus) {
-    const report = options.onStatus;
-    void (async () => {
-      for await (const status of nc.status()) report(status);
-    })().catch(() => {});
-  }
+  outage.lostAt = 0;
+  const report = options.onStatus;
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === "disconnect" && !outage.lostAt) Object.assign(outage, { lostAt: Date.now(), jitter: drawJitter() });
+      if (status.type === "reconnect") outage.lostAt = 0;
+      report?.(status);
+    }
+  })().catch(() => {});
   return {
     nc,
     js: jetstream(nc),
     kvm: new Kvm(nc),
+    connected: () => !outage.lostAt && !nc.isClosed(),
     close: async () => {
       if (nc.isClosed()) return;
       await nc.drain().catch(() => nc.close());
