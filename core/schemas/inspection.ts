@@ -48,7 +48,7 @@ export const CreateInspectionBody = z.strictObject({
   }),
   review: z.enum(REVIEW_POLICIES).optional().meta({
     description:
-      "When the report goes to a person: always, when_unsure (a reason to look: damage suspected, low confidence, photo problems kept, VIN unconfirmed) or off. Default: the account's policy, itself when_unsure unless changed in the dashboard.",
+      "When the report goes to a person: always, when_unsure (a reason to look: damage suspected, low confidence, photo problems kept, VIN unconfirmed, photos of another vehicle, photos sent before) or off. Default: the account's policy, itself when_unsure unless changed in the dashboard.",
   }),
   capture: CaptureInput.optional(),
 });
