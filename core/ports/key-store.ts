@@ -1,3 +1,4 @@
+import type { Branding } from "../domain/branding.ts";
 import type { ReviewPolicy } from "../domain/review.ts";
 import type { Environment } from "../ids.ts";
 
@@ -71,6 +72,10 @@ export interface KeyStore {
   reviewPolicy(accountId: string, livemode: boolean): Promise<ReviewPolicy>;
   /** Sets it; inspections completed from then on follow it, unless created with a policy of their own. */
   setReviewPolicy(accountId: string, livemode: boolean, policy: ReviewPolicy): Promise<void>;
+  /** The account's branding (core/domain/branding.ts), for its test and live capture pages alike: NO_BRANDING until set. */
+  branding(accountId: string): Promise<Branding>;
+  /** Replaces it whole; capture sessions loaded from then on show it. */
+  setBranding(accountId: string, branding: Branding): Promise<void>;
   /** The account's id, the account made on first use (as createKey and webhookSecret do). */
   accountId(accountName: string, now: number): Promise<string>;
 }

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Branding, NO_BRANDING } from "../../core/domain/branding.ts";
 import { DEFAULT_CAPTURE_PLAN } from "../../core/domain/capture-plan.ts";
 import { InspectionRecords } from "../../core/adapters/kubernetes/inspection-records.ts";
 import { KubernetesEventStore } from "../../core/adapters/kubernetes/kubernetes-event-store.ts";
@@ -951,6 +952,29 @@ for (const adapter of KEY_ADAPTERS) {
       await other.setReviewPolicy(accountId, false, "when_unsure");
       expect(await keys.reviewPolicy(accountId, false)).toBe("when_unsure");
       expect(await keys.reviewPolicy("acct_nobody", false)).toBe("when_unsure");
+    });
+
+    it("keeps one branding per account, for test and live alike, none until set, replaced whole", async () => {
+      const { keys, reopenKeys } = await adapter.make();
+      const accountId = await keys.accountId(`acme-${newId("acct")}`, 1);
+      const otherAccount = await keys.accountId(`globex-${newId("acct")}`, 1);
+      expect(await keys.branding(accountId)).toEqual(NO_BRANDING);
+      const branded: Branding = {
+        displayName: "Acme Insurance — Ünfall & Co",
+        accentColor: "#1d4ed8",
+        logo: { id: "logo_abcdefghijklmnopqrstuvwx", width: 480, height: 120, bytes: 5120 },
+        updatedAt: 10,
+      };
+      await keys.setBranding(accountId, branded);
+      const other = await reopenKeys();
+      expect(await other.branding(accountId)).toEqual(branded);
+      expect(await other.branding(otherAccount)).toEqual(NO_BRANDING);
+      // Replaced whole: a field left out is gone.
+      await other.setBranding(accountId, { displayName: "Acme", accentColor: null, logo: null, updatedAt: 20 });
+      expect(await keys.branding(accountId)).toEqual({ displayName: "Acme", accentColor: null, logo: null, updatedAt: 20 });
+      // Setting it leaves the review policies as they were.
+      expect(await keys.reviewPolicy(accountId, false)).toBe("when_unsure");
+      expect(await keys.branding("acct_nobody")).toEqual(NO_BRANDING);
     });
 
     it("rotates the webhook secret, the one it replaces signing beside it until the overlap ends", async () => {

@@ -1,3 +1,4 @@
+import { type Branding, NO_BRANDING } from "../../domain/branding.ts";
 import { DEFAULT_REVIEW_POLICY, type ReviewPolicy } from "../../domain/review.ts";
 import type { Environment } from "../../ids.ts";
 import { type ApiKeyRecord, byCreation, type KeyStore, newestFirst, signingAt, type WebhookSecretRecord } from "../../ports/key-store.ts";
@@ -54,6 +55,14 @@ export class MemoryKeyStore implements KeyStore {
 
   async setReviewPolicy(accountId: string, livemode: boolean, policy: ReviewPolicy): Promise<void> {
     this.#state.reviewPolicies.set(pairKey(accountId, livemode), policy);
+  }
+
+  async branding(accountId: string): Promise<Branding> {
+    return this.#state.brandings.get(accountId) ?? NO_BRANDING;
+  }
+
+  async setBranding(accountId: string, branding: Branding): Promise<void> {
+    this.#state.brandings.set(accountId, snapshot(branding));
   }
 
   async accountId(accountName: string, now: number): Promise<string> {

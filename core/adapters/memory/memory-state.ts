@@ -1,3 +1,4 @@
+import type { Branding } from "../../domain/branding.ts";
 import type { ReviewPolicy } from "../../domain/review.ts";
 import { newId } from "../../ids.ts";
 import type { StoredResponse } from "../../ports/idempotency-store.ts";
@@ -51,6 +52,8 @@ export class MemoryState {
   readonly webhookSecrets = new Map<string, StoredSecret>();
   /** By `pairKey(accountId, livemode)`; absent: the default. */
   readonly reviewPolicies = new Map<string, ReviewPolicy>();
+  /** By account id; absent: NO_BRANDING. */
+  readonly brandings = new Map<string, Branding>();
   /** By `scopedKey(scope, key)`. */
   readonly idempotencyKeys = new Map<string, StoredIdempotencyKey>();
 

@@ -1,3 +1,4 @@
+import { type Branding, NO_BRANDING } from "../../domain/branding.ts";
 import { DEFAULT_REVIEW_POLICY, type ReviewPolicy } from "../../domain/review.ts";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KV, Kvm, KvWatchEntry } from "@nats-io/kv";
@@ -160,6 +161,15 @@ export class NatsKeyStore implements KeyStore {
   async setReviewPolicy(accountId: string, livemode: boolean, policy: ReviewPolicy): Promise<void> {
     const settings: AccountSettings = { reviewPolicy: policy };
     await natsCall(WHAT, () => this.#settings.put(pairKey(accountId, livemode), JSON.stringify(settings)));
+  }
+
+  /** In the account-settings bucket beside the review policies, under `<account>.branding`. */
+  async branding(accountId: string): Promise<Branding> {
+    return natsCall(WHAT, async () => storedValue<Branding>(await this.#settings.get(`${token(accountId)}.branding`)) ?? NO_BRANDING);
+  }
+
+  async setBranding(accountId: string, branding: Branding): Promise<void> {
+    await natsCall(WHAT, () => this.#settings.put(`${token(accountId)}.branding`, JSON.stringify(branding)));
   }
 
   async webhookSecretFor(accountId: string, livemode: boolean, make: () => string, now: number): Promise<WebhookSecretRecord> {

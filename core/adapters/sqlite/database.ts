@@ -162,6 +162,13 @@ const MIGRATIONS: string[] = [
   `
   ALTER TABLE inspections ADD COLUMN capture TEXT;
   `,
+  // Whose capture page it is: the account's display name, accent colour and logo (JSON), one row an
+  // account, for test and live alike.
+  `
+  CREATE TABLE account_branding (
+    account_id TEXT PRIMARY KEY, display_name TEXT, accent_color TEXT, logo TEXT, updated_at INTEGER NOT NULL
+  );
+  `,
 ];
 
 export type Database = DatabaseSync;

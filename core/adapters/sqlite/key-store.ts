@@ -1,3 +1,4 @@
+import { type Branding, NO_BRANDING, type StoredLogo } from "../../domain/branding.ts";
 import { DEFAULT_REVIEW_POLICY, type ReviewPolicy } from "../../domain/review.ts";
 import type { Environment } from "../../ids.ts";
 import { newId } from "../../ids.ts";
@@ -116,6 +117,26 @@ export class SqliteKeyStore implements KeyStore {
       `INSERT INTO account_settings (account_id, livemode, review_policy) VALUES (?, ?, ?)
        ON CONFLICT (account_id, livemode) DO UPDATE SET review_policy = excluded.review_policy`,
     ).run(accountId, livemode ? 1 : 0, policy);
+  }
+
+  async branding(accountId: string): Promise<Branding> {
+    const row = sql(this.#db, "SELECT * FROM account_branding WHERE account_id = ?").get(accountId) as Row | undefined;
+    if (!row) return NO_BRANDING;
+    return {
+      displayName: row.display_name as string | null,
+      accentColor: row.accent_color as string | null,
+      logo: row.logo === null ? null : (JSON.parse(row.logo as string) as StoredLogo),
+      updatedAt: row.updated_at as number,
+    };
+  }
+
+  async setBranding(accountId: string, b: Branding): Promise<void> {
+    sql(
+      this.#db,
+      `INSERT INTO account_branding (account_id, display_name, accent_color, logo, updated_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (account_id) DO UPDATE SET display_name = excluded.display_name, accent_color = excluded.accent_color,
+         logo = excluded.logo, updated_at = excluded.updated_at`,
+    ).run(accountId, b.displayName, b.accentColor, b.logo && JSON.stringify(b.logo), b.updatedAt);
   }
 
   async webhookSecretFor(accountId: string, livemode: boolean, make: () => string, now: number): Promise<WebhookSecretRecord> {
