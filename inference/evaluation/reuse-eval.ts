@@ -117,7 +117,9 @@ lookups.sort((a, b) => a - b);
 
 // Every photo looked up among all the others: a match is two files of the datasets taken for one picture.
 const matches: string[] = [];
+let read = 0;
 for (const [i, photo] of indexed.entries()) {
+  read += (await index.candidates(scope, photo)).length;
   const first = await index.firstSent(scope, photo);
   if (first && first.at < photo.at) matches.push(`${files[Number(first.mediaId.slice(4))]} ~ ${files[i]}`);
 }
@@ -125,4 +127,9 @@ console.log(`distinct files matched to an earlier one: ${matches.length} (each b
 for (const m of matches) console.log(`  ${m}`);
 console.log(
   `lookup in an index of ${files.length} photos: median ${lookups[lookups.length >> 1]!.toFixed(1)} ms, p95 ${lookups[Math.floor(lookups.length * 0.95)]!.toFixed(1)} ms`,
+);
+// What the hash and the coarse pictures leave to read and compare: it grows with the account's photos.
+const perLookup = read / indexed.length;
+console.log(
+  `candidates read and compared a lookup: ${perLookup.toFixed(2)} among ${files.length} photos (${((perLookup / files.length) * 10_000).toFixed(2)} per 10,000 photos indexed)`,
 );

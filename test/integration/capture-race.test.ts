@@ -134,5 +134,5 @@ describe("capture: uploads racing the submit", () => {
     // The rounds raced both ways: some uploads landed before the submit, some after.
     expect(accepted).toBeGreaterThan(0);
     expect(refused).toBeGreaterThan(0);
-  }, 400_000); // Past the default: room for a two-core machine busy with other suites; each upload is also fingerprinted and indexed (core/photo-index.ts), 9 more blob writes, and each completion looks its photos up (160 s for 200 rounds in the cluster composition here).
+  }, 400_000); // Past the default: room for a two-core machine busy with other suites; each upload is also fingerprinted and indexed (core/photo-index.ts, two more blob writes), and each completion looks its photos up.
 });
