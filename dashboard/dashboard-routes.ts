@@ -15,6 +15,7 @@ import { inspectionRoutes } from "./routes/inspections.ts";
 import { keyRoutes } from "./routes/keys.ts";
 import { reviewPageRoutes } from "./routes/review-page.ts";
 import { reviewBadge, reviewQueueRoutes } from "./routes/review-queue.ts";
+import { settingsRoutes } from "./routes/settings.ts";
 import { signInRoutes } from "./routes/sign-in.ts";
 import { teamRoutes } from "./routes/team.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
@@ -87,11 +88,13 @@ export const dashboardRoutes =
           ? "This form has expired or did not come from this dashboard. Go back, reload the page and try again."
           : status === 429
             ? "Too many attempts. Wait a minute and try again."
-            : status >= 500
-              ? "Something went wrong on our side. Try again in a moment."
-              : status === 404
-                ? "There is no such page."
-                : error.message;
+            : status === 413
+              ? "What was sent is too large: a logo may be at most 200 KB. Go back and choose a smaller file."
+              : status >= 500
+                ? "Something went wrong on our side. Try again in a moment."
+                : status === 404
+                  ? "There is no such page."
+                  : error.message;
       return errorPage(request, reply.code(status), message);
     });
     app.setNotFoundHandler((request, reply) => errorPage(request, reply.code(404), "There is no such page."));
@@ -128,6 +131,7 @@ export const dashboardRoutes =
       await pages.register(keyRoutes(s));
       await pages.register(webhookRoutes(s));
       await pages.register(teamRoutes(s));
+      await pages.register(settingsRoutes(s));
     });
   };
 

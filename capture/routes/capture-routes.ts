@@ -7,6 +7,7 @@ import { ApiError } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
 import { ErrorBody } from "../../core/schemas/common.ts";
+import { logoPath } from "../../core/domain/branding.ts";
 import { CLOSEUP, type VehiclePart } from "../../core/domain/closeups.ts";
 import { requiredAngles } from "../../core/domain/capture-plan.ts";
 import {
@@ -116,7 +117,7 @@ export const captureRoutes =
     };
 
     const session = async (r: InspectionRecord) => {
-      const all = await s.inspections.photos(r.id);
+      const [all, branding] = await Promise.all([s.inspections.photos(r.id), s.keys.branding(r.accountId)]);
       const photos = new Map(all.filter((p) => p.slot === null).map((p) => [p.angle, p]));
       const closeups = all.filter((p) => p.angle === CLOSEUP && p.slot !== null).sort((a, b) => a.slot! - b.slot!);
       return {
@@ -134,6 +135,11 @@ export const captureRoutes =
           quality: photos.get(angle)?.quality ?? null,
         })),
         closeups: closeups.map((p) => ({ n: p.slot!, part: p.part as VehiclePart | null, media_id: p.mediaId, quality: p.quality })),
+        account: {
+          display_name: branding.displayName,
+          accent_color: branding.accentColor,
+          logo_url: branding.logo && `${s.config.publicUrl}${logoPath(branding.logo.id)}`,
+        },
       };
     };
 

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import fastifyStatic from "@fastify/static";
 import type { FastifyPluginAsync } from "fastify";
 import { CaptureLinks } from "../../core/capture-links.ts";
+import { LOGO_ID, logoBlobKey } from "../../core/domain/branding.ts";
 import { captureLinkState } from "../../core/domain/state-machine.ts";
 import type { Services } from "../../core/services.ts";
 
@@ -50,6 +51,23 @@ export const pageRoutes =
       // The locale asked for at creation (canonical BCP 47: letters, digits and hyphens), so the page
       // loads its catalogue while the session loads, and shows even an ended link in that language.
       return template.replace("{{state}}", state).replace("{{locale}}", inspection?.capture.locale ?? "");
+    });
+
+    // The account's logo (core/domain/branding.ts), for the capture page's header and the dashboard's
+    // settings. Its name is random and changes with the logo, so it is kept for as long as wanted.
+    app.get("/capture/logos/:file", { schema: { hide: true } }, async (request, reply) => {
+      const { file } = request.params as { file: string };
+      const id = file.endsWith(".png") ? file.slice(0, -4) : "";
+      const png = LOGO_ID.test(id) ? await s.blobs.get(logoBlobKey(id)) : null;
+      if (!png) return reply.code(404).type("text/plain; charset=utf-8").send("No such logo.");
+      return reply
+        .headers({
+          "content-security-policy": "default-src 'none'; sandbox",
+          "x-content-type-options": "nosniff",
+          "cache-control": "public, max-age=31536000, immutable",
+        })
+        .type("image/png")
+        .send(png);
     });
 
     await app.register(fastifyStatic, {

@@ -48,6 +48,21 @@ export const CaptureSession = z.object({
   closeups: z
     .array(z.object({ n: z.number().int(), part: VehiclePart.nullable(), media_id: z.string(), quality: Quality }))
     .meta({ description: "The close-ups taken so far, by slot n (1 to 8). Optional: they never block submit." }),
+  account: z
+    .object({
+      display_name: z.string().nullable().meta({
+        description: "Who asks for the photos, as the account set it in the dashboard (plain text, up to 60 characters); null: not set.",
+      }),
+      accent_color: z
+        .string()
+        .regex(/^#[0-9a-f]{6}$/)
+        .nullable()
+        .meta({ description: "The account's colour as #rrggbb, one white text reads on at 4.5:1 at least (WCAG AA); null: not set." }),
+      logo_url: z.string().nullable().meta({
+        description: "The account's logo: a PNG of at most 480 × 120 pixels, served by this service; null: not set.",
+      }),
+    })
+    .meta({ description: "Whose page it is: the account's branding, set in the dashboard. Each field null where the account set none." }),
 });
 
 export const TokenParams = z.strictObject({ token: z.string() });

@@ -39,6 +39,12 @@ export class DashboardClient {
     );
   }
 
+  /** Posts a form with files (multipart/form-data, as a form with enctype="multipart/form-data" does); `_csrf` as post does. */
+  async postMultipart(path: string, form: FormData, from?: string): Promise<Response> {
+    if (!form.has("_csrf")) form.set("_csrf", await this.csrfToken(from ?? path));
+    return this.#keep(await fetch(this.base + path, { method: "POST", body: form, headers: this.#headers(), redirect: "manual" }));
+  }
+
   async csrfToken(page: string): Promise<string> {
     const html = await (await this.get(page)).text();
     const token = /name="_csrf" value="([^"]+)"/.exec(html)?.[1];
