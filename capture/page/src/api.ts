@@ -29,6 +29,8 @@ export type Session = {
   closeup_policy: CloseupPolicy;
   steps: Step[];
   closeups: Closeup[];
+  /** Whose page it is: the account's branding from the dashboard, each null where not set (brand.ts). */
+  account?: { display_name: string | null; accent_color: string | null; logo_url: string | null };
 };
 export type PhotoResult = {
   media_id: string;

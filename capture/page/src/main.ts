@@ -1,4 +1,5 @@
 import { CaptureApi, isInactive, type Session, type Step } from "./api.ts";
+import { applyBranding, endBranding } from "./brand.ts";
 import { camera, cameraView, fail } from "./camera-view.ts";
 import { askSuggested, type CloseupsContext, closeupsView, noteSuggestions } from "./closeups.ts";
 import { focusHeading, h } from "./dom.ts";
@@ -26,6 +27,7 @@ let reviewed = false;
 
 function end(state: string): void {
   camera.close();
+  endBranding();
   const key = ["submitted", "completed", "processing", "canceled", "expired", "failed"].includes(state) ? state : "invalid";
   app.replaceChildren(
     h("main", { class: "end" }, h("h1", {}, t(`end.${key}.title` as MessageKey)), h("p", {}, t(`end.${key}.body` as MessageKey))),
@@ -223,6 +225,7 @@ async function boot(): Promise<void> {
     await messages;
     return isInactive(error) ? location.reload() : end("invalid");
   }
+  applyBranding(session);
   // Resume where the customer was: the first required step not done, else what follows the steps.
   const next = session.steps.findIndex((s) => s.required && !s.done);
   if (next === -1) return afterSteps();
