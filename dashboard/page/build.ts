@@ -16,7 +16,7 @@ rmSync(dist, { recursive: true, force: true });
 await build({
   entryPoints: {
     main: join(here, "src/main.ts"),
-    "main-style": join(here, "src/styles.css"),
+    "main-style": join(here, "src/main.css"),
     review: join(here, "src/review.ts"),
     "review-style": join(here, "src/review.css"),
   },

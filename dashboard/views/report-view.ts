@@ -53,7 +53,12 @@ export function reportView(reportJson: string, mediaUrl: (mediaId: string) => st
     /** The "New since <date>" summary; null unless the report is compared with a baseline. */
     newSince: newSince(report, baseline),
     comparison: report.comparison,
-    photos: report.photos.map((p) => ({ ...p, picture: picture(p.media_id, p.media_id)! })),
+    /** Each photo with the number of counted findings on it, to mark those photos in the grid. */
+    photos: report.photos.map((p) => ({
+      ...p,
+      picture: picture(p.media_id, p.media_id)!,
+      findings: report.findings.filter((f) => f.media_id === p.media_id && isCounted(f)).length,
+    })),
     model: report.model,
     /** The report as the API returns it, for staff who compare with what their system received. */
     json: JSON.stringify(stored, null, 2),
