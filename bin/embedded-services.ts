@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { blobStoreFrom } from "../core/adapters/blob-store-from.ts";
@@ -29,7 +29,17 @@ function captureSecret(dataDir: string): Buffer {
     return readFileSync(path);
   } catch {
     mkdirSync(dataDir, { recursive: true });
-    writeFileSync(path, randomBytes(32), { mode: 0o600, flag: "wx" });
+    // Written whole under a name of its own and linked into place: of processes starting at once
+    // over one data directory, the first link wins and the others read its secret, never a half-written one.
+    const staging = `${path}.${process.pid}.${randomBytes(4).toString("hex")}`;
+    writeFileSync(staging, randomBytes(32), { mode: 0o600, flag: "wx" });
+    try {
+      linkSync(staging, path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    } finally {
+      unlinkSync(staging);
+    }
     return readFileSync(path);
   }
 }

@@ -44,6 +44,8 @@ describe.each(["sqlite", "kubernetes"] as const)(
     /** The running process of each supervised workload, by a name of its own. */
     const running = new Map<string, ServiceProcess>();
     const restarts = new Map<string, number>();
+    /** Every process started, by name, the exited ones too (their logs say when they led). */
+    const launched: [string, ServiceProcess][] = [];
 
     /** Starts `workload` and starts it again whenever it exits, until the test ends. */
     async function supervise(name: string, workload: string, extra: Record<string, string> = {}): Promise<void> {
@@ -52,6 +54,7 @@ describe.each(["sqlite", "kubernetes"] as const)(
       const launch = () => {
         const p = new ServiceProcess({ ...env, ...own, ...extra }, workload);
         running.set(name, p);
+        launched.push([name, p]);
         void p.exited.then(() => {
           if (stopping) return;
           restarts.set(name, (restarts.get(name) ?? 0) + 1);
@@ -200,7 +203,7 @@ describe.each(["sqlite", "kubernetes"] as const)(
       };
       // Photographed before the faults, submitted once the moment the leader is killed (no operator leads).
       const failover = await photographed("failover");
-      let failoverSubmit: { at: number; status: number | null } | undefined;
+      let failoverSubmit: { at: number; status: number | null; answeredMs: number } | undefined;
 
       let natsBackAt = 0;
       let natsStoppedAt = 0;
@@ -219,7 +222,7 @@ describe.each(["sqlite", "kubernetes"] as const)(
           method: "POST",
           signal: AbortSignal.timeout(15_000),
         }).catch(() => null);
-        failoverSubmit = { at, status: r?.status ?? null };
+        failoverSubmit = { at, status: r?.status ?? null, answeredMs: Date.now() - at };
         submittedAt.set(failover.id, at);
         await pause(2_000);
         running.get("api-1")!.kill();
@@ -241,7 +244,7 @@ describe.each(["sqlite", "kubernetes"] as const)(
       const walkIds = [...walked, failover.id];
 
       // The leader's recovery: after its SIGKILL, when the next one led; after the NATS restart, when the leader was connected again.
-      const operators = [...running.entries()].filter(([name]) => name.startsWith("operator")).map(([, p]) => p);
+      const operators = launched.filter(([name]) => name.startsWith("operator")).map(([, p]) => p);
       const ledAt = operators.flatMap((p) => p.logs.filter((l) => l.msg === "leading").map((l) => l.time as number));
       const nextLedAt = Math.min(...ledAt.filter((t) => t > leaderKilledAt));
       const leaderNow = operators.find((p) => p.logs.some((l) => l.msg === "leading" && (l.time as number) > leaderKilledAt));
@@ -250,9 +253,9 @@ describe.each(["sqlite", "kubernetes"] as const)(
       )?.time as number | undefined;
       const during = submits.filter((x) => x.at > leaderKilledAt && x.at < nextLedAt);
       console.log(
-        `faults (${store}): leader SIGKILLed, next leader led ${nextLedAt - leaderKilledAt} ms later (OPERATOR_LEASE_MS ${env.OPERATOR_LEASE_MS}); ` +
+        `faults (${store}): restarts so far ${JSON.stringify(Object.fromEntries(restarts))}; leader SIGKILLed, next leader led ${nextLedAt - leaderKilledAt} ms later (OPERATOR_LEASE_MS ${env.OPERATOR_LEASE_MS}); ` +
           `NATS stopped ${natsBackAt - natsStoppedAt} ms, the leader reconnected ${reconnectedAt === undefined ? "?" : reconnectedAt - natsStoppedAt} ms after it was stopped and kept leading; ` +
-          `submits during the failover: the one sent as the leader died answered ${failoverSubmit?.status} in ${(failoverSubmit?.at ?? 0) - leaderKilledAt} ms after the kill, ` +
+          `submits during the failover: the one sent ${(failoverSubmit?.at ?? 0) - leaderKilledAt} ms after the kill answered ${failoverSubmit?.status} at its first try in ${failoverSubmit?.answeredMs} ms, ` +
           `walkaround submits ${during.filter((x) => x.status === 202).length} of ${during.length} answered 202`,
       );
       // Sent while no operator led, and answered 202 at its first try.
