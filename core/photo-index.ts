@@ -26,8 +26,11 @@ export type IndexedPhoto = Fingerprint & { mediaId: string; inspectionId: string
 const OVERLAP_MS = 5 * 60_000;
 /** A listing's page. */
 const PAGE = 1_000;
-/** Photos held in memory, all accounts together (about 200 bytes each): past this the accounts looked up longest ago are let go. */
-const HELD = 1_000_000;
+/**
+ * Photos held in memory, all accounts together (about 500 bytes each, `npm run bench:photo-index`):
+ * past this the accounts looked up longest ago are let go, and read again when next looked up.
+ */
+const HELD = 500_000;
 const COARSE_BYTES = COARSE_GREY * COARSE_GREY + 3 * COARSE_COLOUR_SIDE * COARSE_COLOUR_SIDE;
 /** An entry's time in its name: milliseconds in base 36, fixed width, so names sort by time. */
 const timeOf = (at: number) => Math.max(0, Math.floor(at)).toString(36).padStart(9, "0");

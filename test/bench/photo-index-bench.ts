@@ -12,7 +12,7 @@ import { type IndexedPhoto, PhotoIndex } from "../../core/photo-index.ts";
  * scanning it), then, for each N:
  * - the first lookup of a process that has not read the log yet (a fresh PhotoIndex);
  * - the median of 20 lookups once it has, each reading what the log gained since (nothing here),
- *   and its ratio to the smallest index's;
+ *   its ratio to the smallest index's, and the CPU a lookup took (less noisy on a shared machine);
  * - the memory the photos take in that process (heap and array buffers, after a collection).
  * What a lookup reads on top (the candidates' fingerprints) is counted on real photos by
  * `npm run eval:reuse`.
@@ -65,18 +65,21 @@ try {
     const cold = performance.now() - c0;
     const held = memory() - before;
     const times: number[] = [];
+    const cpu0 = process.cpuUsage();
     for (let k = 0; k < 20; k++) {
       const q = query();
       const t1 = performance.now();
       await reader.firstSent(scope, q);
       times.push(performance.now() - t1);
     }
+    const { user, system } = process.cpuUsage(cpu0);
+    const cpuMs = (user + system) / 1000 / 20;
     times.sort((a, b) => a - b);
     const median = times[10]!;
     base ??= median;
     console.log(
       `${n.toLocaleString("en")} photos: indexed at ${(1000 / addMs).toFixed(0)} photos a second; first lookup of a process ${cold.toFixed(0)} ms; ` +
-        `lookup median ${median.toFixed(2)} ms (${(median / base).toFixed(2)}× the smallest)` +
+        `lookup median ${median.toFixed(2)} ms (${(median / base).toFixed(2)}× the smallest), ${cpuMs.toFixed(2)} ms of CPU` +
         (gc ? `; held in memory ${(held / 2 ** 20).toFixed(1)} MB (${Math.round(held / n)} bytes a photo)` : ""),
     );
   }
