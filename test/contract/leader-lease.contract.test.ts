@@ -204,6 +204,26 @@ for (const adapter of ADAPTERS) {
       await a.lease.release();
     }, 30_000);
 
+    it("a standby held up until after the holder's lease ran out, and the server let its record go, still takes the lease", async () => {
+      const replica = await adapter.replicas();
+      const [a, b] = [await replica("a"), await replica("b")];
+      await a.lease.acquire(() => {});
+      const bAcquired = b.lease.acquire(() => {}).then(() => Date.now());
+      // b has seen a's record; then a stops, and b's process is busy (its event loop held) until well
+      // past the lease, long enough for NATS to expire the key, which no watch reports.
+      await new Promise((r) => setTimeout(r, TTL_MS * 0.4));
+      await a.cut();
+      const busyUntil = Date.now() + TTL_MS * 2.5;
+      while (Date.now() < busyUntil) {
+        // held
+      }
+      const takenAt = await Promise.race([bAcquired, new Promise<null>((r) => setTimeout(() => r(null), TTL_MS * 2))]);
+      expect(takenAt, "the standby never took the lease").not.toBeNull();
+      await b.lease.release();
+      await b.cut();
+      await a.lease.release();
+    }, 30_000);
+
     it("a holder whose renewal went through but whose answer was lost keeps the lease, and no other takes it", async () => {
       const replica = await adapter.replicas();
       const [a, b] = [await replica("a"), await replica("b")];

@@ -1,6 +1,6 @@
 import type { KV, Kvm } from "@nats-io/kv";
 import type { LeaderLease } from "../../ports/leader-lease.ts";
-import { firstWriter } from "./nats-connection.ts";
+import { firstWriter, isRevisionConflict } from "./nats-connection.ts";
 
 const KEY = "leader";
 /** After a failed renewal, the next try comes this soon (not a third of the lease later). */
@@ -59,8 +59,14 @@ export class NatsLeaderLease implements LeaderLease {
           // The holder's write seen a lease ago and none since: its lease is over (it gave up two
           // thirds in), so take it over that revision, as client-go replaces an expired record,
           // rather than wait for the server to remove the key (a few hundred ms late).
+          // The server may have removed the expired key first (its TTL, which no watch reports): then
+          // there is no revision to write over, and the key is created.
           const expired = holder.expired();
-          const take = expired ? this.#kv.update(KEY, this.#identity, expired) : this.#kv.create(KEY, this.#identity);
+          const take = expired
+            ? this.#kv
+                .update(KEY, this.#identity, expired)
+                .catch((error) => (isRevisionConflict(error) ? this.#kv.create(KEY, this.#identity) : Promise.reject(error)))
+            : this.#kv.create(KEY, this.#identity);
           if (await firstWriter(take.then((revision) => (this.#revision = revision)))) break;
         } catch {
           // NATS out of reach: no one can take the lease meanwhile without it either; try again.
