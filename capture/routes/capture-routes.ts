@@ -49,13 +49,23 @@ const errors = {
 };
 
 /**
- * The route's own check of its path parameters, run ahead of validation's place in the lifecycle
- * (a preParsing hook): the error is the one validation would raise, so it is answered the same way.
+ * The route's own check of its path parameters and query, run ahead of validation's place in the
+ * lifecycle (a preParsing hook): the error is the one validation would raise, so it is answered the
+ * same way, and a malformed request is 400 whatever state its link is in (not 410 for a closed one).
  */
 function refuseInvalidParams(request: FastifyRequest): void {
-  const result = request.getValidationFunction("params")?.(request.params) as { error?: unknown[] } | boolean | undefined;
-  if (result && typeof result === "object" && result.error) {
-    throw Object.assign(new Error("Invalid path parameters."), { statusCode: 400, validation: result.error, validationContext: "params" });
+  for (const [part, value] of [
+    ["params", request.params],
+    ["querystring", request.query],
+  ] as const) {
+    const result = request.getValidationFunction(part)?.(value) as { error?: unknown[] } | boolean | undefined;
+    if (result && typeof result === "object" && result.error) {
+      throw Object.assign(new Error(`Invalid ${part === "params" ? "path parameters" : "query"}.`), {
+        statusCode: 400,
+        validation: result.error,
+        validationContext: part,
+      });
+    }
   }
 }
 

@@ -78,6 +78,20 @@ describe("close-ups, without models", () => {
     expect((await (await fetch(captureBase(svc, token))).json()).closeups).toEqual([]);
   });
 
+  it("refuses a malformed close-up with 400 whatever its link's state: a canceled inspection's link answers 410 only to a well-formed one", async () => {
+    const { id, token } = await newInspection(svc, key);
+    expect((await svc.api(key, `/v1/inspections/${id}/cancel`, { method: "POST" })).status).toBe(200);
+    const base = captureBase(svc, token);
+    const badPart = await put(base, "/closeups/5?part=%0B", photos[0]!);
+    expect(badPart.status).toBe(400);
+    expect((await badPart.json()).error).toMatchObject({ code: "parameter_invalid", param: "part" });
+    const badSlot = await put(base, "/closeups/0?part=hood", photos[0]!);
+    expect(badSlot.status).toBe(400);
+    const wellFormed = await put(base, "/closeups/5?part=hood", photos[0]!);
+    expect(wellFormed.status).toBe(410);
+    expect((await wellFormed.json()).error.code).toBe("capture_link_inactive");
+  });
+
   it("refuses an unknown query parameter, and checks the body as a photo upload does", async () => {
     const { token } = await newInspection(svc, key);
     const base = captureBase(svc, token);
