@@ -1,4 +1,5 @@
 import sharp from "sharp";
+import { PHOTO_FORMAT_NAMES, sniffPhotoType } from "../../capture/photos/sniff-photo-type.ts";
 
 /** What the settings page takes: a PNG, JPEG or WebP of at most 200 KB (SVG never: it can carry script). */
 export const LOGO_LIMITS = {
@@ -9,16 +10,6 @@ export const LOGO_LIMITS = {
   width: 480,
   height: 120,
 } as const;
-
-const FORMATS = { png: "PNG", jpeg: "JPEG", webp: "WebP" } as const;
-
-/** The format the first bytes say, whatever the browser declared. */
-function sniff(bytes: Buffer): keyof typeof FORMATS | null {
-  if (bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return "png";
-  if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return "jpeg";
-  if (bytes.subarray(0, 4).toString("latin1") === "RIFF" && bytes.subarray(8, 12).toString("latin1") === "WEBP") return "webp";
-  return null;
-}
 
 const kb = (n: number) => `${Math.ceil(n / 1024)} KB`;
 
@@ -36,8 +27,10 @@ export async function logoImage(
       ok: false,
       error: `The logo is ${kb(bytes.length)}; it may be at most ${kb(LOGO_LIMITS.maxBytes)}. Save it smaller and try again.`,
     };
-  const format = sniff(bytes);
-  if (!format) return { ok: false, error: "The logo must be a PNG, JPEG or WebP image." };
+  // The format the first bytes say, whatever the browser declared: a photo's formats but HEIC.
+  const type = sniffPhotoType(bytes);
+  if (!type || type === "image/heic") return { ok: false, error: "The logo must be a PNG, JPEG or WebP image." };
+  const format = type.slice("image/".length);
   try {
     const image = sharp(bytes, { limitInputPixels: LOGO_LIMITS.maxPixels, failOn: "error", animated: false });
     const meta = await image.metadata();
@@ -54,7 +47,7 @@ export async function logoImage(
       return { ok: false, error: `The logo's canvas is too large to read (over ${LOGO_LIMITS.maxPixels.toLocaleString("en")} pixels).` };
     return {
       ok: false,
-      error: `The logo could not be read as a ${FORMATS[format]} image; it may be damaged. Export it again and try again.`,
+      error: `The logo could not be read as a ${PHOTO_FORMAT_NAMES[type]} image; it may be damaged. Export it again and try again.`,
     };
   }
 }
