@@ -70,6 +70,11 @@ export class Controller {
   /** Inspections this process failed and scheduled again, so that picking one up is a retry, not a resume. */
   readonly #retrying = new Set<string>();
   readonly #queue: WorkQueue;
+  /**
+   * The account's photos, one index for the process's life: it holds each account's photos in
+   * memory once read and then reads only what is new, so a completion does not read the whole log again.
+   */
+  readonly #photoIndex: PhotoIndex;
   #timer: NodeJS.Timeout | undefined;
   #polling: Promise<void> | null = null;
   #stopped = false;
@@ -77,6 +82,7 @@ export class Controller {
 
   constructor(options: ControllerOptions) {
     this.#o = options;
+    this.#photoIndex = new PhotoIndex(options.blobs);
     this.#queue = new WorkQueue({
       clock: options.clock,
       handle: async (id) => {
@@ -298,7 +304,7 @@ export class Controller {
    * (sent before it existed) is not judged.
    */
   async #integrity(r: InspectionRecord, photos: PhotoRecord[], baseline: Report | null) {
-    const index = new PhotoIndex(this.#o.blobs);
+    const index = this.#photoIndex;
     const indexed = new Map(await Promise.all(photos.map(async (p) => [p.mediaId, await index.get(r, p.mediaId)] as const)));
     const baselinePhotos = (baseline?.photos ?? []).filter((p) => isExterior(p.angle));
     const baselinePaints = await Promise.all(baselinePhotos.map(async (p) => (await index.get(r, p.media_id))?.paint ?? null));
@@ -316,12 +322,11 @@ export class Controller {
     photos: PhotoRecord[],
     indexed: Map<string, IndexedPhoto | null>,
   ): Promise<Integrity["reused_photos"]> {
-    const index = new PhotoIndex(this.#o.blobs);
     const judged = await Promise.all(
       photos.map(async (p): Promise<Integrity["reused_photos"][number] | null> => {
         const photo = indexed.get(p.mediaId);
         if (!photo) return null;
-        const first = await index.firstSent(r, photo);
+        const first = await this.#photoIndex.firstSent(r, photo);
         const taken_at = formatTimestamp(photo.takenAt);
         if (first) return { media_id: p.mediaId, inspection: first.inspectionId, reason: "sent_before", taken_at };
         if (photo.takenAt !== null && photo.takenAt < r.createdAt - ANY_TIME_ZONE_MS)
