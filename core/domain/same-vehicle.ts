@@ -62,13 +62,15 @@ export function sameVehicle(photos: readonly PaintedPhoto[]): SameVehicle {
   return { same_vehicle: odd.length > 0 ? "inconsistent" : "consistent", inconsistent_photos: odd };
 }
 
-/** sRGB (0–255) to CIELAB under D65. */
+/** Each sRGB level (0–255) as linear light: a table, since a photo's paint converts thousands of pixels. */
+const LINEAR = Float64Array.from({ length: 256 }, (_, c) => {
+  const v = c / 255;
+  return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+});
+
+/** sRGB (0–255, rounded to a level) to CIELAB under D65. */
 export function labOf(r: number, g: number, b: number): Paint {
-  const lin = (c: number) => {
-    const v = c / 255;
-    return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
-  };
-  const [R, G, B] = [lin(r), lin(g), lin(b)];
+  const [R, G, B] = [LINEAR[Math.round(r)]!, LINEAR[Math.round(g)]!, LINEAR[Math.round(b)]!];
   const f = (t: number) => (t > 216 / 24389 ? Math.cbrt(t) : (t * 24389) / 27 / 116 + 16 / 116);
   const x = f((0.4124 * R + 0.3576 * G + 0.1805 * B) / 0.95047);
   const y = f(0.2126 * R + 0.7152 * G + 0.0722 * B);
