@@ -31,14 +31,10 @@ export function cached(name: string, check: () => Promise<void>, cacheMs = CHECK
           timer = setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
         });
         const result = Promise.race([check(), timeout]).finally(() => clearTimeout(timer));
-        result.catch(() => {});
-        // Counted from when the answer came, so a slow answer is not asked again at once.
-        last = { at: Number.POSITIVE_INFINITY, result };
-        const entry = last;
-        void result.then(
-          () => (entry.at = Date.now()),
-          () => (entry.at = Date.now()),
-        );
+        // Counted from when the answer came (pass or fail), so a slow answer is not asked again at once.
+        const entry = { at: Number.POSITIVE_INFINITY, result };
+        last = entry;
+        void result.catch(() => {}).then(() => (entry.at = Date.now()));
       }
       return last.result;
     },
