@@ -1,11 +1,13 @@
 import { photoIndexFolder } from "./blob-keys.ts";
 import {
+  bitCount,
   CANDIDATE_BITS,
   type Coarse,
   COARSE_COLOUR_SIDE,
   COARSE_GREY,
   coarseOf,
   type Fingerprint,
+  halves,
   mayBeOnePicture,
   mirrored,
   mirroredColour,
@@ -95,18 +97,20 @@ export class PhotoIndex {
    * or in a mirror); null when there is none.
    */
   async firstSent(scope: Scope, photo: IndexedPhoto): Promise<IndexedPhoto | null> {
-    // Oldest first, and the first that is this picture is the answer: a picture sent many times is
-    // read and compared once or twice, not once per copy.
-    for (const mediaId of await this.candidates(scope, photo)) {
-      const other = await this.get(scope, mediaId);
-      if (other && other.inspectionId !== photo.inspectionId && samePicture(photo, other)) return other;
-    }
-    return null;
+    return (await this.lookUp(scope, photo)).first;
   }
 
-  /** The media ids of the account's photos that may be this photo's picture (from memory, not yet compared), oldest first. */
-  async candidates(scope: Scope, photo: IndexedPhoto): Promise<string[]> {
-    return (await this.#caughtUp(scope)).candidates(photo);
+  /** firstSent's answer, and how many of the account's photos passed the in-memory gates as candidates. */
+  async lookUp(scope: Scope, photo: IndexedPhoto): Promise<{ first: IndexedPhoto | null; candidates: number }> {
+    // From memory, the photos that may be this picture, oldest first; the first that is this picture
+    // is the answer: a picture sent many times is read and compared once or twice, not once per copy.
+    const candidates = (await this.#caughtUp(scope)).candidates(photo);
+    for (const mediaId of candidates) {
+      const other = await this.get(scope, mediaId);
+      if (other && other.inspectionId !== photo.inspectionId && samePicture(photo, other))
+        return { first: other, candidates: candidates.length };
+    }
+    return { first: null, candidates: candidates.length };
   }
 
   /**
@@ -180,14 +184,6 @@ const unpacked = (bytes: Uint8Array, at = 0): Coarse => ({
   grey: bytes.subarray(at, at + COARSE_GREY * COARSE_GREY),
   colour: bytes.subarray(at + COARSE_GREY * COARSE_GREY, at + COARSE_BYTES),
 });
-
-/** Two 32-bit halves of a 16-hex-digit hash. */
-const halves = (hash: string): [number, number] => [Number.parseInt(hash.slice(0, 8), 16) >>> 0, Number.parseInt(hash.slice(8), 16) >>> 0];
-function bitCount(x: number): number {
-  let v = x - ((x >>> 1) & 0x55555555);
-  v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
-  return (((v + (v >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
-}
 
 /** One account's photos in memory, in columns: hashes, coarse pictures, times and media ids. */
 class Held {

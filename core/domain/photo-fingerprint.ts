@@ -64,17 +64,23 @@ export function mayBeOnePicture(a: Coarse, b: Coarse): boolean {
   return apart / a.colour.length <= COARSE_COLOUR && correlation(a.grey, b.grey) >= COARSE_LIKENESS;
 }
 
+/** A hash (16 hex digits) as its two 32-bit halves, the form the index holds hashes in. */
+export const halves = (hash: string): [number, number] => [
+  Number.parseInt(hash.slice(0, 8), 16) >>> 0,
+  Number.parseInt(hash.slice(8), 16) >>> 0,
+];
+
+/** The bits set in a 32-bit number (SWAR popcount). */
+export function bitCount(x: number): number {
+  let v = x - ((x >>> 1) & 0x55555555);
+  v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
+  return (((v + (v >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+}
+
 /** The number of bits two hashes differ in. */
 export function hamming(a: string, b: string): number {
-  let bits = 0;
-  for (let i = 0; i < a.length; i += 8) {
-    let x = (Number.parseInt(a.slice(i, i + 8), 16) ^ Number.parseInt(b.slice(i, i + 8), 16)) >>> 0;
-    while (x) {
-      x &= x - 1;
-      bits++;
-    }
-  }
-  return bits;
+  const [[aHi, aLo], [bHi, bLo]] = [halves(a), halves(b)];
+  return bitCount((aHi ^ bHi) >>> 0) + bitCount((aLo ^ bLo) >>> 0);
 }
 
 /** A thumbnail seen in a mirror. */

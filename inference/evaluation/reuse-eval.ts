@@ -119,8 +119,8 @@ lookups.sort((a, b) => a - b);
 const matches: string[] = [];
 let read = 0;
 for (const [i, photo] of indexed.entries()) {
-  read += (await index.candidates(scope, photo)).length;
-  const first = await index.firstSent(scope, photo);
+  const { first, candidates } = await index.lookUp(scope, photo);
+  read += candidates;
   if (first && first.at < photo.at) matches.push(`${files[Number(first.mediaId.slice(4))]} ~ ${files[i]}`);
 }
 console.log(`distinct files matched to an earlier one: ${matches.length} (each below, for a person to look at)`);

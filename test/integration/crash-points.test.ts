@@ -50,7 +50,8 @@ describe("crash points of a photo upload", () => {
     await s.close();
   });
 
-  it("a crash between the blobs and the row: the retry stores the photo, and no row points at a missing blob", async () => {
+  /** A new inspection, its capture API's base, and an upload of a photo of `angle` through it. */
+  const inspectionTaking = async (angle: string) => {
     const made = await (
       await fetch(`${url}/v1/inspections`, {
         method: "POST",
@@ -60,7 +61,13 @@ describe("crash points of a photo upload", () => {
     ).json();
     // PUBLIC_URL is the default here: the capture routes are this app's.
     const base = `${url}/capture/v1/${made.capture_url.split("/c/")[1]}`;
-    const put = (bytes: Buffer) => fetch(`${base}/photos/front`, { method: "PUT", body: bytes, headers: { "content-type": "image/jpeg" } });
+    const put = (bytes: Buffer) =>
+      fetch(`${base}/photos/${angle}`, { method: "PUT", body: bytes, headers: { "content-type": "image/jpeg" } });
+    return { made, base, put };
+  };
+
+  it("a crash between the blobs and the row: the retry stores the photo, and no row points at a missing blob", async () => {
+    const { made, base, put } = await inspectionTaking("front");
 
     crashNext = true;
     expect((await put(first!)).status).toBe(500);
@@ -86,15 +93,7 @@ describe("crash points of a photo upload", () => {
   });
 
   it("a crash after a retake's row, before the replaced photo's blobs are deleted: the retake stands, only files are left", async () => {
-    const made = await (
-      await fetch(`${url}/v1/inspections`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-        body: JSON.stringify({ vehicle: { vin: VALID_VIN } }),
-      })
-    ).json();
-    const base = `${url}/capture/v1/${made.capture_url.split("/c/")[1]}`;
-    const put = (bytes: Buffer) => fetch(`${base}/photos/rear`, { method: "PUT", body: bytes, headers: { "content-type": "image/jpeg" } });
+    const { made, put } = await inspectionTaking("rear");
     const firstTake = await (await put(first!)).json();
 
     // The retake's row is stored; the process dies as it deletes the photo it replaced.
