@@ -9,9 +9,9 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from "fastify-type-provider-zod";
-import { ApiError } from "../core/errors.ts";
-import { newId } from "../core/ids.ts";
-import type { Services } from "../core/services.ts";
+import { ApiError } from "../core/domain/errors.ts";
+import { newId } from "../core/domain/ids.ts";
+import type { Services } from "../core/runtime/services.ts";
 import type { Nats } from "../core/adapters/nats/nats-connection.ts";
 import { captureRoutes } from "../capture/routes/capture-routes.ts";
 import { pageRoutes } from "../capture/routes/page-routes.ts";
@@ -25,8 +25,8 @@ import { idempotency } from "./plugins/idempotency.ts";
 import { jsonBodyText, refuseBadStrings } from "./plugins/strict-input.ts";
 import { registerRateLimit } from "./plugins/rate-limit.ts";
 import { RouteMethods } from "./plugins/route-methods.ts";
-import { probeRoutes, runChecks, serviceChecks } from "../core/net/probe-routes.ts";
-import { sharedRateLimitStore } from "../core/net/shared-rate-limit-store.ts";
+import { probeRoutes, runChecks, serviceChecks } from "./routes/probe-routes.ts";
+import { sharedRateLimitStore } from "./plugins/shared-rate-limit-store.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { inspectionRoutes } from "./routes/inspections.ts";
 import { mediaRoutes } from "./routes/media.ts";

@@ -2,9 +2,9 @@ import { NatsKeyStore } from "../core/adapters/nats/nats-key-store.ts";
 import { connectNats, type Nats } from "../core/adapters/nats/nats-connection.ts";
 import { NatsUserStore } from "../core/adapters/nats/nats-user-store.ts";
 import { openDatabase } from "../core/adapters/sqlite/database.ts";
-import { SqliteKeyStore } from "../core/adapters/sqlite/key-store.ts";
-import { SqliteUserStore } from "../core/adapters/sqlite/user-store.ts";
-import type { Config } from "../core/config.ts";
+import { SqliteKeyStore } from "../core/adapters/sqlite/sqlite-key-store.ts";
+import { SqliteUserStore } from "../core/adapters/sqlite/sqlite-user-store.ts";
+import type { Config } from "../core/runtime/config.ts";
 import type { KeyStore } from "../core/ports/key-store.ts";
 import type { UserStore } from "../core/ports/user-store.ts";
 

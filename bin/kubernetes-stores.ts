@@ -2,8 +2,8 @@ import type { Logger } from "pino";
 import { InspectionRecords } from "../core/adapters/kubernetes/inspection-records.ts";
 import { KubernetesEventStore } from "../core/adapters/kubernetes/kubernetes-event-store.ts";
 import { KubernetesInspectionStore } from "../core/adapters/kubernetes/kubernetes-inspection-store.ts";
-import type { Config } from "../core/config.ts";
-import type { Metrics } from "../core/metrics.ts";
+import type { Config } from "../core/runtime/config.ts";
+import type { Metrics } from "../core/runtime/metrics.ts";
 import type { BlobStore } from "../core/ports/blob-store.ts";
 import { kubeConfig, logCacheErrors } from "./commands/kube-config.ts";
 

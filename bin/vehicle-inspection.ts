@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfig } from "../core/config.ts";
+import { ConfigError, loadConfig } from "../core/runtime/config.ts";
 import { DEFAULT_OVERLAP_HOURS, MAX_OVERLAP_HOURS, OverlapHours } from "../core/schemas/webhook.ts";
 import { createKey, listKeys, revokeKey, rotateSecret, webhookSecret } from "./commands/keys.ts";
 import { evaluate } from "./commands/eval.ts";

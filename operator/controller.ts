@@ -1,21 +1,21 @@
 import type { Logger } from "pino";
-import { photoBlobKey } from "../core/blob-keys.ts";
+import { photoBlobKey } from "../core/domain/blob-keys.ts";
 import { buildReport } from "../core/domain/build-report.ts";
 import { completedReport, storeReport } from "../core/operations/reports.ts";
 import type { Integrity, Report } from "../core/schemas/report.ts";
-import { type IndexedPhoto, PhotoIndex } from "../core/photo-index.ts";
-import type { Metrics } from "../core/metrics.ts";
+import { type IndexedPhoto, PhotoIndex } from "../core/operations/photo-index.ts";
+import type { Metrics } from "../core/runtime/metrics.ts";
 import type { BlobStore } from "../core/ports/blob-store.ts";
 import { awaitsDetection, dueMove, lookAgainAt } from "../core/domain/reconcile-rules.ts";
 import { eventTypeFor, isTerminal, nextStatus, REVIEW_REQUIRED, type Status, type Trigger } from "../core/domain/state-machine.ts";
 import type { ReviewPolicy } from "../core/domain/review.ts";
 import { sameVehicle } from "../core/domain/same-vehicle.ts";
-import { newId } from "../core/ids.ts";
+import { newId } from "../core/domain/ids.ts";
 import type { DetectionResult, DetectionRunner } from "../core/ports/detection-runner.ts";
 import type { InspectionStore, TransitionPatch } from "../core/ports/inspection-store.ts";
 import type { InspectionRecord, PhotoRecord } from "../core/ports/records.ts";
-import type { Signals } from "../core/signals.ts";
-import { type Clock, formatTimestamp } from "../core/time.ts";
+import type { Signals } from "../core/runtime/signals.ts";
+import { type Clock, formatTimestamp } from "../core/runtime/time.ts";
 import { eventPayload } from "../core/views/inspection-view.ts";
 import { isExterior } from "../core/schemas/capture.ts";
 import { WorkQueue } from "./work-queue.ts";
@@ -297,7 +297,7 @@ export class Controller {
   }
 
   /**
-   * What the photo index tells of this inspection's photos (core/photo-index.ts). Reused: a picture
+   * What the photo index tells of this inspection's photos (core/operations/photo-index.ts). Reused: a picture
    * sent before in another inspection of the account, or one whose camera time is well before the
    * capture link was made. The vehicle: whether the exterior photos, and the baseline's, show one
    * (core/domain/same-vehicle.ts, from the paints read on upload). A photo missing from the index

@@ -19,8 +19,8 @@ import {
   planDetectionJobs,
 } from "../core/domain/detection-jobs.ts";
 import { apiStatus, NOT_FOUND } from "../core/adapters/kubernetes/api-status.ts";
-import type { Metrics } from "../core/metrics.ts";
-import { type Clock, systemClock } from "../core/time.ts";
+import type { Metrics } from "../core/runtime/metrics.ts";
+import { type Clock, systemClock } from "../core/runtime/time.ts";
 import { repeat } from "./repeat.ts";
 
 /** The label every detection Job carries, naming the template it came from: how the scaler finds its own Jobs. */

@@ -6,8 +6,8 @@ import type { ResourceCache } from "../core/adapters/kubernetes/resource-cache.t
 import { isCancelable } from "../core/domain/state-machine.ts";
 import type { InspectionStore } from "../core/ports/inspection-store.ts";
 import { INSPECTION_RESOURCE } from "../core/schemas/inspection-resource.ts";
-import type { Metrics } from "../core/metrics.ts";
-import type { Clock } from "../core/time.ts";
+import type { Metrics } from "../core/runtime/metrics.ts";
+import type { Clock } from "../core/runtime/time.ts";
 import {
   desiredStatus,
   idOfResource,

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { InspectionRecords } from "../core/adapters/kubernetes/inspection-records.ts";
-import type { Clock } from "../core/time.ts";
+import type { Clock } from "../core/runtime/time.ts";
 import { repeat } from "./repeat.ts";
 
 export type InspectionUpkeepOptions = {

@@ -1,13 +1,13 @@
 import type { Logger } from "pino";
 import { nextAttemptAt } from "../core/domain/delivery-schedule.ts";
 import { webhookHeaders } from "../core/domain/webhook-signature.ts";
-import { newWebhookSecret } from "../core/ids.ts";
-import type { Metrics } from "../core/metrics.ts";
+import { newWebhookSecret } from "../core/domain/ids.ts";
+import type { Metrics } from "../core/runtime/metrics.ts";
 import type { WebhookClient } from "../core/net/webhook-client.ts";
 import type { EventStore } from "../core/ports/event-store.ts";
 import type { KeyStore } from "../core/ports/key-store.ts";
 import type { EventRecord } from "../core/ports/records.ts";
-import type { Clock } from "../core/time.ts";
+import type { Clock } from "../core/runtime/time.ts";
 
 export type DeliveryParts = {
   events: EventStore;

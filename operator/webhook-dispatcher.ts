@@ -3,8 +3,8 @@ import { WebhookClient } from "../core/net/webhook-client.ts";
 import type { EventStore } from "../core/ports/event-store.ts";
 import type { KeyStore } from "../core/ports/key-store.ts";
 import type { EventRecord } from "../core/ports/records.ts";
-import type { Clock } from "../core/time.ts";
-import type { Metrics } from "../core/metrics.ts";
+import type { Clock } from "../core/runtime/time.ts";
+import type { Metrics } from "../core/runtime/metrics.ts";
 import { attemptDelivery } from "./webhook-delivery.ts";
 
 export type DispatcherOptions = {

@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { Bus } from "../core/ports/bus.ts";
 import type { EventStore } from "../core/ports/event-store.ts";
 import type { EventRecord } from "../core/ports/records.ts";
-import type { Clock } from "../core/time.ts";
+import type { Clock } from "../core/runtime/time.ts";
 
 /** A `webhooks` message: where to find the event. Its delivery state is read from the store, never from here. */
 export type WebhookMessage = { eventId: string; accountId: string; livemode: boolean; scheduleFrom: number };

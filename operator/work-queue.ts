@@ -1,4 +1,4 @@
-import type { Clock } from "../core/time.ts";
+import type { Clock } from "../core/runtime/time.ts";
 
 /** After an error a key waits 100 ms, then twice as long after each further error, up to 30 s. */
 const BACKOFF_BASE_MS = 100;

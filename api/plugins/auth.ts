@@ -1,9 +1,9 @@
 import type { FastifyRequest } from "fastify";
-import { ApiError } from "../../core/errors.ts";
-import { sha256 } from "../../core/ids.ts";
+import { ApiError } from "../../core/domain/errors.ts";
+import { sha256 } from "../../core/domain/ids.ts";
 import type { KeyStore } from "../../core/ports/key-store.ts";
 import type { UserStore } from "../../core/ports/user-store.ts";
-import type { Clock } from "../../core/time.ts";
+import type { Clock } from "../../core/runtime/time.ts";
 import type { Scope } from "../../core/ports/records.ts";
 
 declare module "fastify" {

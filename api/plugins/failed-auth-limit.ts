@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import type { Allowance } from "../../core/domain/allowance.ts";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../../core/domain/errors.ts";
 import type { RateLimitStore } from "../../core/ports/rate-limit-store.ts";
-import type { Clock } from "../../core/time.ts";
+import type { Clock } from "../../core/runtime/time.ts";
 import { sendError, toApiError } from "./error-handler.ts";
 
 /** The longest a refused failure is held before its answer: a held answer is a timer and an open connection. */

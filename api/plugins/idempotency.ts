@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { ApiError } from "../../core/errors.ts";
-import { sha256 } from "../../core/ids.ts";
+import { ApiError } from "../../core/domain/errors.ts";
+import { sha256 } from "../../core/domain/ids.ts";
 import type { IdempotencyStore, StoredResponse } from "../../core/ports/idempotency-store.ts";
 import type { Scope } from "../../core/ports/records.ts";
-import type { Clock } from "../../core/time.ts";
+import type { Clock } from "../../core/runtime/time.ts";
 
 export const IDEMPOTENCY_RETENTION_MS = 24 * 3_600_000;
 const KEY_PATTERN = /^[\x21-\x7e][\x20-\x7e]{0,254}$/;

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import rateLimit, { type FastifyRateLimitStoreCtor } from "@fastify/rate-limit";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../../core/domain/errors.ts";
 
 /**
  * Per API key, per second (live and test limits differ). Its hook is the route's own onRequest, so

@@ -1,4 +1,4 @@
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../../core/domain/errors.ts";
 
 /**
  * The methods each route pattern is served with, to tell "no such path" (404) from "no such method

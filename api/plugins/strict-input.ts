@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../../core/domain/errors.ts";
 
 /**
  * What every request's input must be, per the contract ("Added on 2026-11-23"): JSON in UTF-8,

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { ApiError, notFound } from "../../core/errors.ts";
+import { ApiError, notFound } from "../../core/domain/errors.ts";
 import { commonErrorResponses } from "../../core/schemas/common.ts";
 import { Event, EventList, EventListQuery } from "../../core/schemas/event.ts";
 import { IdParams } from "../../core/schemas/inspection.ts";
-import type { Services } from "../../core/services.ts";
+import type { Services } from "../../core/runtime/services.ts";
 import { eventView } from "../../core/views/event-view.ts";
 
 export const eventRoutes =

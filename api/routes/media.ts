@@ -3,7 +3,7 @@ import { z } from "zod";
 import { sendPhoto } from "../../core/net/send-photo.ts";
 import { commonErrorResponses } from "../../core/schemas/common.ts";
 import { IdParams } from "../../core/schemas/inspection.ts";
-import type { Services } from "../../core/services.ts";
+import type { Services } from "../../core/runtime/services.ts";
 
 export const mediaRoutes =
   (s: Services): FastifyPluginAsyncZod =>

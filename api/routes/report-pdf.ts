@@ -3,8 +3,8 @@ import { z } from "zod";
 import { findInspection } from "../../core/operations/inspections.ts";
 import { commonErrorResponses, ErrorBody } from "../../core/schemas/common.ts";
 import { IdParams } from "../../core/schemas/inspection.ts";
-import type { Services } from "../../core/services.ts";
-import { reportPdf, reportPdfHeaders } from "../../core/views/report-pdf.ts";
+import type { Services } from "../../core/runtime/services.ts";
+import { reportPdf, reportPdfHeaders } from "../pdf/report-pdf.ts";
 
 export const reportPdfRoutes =
   (s: Services): FastifyPluginAsyncZod =>

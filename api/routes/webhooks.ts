@@ -5,7 +5,7 @@ import { ErrorBody, commonErrorResponses } from "../../core/schemas/common.ts";
 import { Event } from "../../core/schemas/event.ts";
 import { IdParams } from "../../core/schemas/inspection.ts";
 import { RotateWebhookSecretBody, WebhookSecret, WebhookTest, WebhookTestBody } from "../../core/schemas/webhook.ts";
-import type { Services } from "../../core/services.ts";
+import type { Services } from "../../core/runtime/services.ts";
 import { eventView } from "../../core/views/event-view.ts";
 import { webhookSecretView } from "../../core/views/webhook-secret-view.ts";
 

@@ -1,10 +1,10 @@
-import type { Config } from "../../core/config.ts";
+import type { Config } from "../../core/runtime/config.ts";
 import { NatsBus } from "../../core/adapters/nats/nats-bus.ts";
-import { publishIntents } from "../../core/intents-over-bus.ts";
-import { createLogger } from "../../core/logger.ts";
+import { publishIntents } from "../../core/operations/intents-over-bus.ts";
+import { createLogger } from "../../core/runtime/logger.ts";
 import { workloadServices } from "../cluster-services.ts";
-import { serviceChecks } from "../../core/net/probe-routes.ts";
-import { Metrics } from "../../core/metrics.ts";
+import { serviceChecks } from "../../api/routes/probe-routes.ts";
+import { Metrics } from "../../core/runtime/metrics.ts";
 import { Readiness, startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
 import { startHttp } from "./workloads.ts";

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import type { Config } from "../../core/config.ts";
+import type { Config } from "../../core/runtime/config.ts";
 import { evaluatePipeline } from "../../inference/evaluation/product-eval.ts";
 import { evaluate } from "./eval.ts";
 

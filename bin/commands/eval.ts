@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { Config } from "../../core/config.ts";
+import type { Config } from "../../core/runtime/config.ts";
 import { detectImages } from "../../inference/detection/detect-images.ts";
 import { OnnxDetector } from "../../inference/detection/onnx-detector.ts";
 import { SCORING, boxMap, f1Thresholds, type Scored, type Truth } from "../../inference/evaluation/box-map.ts";

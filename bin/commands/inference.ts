@@ -1,10 +1,10 @@
-import { type Config, ConfigError } from "../../core/config.ts";
-import { createLogger } from "../../core/logger.ts";
-import { Metrics } from "../../core/metrics.ts";
+import { type Config, ConfigError } from "../../core/runtime/config.ts";
+import { createLogger } from "../../core/runtime/logger.ts";
+import { Metrics } from "../../core/runtime/metrics.ts";
 import { Readiness, startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
 import { blobStoreFrom } from "../../core/adapters/blob-store-from.ts";
-import { blobsAnswer, cached, natsCheck } from "../../core/net/probe-routes.ts";
+import { blobsAnswer, cached, natsCheck } from "../../api/routes/probe-routes.ts";
 import { startInferenceWorker } from "../../inference/worker/inference-worker.ts";
 
 /**

@@ -1,10 +1,10 @@
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import { kubeConfig, logCacheErrors } from "./kube-config.ts";
 import type { Logger } from "pino";
-import type { Config } from "../../core/config.ts";
-import type { Metrics } from "../../core/metrics.ts";
+import type { Config } from "../../core/runtime/config.ts";
+import type { Metrics } from "../../core/runtime/metrics.ts";
 import type { InspectionStore } from "../../core/ports/inspection-store.ts";
-import type { Clock } from "../../core/time.ts";
+import type { Clock } from "../../core/runtime/time.ts";
 import { InspectionProjector } from "../../operator/inspection-projector.ts";
 import { inspectionCache } from "../../core/adapters/kubernetes/inspection-cache.ts";
 

@@ -1,7 +1,7 @@
-import type { Config } from "../../core/config.ts";
-import { newApiKey, newId, newWebhookSecret, sha256, type Environment } from "../../core/ids.ts";
+import type { Config } from "../../core/runtime/config.ts";
+import { newApiKey, newId, newWebhookSecret, sha256, type Environment } from "../../core/domain/ids.ts";
 import { rotateWebhookSecret } from "../../core/operations/webhooks.ts";
-import { systemClock } from "../../core/time.ts";
+import { systemClock } from "../../core/runtime/time.ts";
 import { accountStoresOnly } from "../account-stores.ts";
 
 export async function createKey(config: Config, env: Environment, account: string): Promise<string> {

@@ -1,8 +1,8 @@
 import fastify from "fastify";
 import type { Logger } from "pino";
-import type { Config } from "../../core/config.ts";
-import type { Metrics } from "../../core/metrics.ts";
-import { type CheckResult, metricsRoute, probeRoutes, type ReadyCheck, runChecks } from "../../core/net/probe-routes.ts";
+import type { Config } from "../../core/runtime/config.ts";
+import type { Metrics } from "../../core/runtime/metrics.ts";
+import { type CheckResult, metricsRoute, probeRoutes, type ReadyCheck, runChecks } from "../../api/routes/probe-routes.ts";
 
 /** What /readyz asks: a failing `startup` while the workload starts, then its named checks (`when`). */
 export class Readiness {

@@ -1,9 +1,9 @@
-import type { Config } from "../../core/config.ts";
+import type { Config } from "../../core/runtime/config.ts";
 import { NatsDetectionRunner } from "../../core/adapters/nats/nats-detection-runner.ts";
-import { createLogger } from "../../core/logger.ts";
+import { createLogger } from "../../core/runtime/logger.ts";
 import { WorkerPoolRunner } from "../../inference/detection/worker-pool-runner.ts";
 import { workloadServices } from "../cluster-services.ts";
-import { runChecks, serviceChecks } from "../../core/net/probe-routes.ts";
+import { runChecks, serviceChecks } from "../../api/routes/probe-routes.ts";
 import { startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
 import { startHttp, startOperator, startUpkeep } from "./workloads.ts";

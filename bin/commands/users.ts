@@ -1,6 +1,6 @@
 import { text } from "node:stream/consumers";
-import type { Config } from "../../core/config.ts";
-import { newId } from "../../core/ids.ts";
+import type { Config } from "../../core/runtime/config.ts";
+import { newId } from "../../core/domain/ids.ts";
 import { hashPassword, passwordProblem } from "../../dashboard/auth/passwords.ts";
 import { normalizeEmail } from "../../dashboard/auth/email.ts";
 import { accountStoresOnly } from "../account-stores.ts";

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { type Readable, Transform, type TransformCallback } from "node:stream";
 import pLimit from "p-limit";
 import sharp, { type OutputInfo, type Sharp } from "sharp";
-import { ApiError, isApiError } from "../../core/errors.ts";
+import { ApiError, isApiError } from "../../core/domain/errors.ts";
 import type { Quality } from "../../core/schemas/report.ts";
 import { measureQuality } from "../../inference/quality/measure-quality.ts";
 import { decodeHeic } from "./decode-heic.ts";

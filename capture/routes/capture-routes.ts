@@ -1,10 +1,10 @@
 import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { photoBlobKey } from "../../core/blob-keys.ts";
-import { CaptureLinks } from "../../core/capture-links.ts";
+import { photoBlobKey } from "../../core/domain/blob-keys.ts";
+import { CaptureLinks } from "../../core/domain/capture-links.ts";
 import { captureLinkState, isCaptureOpen } from "../../core/domain/state-machine.ts";
-import { ApiError } from "../../core/errors.ts";
-import { newId } from "../../core/ids.ts";
+import { ApiError } from "../../core/domain/errors.ts";
+import { newId } from "../../core/domain/ids.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
 import { ErrorBody } from "../../core/schemas/common.ts";
 import { logoPath } from "../../core/domain/branding.ts";
@@ -26,11 +26,11 @@ import {
   VinBody,
   VinResult,
 } from "../../core/schemas/capture.ts";
-import type { Services } from "../../core/services.ts";
-import { formatTimestamp } from "../../core/time.ts";
+import type { Services } from "../../core/runtime/services.ts";
+import { formatTimestamp } from "../../core/runtime/time.ts";
 import { deleteModelInputs, storeModelInputs } from "../../inference/detection/model-input.ts";
 import type { Paint } from "../../core/domain/same-vehicle.ts";
-import { PhotoIndex } from "../../core/photo-index.ts";
+import { PhotoIndex } from "../../core/operations/photo-index.ts";
 import { fingerprintOf, takenAt } from "../photos/fingerprint.ts";
 import { checkedAsItArrives, ingestPhoto, PHOTO_LIMITS } from "../photos/ingest-photo.ts";
 
@@ -221,7 +221,7 @@ export const captureRoutes =
         await Promise.all([s.blobs.delete(blobKey), deleteModelInputs(s.blobs, inspection.id, mediaId, inputSizes)]);
         throw linkInactive(closingState((await s.inspections.getById(inspection.id))!, now));
       }
-      // Every photo sent is indexed, retakes too: a picture sent once was sent (core/photo-index.ts).
+      // Every photo sent is indexed, retakes too: a picture sent once was sent (core/operations/photo-index.ts).
       await photoIndex.add(inspection, { ...fingerprint, mediaId, inspectionId: inspection.id, takenAt: taken, at: now, paint });
       // Only now that no row points at the replaced photo can its blobs go.
       const { replaced } = stored;

@@ -2,10 +2,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import fastifyStatic from "@fastify/static";
 import type { FastifyPluginAsync } from "fastify";
-import { CaptureLinks } from "../../core/capture-links.ts";
+import { CaptureLinks } from "../../core/domain/capture-links.ts";
 import { LOGO_ID, logoBlobKey } from "../../core/domain/branding.ts";
 import { captureLinkState } from "../../core/domain/state-machine.ts";
-import type { Services } from "../../core/services.ts";
+import type { Services } from "../../core/runtime/services.ts";
 
 const PAGE_DIR = join(import.meta.dirname, "../page");
 export const PAGE_DIST = join(PAGE_DIR, "dist");

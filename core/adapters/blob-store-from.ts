@@ -1,4 +1,4 @@
-import type { BlobStoreConfig } from "../config.ts";
+import type { BlobStoreConfig } from "../runtime/config.ts";
 import type { BlobStore } from "../ports/blob-store.ts";
 import { FsBlobStore } from "./fs/fs-blob-store.ts";
 import { S3BlobStore } from "./s3/s3-blob-store.ts";

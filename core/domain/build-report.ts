@@ -1,7 +1,7 @@
 import type { DetectionResult } from "../ports/detection-runner.ts";
 import type { InspectionRecord, PhotoRecord } from "../ports/records.ts";
 import type { Finding, Integrity, Report } from "../schemas/report.ts";
-import { formatTimestamp } from "../time.ts";
+import { formatTimestamp } from "../runtime/time.ts";
 import { compareFindings, withAngles } from "./comparison.ts";
 import { overallGrade, type Severity } from "./grading.ts";
 import { reviewOf, type ReviewPolicy } from "./review.ts";
@@ -23,7 +23,7 @@ type Inputs = {
   reviewPolicy?: ReviewPolicy;
   /** The baseline inspection's report as it reads now (reviewed, where it was), when the inspection has one. */
   baseline?: Report | null;
-  /** What the photo index found of this inspection's photos (core/photo-index.ts); none where it was not asked. */
+  /** What the photo index found of this inspection's photos (core/operations/photo-index.ts); none where it was not asked. */
   reused?: Integrity["reused_photos"];
   /** Whether the photos (and the baseline's) show one vehicle (same-vehicle.ts); unknown where it was not asked. */
   vehicle?: SameVehicle;

@@ -9,7 +9,7 @@
  *   each side: the best normalised correlation of their grey over those cuts must reach
  *   SAME_PICTURE, and their colours at that cut agree (onePicture).
  * Plain functions over numbers: capture computes fingerprints (capture/photos/fingerprint.ts), the
- * controller compares them (core/photo-index.ts).
+ * controller compares them (core/operations/photo-index.ts).
  */
 
 /** A photo's fingerprint: its hash and its mirror image's (16 hex digits each), its grey thumbnail and its colour one (RGB). */
@@ -27,7 +27,7 @@ export const SAME_PICTURE = 0.95;
 export const COLOUR_WITHIN = 8;
 
 /**
- * A picture's coarse likeness, what the index keeps of every photo in memory (core/photo-index.ts):
+ * A picture's coarse likeness, what the index keeps of every photo in memory (core/operations/photo-index.ts):
  * its grey at 8 × 8 and its colour at 4 × 4 (block means of the thumbnails), 112 bytes. Of the photos
  * whose hash is within CANDIDATE_BITS, most are other pictures of the same kind of scene (a car
  * from the front, in a street); these pass over them without reading their fingerprints.

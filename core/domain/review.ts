@@ -1,6 +1,6 @@
 import type { Finding, Quality, Report, ReviewReason } from "../schemas/report.ts";
 import type { AddedFinding, ReviewBody, ReviewDecision } from "../schemas/review.ts";
-import { formatTimestamp } from "../time.ts";
+import { formatTimestamp } from "../runtime/time.ts";
 import { reviewedComparison } from "./comparison.ts";
 import { overallGrade } from "./grading.ts";
 

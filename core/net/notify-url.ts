@@ -1,4 +1,4 @@
-import { ApiError } from "../errors.ts";
+import { ApiError } from "../domain/errors.ts";
 import { privateByItself } from "./ssrf-guard.ts";
 
 /**

@@ -1,11 +1,11 @@
-import { CaptureLinks } from "../capture-links.ts";
+import { CaptureLinks } from "../domain/capture-links.ts";
 import { eventTypeFor, isCancelable, isTerminal } from "../domain/state-machine.ts";
-import { ApiError, notFound } from "../errors.ts";
-import { derivedId, newId } from "../ids.ts";
+import { ApiError, notFound } from "../domain/errors.ts";
+import { derivedId, newId } from "../domain/ids.ts";
 import { UNSTARTED } from "../ports/inspection-store.ts";
 import type { InspectionRecord, Scope } from "../ports/records.ts";
 import type { CreateInspectionBody } from "../schemas/inspection.ts";
-import type { Services } from "../services.ts";
+import type { Services } from "../runtime/services.ts";
 import { eventPayload } from "../views/inspection-view.ts";
 import { checkNotifyUrl } from "../net/notify-url.ts";
 import { type CapturePlan, DEFAULT_CAPTURE_PLAN } from "../domain/capture-plan.ts";

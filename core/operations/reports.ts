@@ -1,12 +1,12 @@
-import { reportBlobKey } from "../blob-keys.ts";
+import { reportBlobKey } from "../domain/blob-keys.ts";
 import { isTerminal } from "../domain/state-machine.ts";
 import { currentReportJson } from "../domain/stored-report.ts";
 import { applyReview } from "../domain/review.ts";
 import type { Report } from "../schemas/report.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError } from "../domain/errors.ts";
 import type { BlobStore } from "../ports/blob-store.ts";
 import type { InspectionRecord } from "../ports/records.ts";
-import type { Services } from "../services.ts";
+import type { Services } from "../runtime/services.ts";
 
 /**
  * Stores an inspection's report as a blob, once. The controller writes it before the move to

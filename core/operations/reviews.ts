@@ -1,11 +1,11 @@
 import { REVIEWED } from "../domain/state-machine.ts";
 import { applyReview, reviewMistake, reviewRecord } from "../domain/review.ts";
-import { ApiError } from "../errors.ts";
-import { newId } from "../ids.ts";
+import { ApiError } from "../domain/errors.ts";
+import { newId } from "../domain/ids.ts";
 import type { Scope } from "../ports/records.ts";
 import type { Report } from "../schemas/report.ts";
 import type { ReviewBody } from "../schemas/review.ts";
-import type { Services } from "../services.ts";
+import type { Services } from "../runtime/services.ts";
 import { eventPayload } from "../views/inspection-view.ts";
 import { findInspection } from "./inspections.ts";
 import { modelReport } from "./reports.ts";

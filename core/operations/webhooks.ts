@@ -1,6 +1,6 @@
 import { webhookHeaders } from "../domain/webhook-signature.ts";
-import { ApiError, notFound } from "../errors.ts";
-import { newId, newWebhookSecret } from "../ids.ts";
+import { ApiError, notFound } from "../domain/errors.ts";
+import { newId, newWebhookSecret } from "../domain/ids.ts";
 import { WebhookClient } from "../net/webhook-client.ts";
 import type { WebhookSecretRecord } from "../ports/key-store.ts";
 import type { EventRecord, Scope } from "../ports/records.ts";
@@ -13,8 +13,8 @@ import {
   type WebhookTest,
   type WebhookTestEvent,
 } from "../schemas/webhook.ts";
-import type { Services } from "../services.ts";
-import { formatTimestamp } from "../time.ts";
+import type { Services } from "../runtime/services.ts";
+import { formatTimestamp } from "../runtime/time.ts";
 import { checkNotifyUrl } from "../net/notify-url.ts";
 
 /*

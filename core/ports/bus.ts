@@ -1,7 +1,7 @@
 /**
  * The topics of the bus, named once: `webhooks` carries outbox events to their delivery
  * (operator/webhook-relay.ts, operator/bus-webhook-dispatcher.ts); `intents` wakes the controller for
- * the capture intents an api workload recorded (core/intents-over-bus.ts).
+ * the capture intents an api workload recorded (core/operations/intents-over-bus.ts).
  */
 export const TOPICS = ["webhooks", "intents"] as const;
 export type Topic = (typeof TOPICS)[number];

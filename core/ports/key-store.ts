@@ -1,6 +1,6 @@
 import type { Branding } from "../domain/branding.ts";
 import type { ReviewPolicy } from "../domain/review.ts";
-import type { Environment } from "../ids.ts";
+import type { Environment } from "../domain/ids.ts";
 
 export type ApiKeyRecord = {
   id: string;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ERROR_CODES, type ErrorCode, type ErrorType } from "../errors.ts";
+import { ERROR_CODES, type ErrorCode, type ErrorType } from "../domain/errors.ts";
 
 export const Timestamp = z
   .string()

@@ -146,7 +146,7 @@ export const queryInteger = (min: number, max: number) =>
     .meta({ pattern: integerRangePattern(min, max) });
 
 /** The query of a list of objects whose ids have `prefix`: the page size, and where the page starts. */
-// The prefix of the listed objects' ids (core/ids.ts's IdPrefix, not imported: the capture page, which
+// The prefix of the listed objects' ids (core/domain/ids.ts's IdPrefix, not imported: the capture page, which
 // type-checks these schemas in a browser, has no node:crypto).
 export const listQuery = (prefix: "insp" | "evt") =>
   z.strictObject({

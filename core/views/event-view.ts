@@ -1,6 +1,6 @@
 import type { Event } from "../schemas/event.ts";
 import type { DeliveryAttemptRecord, EventRecord } from "../ports/records.ts";
-import { formatTimestamp } from "../time.ts";
+import { formatTimestamp } from "../runtime/time.ts";
 
 /** The public event: the body that was (or will be) delivered, plus its delivery record. */
 export function eventView(e: EventRecord, attempts: DeliveryAttemptRecord[]): Event {

@@ -1,6 +1,6 @@
 import type { Inspection } from "../schemas/inspection.ts";
 import type { InspectionRecord } from "../ports/records.ts";
-import { formatTimestamp } from "../time.ts";
+import { formatTimestamp } from "../runtime/time.ts";
 import type { ReviewRecord } from "../domain/review.ts";
 import { REVIEWED } from "../domain/state-machine.ts";
 

@@ -1,8 +1,8 @@
 import { completedReport } from "../operations/reports.ts";
 import type { Scope } from "../ports/records.ts";
 import { type Comparison, type Finding, Report } from "../schemas/report.ts";
-import type { Services } from "../services.ts";
-import { formatTimestamp } from "../time.ts";
+import type { Services } from "../runtime/services.ts";
+import { formatTimestamp } from "../runtime/time.ts";
 
 /**
  * How a handover's comparison (report.comparison) reads to people, the same on the dashboard, a

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { sha256 } from "../../core/ids.ts";
+import { sha256 } from "../../core/domain/ids.ts";
 import type { UserRecord } from "../../core/ports/user-store.ts";
-import type { Services } from "../../core/services.ts";
+import type { Services } from "../../core/runtime/services.ts";
 
 /**
  * `__Host-`: the browser takes the cookie only if it is Secure, has Path=/ and no Domain, so no

@@ -27,7 +27,7 @@ const MAC_CHARS = 22;
  * chat, a person's double-click).
  */
 const TOKEN = new RegExp(`^([A-Za-z0-9_-]{8,80})([A-Za-z0-9_-]{${MAC_CHARS}})$`);
-/** An inspection id as core/ids.ts makes them (`insp_` and lowercase letters and digits). */
+/** An inspection id as core/domain/ids.ts makes them (`insp_` and lowercase letters and digits). */
 const INSPECTION_ID = /^insp_[a-z0-9]{1,59}$/;
 
 export type ShareToken = { inspectionId: string; expiresAt: number };

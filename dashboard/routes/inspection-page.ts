@@ -7,9 +7,9 @@ import { captureLinkState, isCancelable } from "../../core/domain/state-machine.
 import { completedReport } from "../../core/operations/reports.ts";
 import { resendEvent } from "../../core/operations/webhooks.ts";
 import type { InspectionRecord, Scope } from "../../core/ports/records.ts";
-import type { Services } from "../../core/services.ts";
+import type { Services } from "../../core/runtime/services.ts";
 import { loadBaseline } from "../../core/views/new-since.ts";
-import { reportPdf, reportPdfHeaders } from "../../core/views/report-pdf.ts";
+import { reportPdf, reportPdfHeaders } from "../../api/pdf/report-pdf.ts";
 import { createShareToken, DEFAULT_SHARE_LINK_DAYS, SHARE_LINK_DAYS } from "../auth/share-links.ts";
 import { renderPage, signedIn } from "../views/render.ts";
 import { handoverView } from "../views/handover-view.ts";

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { STATUSES } from "../../core/domain/state-machine.ts";
-import { isApiError } from "../../core/errors.ts";
+import { isApiError } from "../../core/domain/errors.ts";
 import { cancelInspection, createInspection } from "../../core/operations/inspections.ts";
 import { CreateInspectionBody } from "../../core/schemas/inspection.ts";
-import type { Services } from "../../core/services.ts";
+import type { Services } from "../../core/runtime/services.ts";
 import { EnvParams, scopeOf } from "./scope.ts";
 import { renderPage, signedIn } from "../views/render.ts";
 

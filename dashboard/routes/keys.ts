@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { notFound } from "../../core/errors.ts";
-import { newApiKey, newId, sha256 } from "../../core/ids.ts";
-import type { Services } from "../../core/services.ts";
+import { notFound } from "../../core/domain/errors.ts";
+import { newApiKey, newId, sha256 } from "../../core/domain/ids.ts";
+import type { Services } from "../../core/runtime/services.ts";
 import { EnvParams, scopeOf } from "./scope.ts";
 import { renderPage, signedIn } from "../views/render.ts";
 

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { DEFAULT_REVIEW_POLICY, REVIEW_POLICIES, type ReviewPolicy } from "../../core/domain/review.ts";
 import { modelReport } from "../../core/operations/reports.ts";
 import type { InspectionRecord, Scope } from "../../core/ports/records.ts";
-import type { Services } from "../../core/services.ts";
+import type { Services } from "../../core/runtime/services.ts";
 import { reviewReasonWords } from "../../core/views/review-words.ts";
 import { renderPage, signedIn } from "../views/render.ts";
 import { EnvParams, scopeOf } from "./scope.ts";

@@ -1,12 +1,12 @@
 import type { FastifyError } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { notFound } from "../../core/errors.ts";
+import { notFound } from "../../core/domain/errors.ts";
 import { completedReport } from "../../core/operations/reports.ts";
 import type { InspectionRecord, Scope } from "../../core/ports/records.ts";
-import type { Services } from "../../core/services.ts";
+import type { Services } from "../../core/runtime/services.ts";
 import { loadBaseline } from "../../core/views/new-since.ts";
-import { reportPdf, reportPdfHeaders } from "../../core/views/report-pdf.ts";
+import { reportPdf, reportPdfHeaders } from "../../api/pdf/report-pdf.ts";
 import { verifyShareToken } from "../auth/share-links.ts";
 import { DASHBOARD_HEADERS } from "../dashboard-routes.ts";
 import { type PageContext, renderPage } from "../views/render.ts";

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { newId, sha256 } from "../../core/ids.ts";
-import type { Services } from "../../core/services.ts";
+import { newId, sha256 } from "../../core/domain/ids.ts";
+import type { Services } from "../../core/runtime/services.ts";
 import { normalizeEmail } from "../auth/email.ts";
 import { hashPassword, NOBODY_HASH, passwordMatches, passwordProblem } from "../auth/passwords.ts";
 import { endSession, sessionUser, startSession } from "../auth/sessions.ts";

@@ -1,10 +1,10 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { isApiError } from "../../core/errors.ts";
+import { isApiError } from "../../core/domain/errors.ts";
 import { rotateWebhookSecret, sendTestWebhook, webhookSecretOf } from "../../core/operations/webhooks.ts";
 import type { WebhookTest } from "../../core/schemas/webhook.ts";
-import type { Services } from "../../core/services.ts";
+import type { Services } from "../../core/runtime/services.ts";
 import { renderPage, signedIn } from "../views/render.ts";
 import { EnvParams, scopeOf } from "./scope.ts";
 

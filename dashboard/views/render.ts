@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Eta } from "eta";
-import type { Environment } from "../../core/ids.ts";
-import { formatTimestamp } from "../../core/time.ts";
+import type { Environment } from "../../core/domain/ids.ts";
+import { formatTimestamp } from "../../core/runtime/time.ts";
 
 /** Server-rendered pages: Eta escapes every `<%= %>` by default; `<%~ %>` is kept for markup the server made. */
 const eta = new Eta({ views: import.meta.dirname, cache: process.env.NODE_ENV !== "development" });

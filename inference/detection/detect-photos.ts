@@ -1,5 +1,5 @@
 import sharp from "sharp";
-import { evidenceBlobKey } from "../../core/blob-keys.ts";
+import { evidenceBlobKey } from "../../core/domain/blob-keys.ts";
 import {
   DAMAGE_TYPES,
   PART_SHARE_OF_PHOTO,
@@ -8,7 +8,7 @@ import {
   type DamageType,
   type Severity,
 } from "../../core/domain/grading.ts";
-import { newId } from "../../core/ids.ts";
+import { newId } from "../../core/domain/ids.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
 import {
   DetectionInterrupted,

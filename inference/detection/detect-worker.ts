@@ -1,6 +1,6 @@
 import { workerData } from "node:worker_threads";
 import { blobStoreFrom } from "../../core/adapters/blob-store-from.ts";
-import type { BlobStoreConfig } from "../../core/config.ts";
+import type { BlobStoreConfig } from "../../core/runtime/config.ts";
 import type { DetectionResult, PhotoToInspect } from "../../core/ports/detection-runner.ts";
 import { detectPhotos } from "./detect-photos.ts";
 import { loadModels, type ModelConfig } from "./load-models.ts";

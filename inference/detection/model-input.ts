@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { modelInputBlobKey } from "../../core/blob-keys.ts";
+import { modelInputBlobKey } from "../../core/domain/blob-keys.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
 import { isSearched } from "../../core/schemas/capture.ts";
 import { fit, scaleForModels, type ScaledPixels } from "./letterbox.ts";

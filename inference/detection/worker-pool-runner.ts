@@ -1,5 +1,5 @@
 import { Piscina } from "piscina";
-import type { BlobStoreConfig } from "../../core/config.ts";
+import type { BlobStoreConfig } from "../../core/runtime/config.ts";
 import type { DetectionResult, DetectionRunner, PhotoToInspect } from "../../core/ports/detection-runner.ts";
 import type { ModelConfig } from "./load-models.ts";
 

@@ -16,7 +16,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import sharp from "sharp";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../core/runtime/config.ts";
 import { detectImages } from "../detection/detect-images.ts";
 import { showsVehicle } from "../detection/detect-photos.ts";
 import { partOf } from "../detection/part-of.ts";

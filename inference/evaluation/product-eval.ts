@@ -1,10 +1,10 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
-import { photoBlobKey } from "../../core/blob-keys.ts";
-import type { Config } from "../../core/config.ts";
+import { photoBlobKey } from "../../core/domain/blob-keys.ts";
+import type { Config } from "../../core/runtime/config.ts";
 import { overallGrade, SEVERITIES, type Grade, type Severity } from "../../core/domain/grading.ts";
-import { newId } from "../../core/ids.ts";
+import { newId } from "../../core/domain/ids.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
 import type { Detection, PhotoToInspect } from "../../core/ports/detection-runner.ts";
 import { EXTERIOR_ANGLES, type ExteriorAngle } from "../../core/schemas/capture.ts";

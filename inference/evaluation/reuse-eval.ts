@@ -5,11 +5,11 @@ import sharp from "sharp";
 import { fingerprintOf } from "../../capture/photos/fingerprint.ts";
 import { FsBlobStore } from "../../core/adapters/fs/fs-blob-store.ts";
 import { samePicture } from "../../core/domain/photo-fingerprint.ts";
-import { type IndexedPhoto, PhotoIndex } from "../../core/photo-index.ts";
+import { type IndexedPhoto, PhotoIndex } from "../../core/operations/photo-index.ts";
 
 /**
  * The recycled-photo check measured as the service runs it (issue 32): every photo of
- * ../shared/datasets is fingerprinted as capture stores it and indexed (core/photo-index.ts, in
+ * ../shared/datasets is fingerprinted as capture stores it and indexed (core/operations/photo-index.ts, in
  * the filesystem blob store), each as another inspection's; a sample is sent "again" resized, re-encoded, cropped and
  * mirrored, and must be found through the index; then every photo is looked up among all the others,
  * and any match between two files is printed, for a person to look at (the datasets hold some

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import sharp, { type Sharp } from "sharp";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../core/runtime/config.ts";
 import { type Paint, type PaintedPhoto, sameVehicle } from "../../core/domain/same-vehicle.ts";
 import { UploadChecker } from "../quality/upload-checker.ts";
 

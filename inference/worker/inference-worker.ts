@@ -12,8 +12,8 @@ import {
 } from "../../core/adapters/nats/detection-queue.ts";
 import { connectNats, type Nats } from "../../core/adapters/nats/nats-connection.ts";
 import { pullOne } from "../../core/adapters/nats/pull-one.ts";
-import type { Metrics } from "../../core/metrics.ts";
-import type { Config } from "../../core/config.ts";
+import type { Metrics } from "../../core/runtime/metrics.ts";
+import type { Config } from "../../core/runtime/config.ts";
 import { DetectionInterrupted, type DetectionRunner } from "../../core/ports/detection-runner.ts";
 import { WorkerPoolRunner } from "../detection/worker-pool-runner.ts";
 

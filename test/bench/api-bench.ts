@@ -11,8 +11,8 @@ import { join } from "node:path";
 import autocannon from "autocannon";
 import { createKey } from "../../bin/commands/keys.ts";
 import { openDatabase, transaction } from "../../core/adapters/sqlite/database.ts";
-import { loadConfig } from "../../core/config.ts";
-import { newId } from "../../core/ids.ts";
+import { loadConfig } from "../../core/runtime/config.ts";
+import { newId } from "../../core/domain/ids.ts";
 import { freePort } from "../helpers/service.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 8);

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { createKey } from "../../bin/commands/keys.ts";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../core/runtime/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { buildGoServers, startNatsServer, startVersityGw } from "../helpers/go-servers.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";

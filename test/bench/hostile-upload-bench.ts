@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import sharp from "sharp";
 import { createKey } from "../../bin/commands/keys.ts";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../core/runtime/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { heavyPng, hostilePhotos } from "../helpers/hostile-photos.ts";
 import { carPhoto } from "../helpers/photos.ts";

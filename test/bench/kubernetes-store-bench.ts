@@ -14,9 +14,9 @@ import { KubernetesEventStore } from "../../core/adapters/kubernetes/kubernetes-
 import { KubernetesInspectionStore } from "../../core/adapters/kubernetes/kubernetes-inspection-store.ts";
 import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
 import { openDatabase } from "../../core/adapters/sqlite/database.ts";
-import { SqliteEventStore } from "../../core/adapters/sqlite/event-store.ts";
-import { SqliteInspectionStore } from "../../core/adapters/sqlite/inspection-store.ts";
-import { newId } from "../../core/ids.ts";
+import { SqliteEventStore } from "../../core/adapters/sqlite/sqlite-event-store.ts";
+import { SqliteInspectionStore } from "../../core/adapters/sqlite/sqlite-inspection-store.ts";
+import { newId } from "../../core/domain/ids.ts";
 import type { EventStore } from "../../core/ports/event-store.ts";
 import type { InspectionStore } from "../../core/ports/inspection-store.ts";
 import { sampleInspection } from "../contract/fixtures.ts";

@@ -3,10 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FsBlobStore } from "../../core/adapters/fs/fs-blob-store.ts";
 import { THUMB } from "../../core/domain/photo-fingerprint.ts";
-import { type IndexedPhoto, PhotoIndex } from "../../core/photo-index.ts";
+import { type IndexedPhoto, PhotoIndex } from "../../core/operations/photo-index.ts";
 
 /**
- * How the recycled-photo index (core/photo-index.ts) grows with an account's photos, in the
+ * How the recycled-photo index (core/operations/photo-index.ts) grows with an account's photos, in the
  * filesystem blob store embedded mode uses: an index of N photos with random fingerprints (so no
  * candidate passes the gates, and what is timed is what grows with N: reading the log, holding it,
  * scanning it), then, for each N:

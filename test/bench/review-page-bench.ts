@@ -15,7 +15,7 @@ import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { createKey } from "../../bin/commands/keys.ts";
 import { createUser } from "../../bin/commands/users.ts";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../core/runtime/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { DESKTOP, launch } from "../helpers/browser.ts";
 import { carPhotos, DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";

@@ -9,7 +9,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../core/runtime/config.ts";
 import { scaleForModels } from "../../inference/detection/letterbox.ts";
 import { modelInputSizes } from "../../inference/detection/model-input.ts";
 import { UploadChecker } from "../../inference/quality/upload-checker.ts";

@@ -1,4 +1,4 @@
-import { newId } from "../../core/ids.ts";
+import { newId } from "../../core/domain/ids.ts";
 import { UNSTARTED } from "../../core/ports/inspection-store.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
 import { DEFAULT_CAPTURE_PLAN } from "../../core/domain/capture-plan.ts";

@@ -6,7 +6,7 @@ import openapiTS, { astToString } from "openapi-typescript";
 import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EVENT_TYPES } from "../../core/domain/state-machine.ts";
-import { ERROR_CODES } from "../../core/errors.ts";
+import { ERROR_CODES } from "../../core/domain/errors.ts";
 import { WEBHOOK_TEST_EVENT_TYPE } from "../../core/schemas/webhook.ts";
 import { startService, type TestService } from "../helpers/service.ts";
 

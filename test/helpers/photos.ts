@@ -49,7 +49,7 @@ let nextFresh = 9;
  * Nine car photos (a walkaround's eight angles and the VIN's) that no walkaround before it in this
  * test file sent, taken in turn from the car-parts test photos after the first nine (carPhotos(9),
  * what walkarounds send unless told): a report then names no photo as sent before
- * (integrity.reused_photos, core/photo-index.ts) and its review says only what the test is about.
+ * (integrity.reused_photos, core/operations/photo-index.ts) and its review says only what the test is about.
  * Photos with a quality problem are passed over. About ten walkarounds of a file get pictures of
  * their own, then it starts over.
  */

@@ -8,7 +8,7 @@ import { start } from "../../bin/commands/start.ts";
 import { startNatsServer, startVersityGw } from "./go-servers.ts";
 import { type ControlPlane, startControlPlane } from "./kube-control-plane.ts";
 import { createKey, webhookSecret } from "../../bin/commands/keys.ts";
-import { DEFAULT_MODELS, loadConfig, type Config } from "../../core/config.ts";
+import { DEFAULT_MODELS, loadConfig, type Config } from "../../core/runtime/config.ts";
 import { freePort } from "./free-port.ts";
 import { until } from "./webhook-receiver.ts";
 

@@ -5,9 +5,9 @@ import { MemoryEventStore } from "../../core/adapters/memory/memory-event-store.
 import { MemoryInspectionStore } from "../../core/adapters/memory/memory-inspection-store.ts";
 import { MemoryKeyStore } from "../../core/adapters/memory/memory-key-store.ts";
 import { MemoryState } from "../../core/adapters/memory/memory-state.ts";
-import { newId } from "../../core/ids.ts";
+import { newId } from "../../core/domain/ids.ts";
 import type { Bus } from "../../core/ports/bus.ts";
-import { systemClock } from "../../core/time.ts";
+import { systemClock } from "../../core/runtime/time.ts";
 import { BusWebhookDispatcher } from "../../operator/bus-webhook-dispatcher.ts";
 import { WebhookRelay } from "../../operator/webhook-relay.ts";
 import { sampleInspection } from "../contract/fixtures.ts";

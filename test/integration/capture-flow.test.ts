@@ -160,7 +160,7 @@ describe("capture API", () => {
     expect(session.steps.find((s: any) => s.angle === "front").done).toBe(true);
     // The stored photo is what the API serves: JPEG, no EXIF.
     const { readFileSync } = await import("node:fs");
-    const { photoBlobKey } = await import("../../core/blob-keys.ts");
+    const { photoBlobKey } = await import("../../core/domain/blob-keys.ts");
     const stored = readFileSync(svc.blobPath(photoBlobKey(session.inspection_id, retake.media_id)));
     const meta = await sharp(stored).metadata();
     expect(meta.format).toBe("jpeg");

@@ -2,7 +2,7 @@ import { readdirSync } from "node:fs";
 import { dirname } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { photoBlobKey } from "../../core/blob-keys.ts";
+import { photoBlobKey } from "../../core/domain/blob-keys.ts";
 import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos } from "../helpers/photos.ts";
 import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
@@ -18,7 +18,7 @@ import { until } from "../helpers/webhook-receiver.ts";
 /**
  * 200 rounds in one process; 100 where NATS, S3 and the workloads share the two cores with it (the
  * cluster compositions), since each upload is also fingerprinted and indexed in the blob store and
- * each completion looks its photos up (core/photo-index.ts): 200 rounds took 160 s there alone.
+ * each completion looks its photos up (core/operations/photo-index.ts): 200 rounds took 160 s there alone.
  */
 const ROUNDS = process.env.VI_TEST_COMPOSITION ? 100 : 200;
 /** Rounds in flight at once: enough to keep both cores busy, few enough that each finishes quickly. */
@@ -134,5 +134,5 @@ describe("capture: uploads racing the submit", () => {
     // The rounds raced both ways: some uploads landed before the submit, some after.
     expect(accepted).toBeGreaterThan(0);
     expect(refused).toBeGreaterThan(0);
-  }, 400_000); // Past the default: room for a two-core machine busy with other suites; each upload is also fingerprinted and indexed (core/photo-index.ts, two more blob writes), and each completion looks its photos up.
+  }, 400_000); // Past the default: room for a two-core machine busy with other suites; each upload is also fingerprinted and indexed (core/operations/photo-index.ts, two more blob writes), and each completion looks its photos up.
 });

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { modelInputBlobKey } from "../../core/blob-keys.ts";
+import { modelInputBlobKey } from "../../core/domain/blob-keys.ts";
 import { VEHICLE_PARTS } from "../../core/domain/closeups.ts";
 import { modelInputSizes } from "../../inference/detection/model-input.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";

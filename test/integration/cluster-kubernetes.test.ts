@@ -8,7 +8,7 @@ import { parseAllDocuments } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, webhookSecret } from "../../bin/commands/keys.ts";
 import { apiStatus } from "../../core/adapters/kubernetes/api-status.ts";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../core/runtime/config.ts";
 import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { INSPECTION_RESOURCE as WHERE } from "../../core/schemas/inspection-resource.ts";
 import { startNatsServer, startVersityGw, type NatsServer, type VersityGw } from "../helpers/go-servers.ts";

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, webhookSecret } from "../../bin/commands/keys.ts";
 import { BUS_STREAMS } from "../../core/adapters/nats/nats-bus.ts";
 import { connectNats } from "../../core/adapters/nats/nats-connection.ts";
-import { DEFAULT_MODELS, loadConfig } from "../../core/config.ts";
+import { DEFAULT_MODELS, loadConfig } from "../../core/runtime/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { WEBHOOK_GROUP } from "../../operator/bus-webhook-dispatcher.ts";
 import { startNatsServer, startVersityGw, type NatsServer, type VersityGw } from "../helpers/go-servers.ts";

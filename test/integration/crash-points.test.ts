@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp, type App } from "../../api/app.ts";
 import { createKey } from "../../bin/commands/keys.ts";
 import { embeddedServices, type EmbeddedServices } from "../../bin/embedded-services.ts";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../core/runtime/config.ts";
 import { carPhotos } from "../helpers/photos.ts";
 import { VALID_VIN } from "../helpers/service.ts";
 

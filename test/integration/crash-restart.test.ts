@@ -4,7 +4,7 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { afterAll, describe, expect, it } from "vitest";
 import { createKey } from "../../bin/commands/keys.ts";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../core/runtime/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos } from "../helpers/photos.ts";
 import { freePort, VALID_VIN } from "../helpers/service.ts";

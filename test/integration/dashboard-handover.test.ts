@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_MODELS } from "../../core/config.ts";
+import { DEFAULT_MODELS } from "../../core/runtime/config.ts";
 import { DashboardClient } from "../helpers/dashboard-client.ts";
 import { readPdf } from "../helpers/pdf-text.ts";
 import { DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUser } from "../../bin/commands/users.ts";
-import { DEFAULT_MODELS } from "../../core/config.ts";
+import { DEFAULT_MODELS } from "../../core/runtime/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { createShareToken } from "../../dashboard/auth/share-links.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
-import { photoBlobKey } from "../../core/blob-keys.ts";
+import { photoBlobKey } from "../../core/domain/blob-keys.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos, streetBackground } from "../helpers/photos.ts";
 import { startService, VALID_VIN, withModels, type TestService } from "../helpers/service.ts";

@@ -5,7 +5,7 @@ import { type NatsServer, startNatsServer } from "../helpers/go-servers.ts";
 import { type ControlPlane, KWOK_NODE, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 import { sample } from "../helpers/prometheus.ts";
-import { Metrics } from "../../core/metrics.ts";
+import { Metrics } from "../../core/runtime/metrics.ts";
 import { pino } from "pino";
 
 const NAMESPACE = "default";

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DETECTION_QUEUE } from "../../core/adapters/nats/detection-queue.ts";
 import { DETECTION_JOB_LABEL, parseJobTemplate } from "../../operator/detection-job-scaler.ts";
 import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../core/runtime/config.ts";
 import { createKey } from "../../bin/commands/keys.ts";
 import { chartJobTemplate, kubeClients, openDetectionQueue } from "../helpers/detection-queue.ts";
 import { type NatsServer, startNatsServer, startVersityGw, type VersityGw } from "../helpers/go-servers.ts";

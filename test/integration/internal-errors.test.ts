@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp, type App } from "../../api/app.ts";
 import { createKey } from "../../bin/commands/keys.ts";
 import { embeddedServices, type EmbeddedServices } from "../../bin/embedded-services.ts";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../core/runtime/config.ts";
 
 /** A store that fails as a corrupted database would, to see what a client gets from a 500. */
 describe("internal errors", () => {

@@ -5,7 +5,7 @@ import { InspectionRecords } from "../../core/adapters/kubernetes/inspection-rec
 import { ATTEMPTS_KEPT, KubernetesEventStore } from "../../core/adapters/kubernetes/kubernetes-event-store.ts";
 import { KubernetesInspectionStore } from "../../core/adapters/kubernetes/kubernetes-inspection-store.ts";
 import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
-import { newId } from "../../core/ids.ts";
+import { newId } from "../../core/domain/ids.ts";
 import type { MediaRecord, PhotoRecord } from "../../core/ports/records.ts";
 import { sampleInspection } from "../contract/fixtures.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";

@@ -8,9 +8,9 @@ import { DETECTION_QUEUE, type DeadDetectionJob, jobIdFor } from "../../core/ada
 import { connectNats, type Nats } from "../../core/adapters/nats/nats-connection.ts";
 import { NatsDetectionRunner } from "../../core/adapters/nats/nats-detection-runner.ts";
 import { S3BlobStore } from "../../core/adapters/s3/s3-blob-store.ts";
-import { photoBlobKey } from "../../core/blob-keys.ts";
-import { DEFAULT_MODELS } from "../../core/config.ts";
-import { newId } from "../../core/ids.ts";
+import { photoBlobKey } from "../../core/domain/blob-keys.ts";
+import { DEFAULT_MODELS } from "../../core/runtime/config.ts";
+import { newId } from "../../core/domain/ids.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { DetectionInterrupted, type PhotoToInspect } from "../../core/ports/detection-runner.ts";
 import { startNatsServer, startVersityGw, type NatsServer, type VersityGw } from "../helpers/go-servers.ts";

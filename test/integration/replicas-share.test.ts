@@ -5,7 +5,7 @@ import { get, type IncomingHttpHeaders } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, listKeys, revokeKey } from "../../bin/commands/keys.ts";
 import { createUser } from "../../bin/commands/users.ts";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../core/runtime/config.ts";
 import { DashboardClient } from "../helpers/dashboard-client.ts";
 import { startNatsServer, type NatsServer } from "../helpers/go-servers.ts";
 import { freePorts } from "../helpers/free-port.ts";

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_MODELS } from "../../core/config.ts";
+import { DEFAULT_MODELS } from "../../core/runtime/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { readPdf } from "../helpers/pdf-text.ts";
 import { carPhotos, DATASETS, freshPhotos } from "../helpers/photos.ts";

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_MODELS } from "../../core/config.ts";
+import { DEFAULT_MODELS } from "../../core/runtime/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import type { ReviewReason } from "../../core/schemas/report.ts";
 import { REVIEW_REASON_WORDS } from "../../core/views/review-words.ts";

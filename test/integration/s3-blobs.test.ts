@@ -1,8 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { evidenceBlobKey, photoBlobKey } from "../../core/blob-keys.ts";
-import { DEFAULT_MODELS } from "../../core/config.ts";
+import { evidenceBlobKey, photoBlobKey } from "../../core/domain/blob-keys.ts";
+import { DEFAULT_MODELS } from "../../core/runtime/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { startVersityGw, type VersityGw } from "../helpers/go-servers.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";

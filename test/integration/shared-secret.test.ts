@@ -4,7 +4,7 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { workloadServices } from "../../bin/cluster-services.ts";
-import { loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../core/runtime/config.ts";
 import { startNatsServer, type NatsServer } from "../helpers/go-servers.ts";
 
 /**

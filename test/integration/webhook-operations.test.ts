@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../../core/domain/errors.ts";
 import { rotateWebhookSecret, sendTestWebhook } from "../../core/operations/webhooks.ts";
 import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
 import { type Received, until, WebhookReceiver } from "../helpers/webhook-receiver.ts";

@@ -3,7 +3,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { DEFAULT_METRICS_PORT } from "../../core/config.ts";
+import { DEFAULT_METRICS_PORT } from "../../core/runtime/config.ts";
 import { type NatsServer, startNatsServer } from "../helpers/go-servers.ts";
 import { freePort } from "../helpers/service.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";

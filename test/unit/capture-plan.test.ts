@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { openDatabase, sql } from "../../core/adapters/sqlite/database.ts";
-import { SqliteInspectionStore } from "../../core/adapters/sqlite/inspection-store.ts";
+import { SqliteInspectionStore } from "../../core/adapters/sqlite/sqlite-inspection-store.ts";
 import { DEFAULT_CAPTURE_PLAN, LOCALE_PATTERN } from "../../core/domain/capture-plan.ts";
 import { CaptureInput } from "../../core/schemas/capture-plan.ts";
 import { sampleInspection } from "../contract/fixtures.ts";

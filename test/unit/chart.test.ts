@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import { chartReadme } from "../../charts/chart-docs.ts";
-import { Metrics } from "../../core/metrics.ts";
+import { Metrics } from "../../core/runtime/metrics.ts";
 import { kubeTools } from "../helpers/kube-control-plane.ts";
 import { parseJobTemplate } from "../../operator/detection-job-scaler.ts";
 

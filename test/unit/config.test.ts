@@ -1,6 +1,6 @@
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../core/config.ts";
+import { ConfigError, loadConfig } from "../../core/runtime/config.ts";
 
 describe("configuration: where blobs live", () => {
   it("is a directory under DATA_DIR unless S3_BUCKET is set", () => {

@@ -4,12 +4,12 @@ import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts
 import { MemoryEventStore } from "../../core/adapters/memory/memory-event-store.ts";
 import { MemoryInspectionStore } from "../../core/adapters/memory/memory-inspection-store.ts";
 import { MemoryState } from "../../core/adapters/memory/memory-state.ts";
-import { reportBlobKey } from "../../core/blob-keys.ts";
+import { reportBlobKey } from "../../core/domain/blob-keys.ts";
 import type { DetectionResult, DetectionRunner } from "../../core/ports/detection-runner.ts";
 import type { InspectionStore } from "../../core/ports/inspection-store.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
-import { Metrics } from "../../core/metrics.ts";
-import { Signals } from "../../core/signals.ts";
+import { Metrics } from "../../core/runtime/metrics.ts";
+import { Signals } from "../../core/runtime/signals.ts";
 import { Controller } from "../../operator/controller.ts";
 import { sampleInspection } from "../contract/fixtures.ts";
 

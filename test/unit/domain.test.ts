@@ -12,8 +12,8 @@ import {
 } from "../../core/domain/state-machine.ts";
 import { expectedCheckDigit, vinProblem } from "../../core/domain/vin.ts";
 import { signWebhook } from "../../core/domain/webhook-signature.ts";
-import { DEFAULT_RETRY_SCHEDULE_MS } from "../../core/config.ts";
-import { isId, newApiKey, newId } from "../../core/ids.ts";
+import { DEFAULT_RETRY_SCHEDULE_MS } from "../../core/runtime/config.ts";
+import { isId, newApiKey, newId } from "../../core/domain/ids.ts";
 import { Webhook } from "standardwebhooks";
 
 describe("state machine", () => {

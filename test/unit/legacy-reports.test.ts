@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
 import { openDatabase, sql } from "../../core/adapters/sqlite/database.ts";
 import { moveLegacyReports } from "../../core/adapters/sqlite/legacy-reports.ts";
-import { reportBlobKey } from "../../core/blob-keys.ts";
+import { reportBlobKey } from "../../core/domain/blob-keys.ts";
 
 describe("reports stored as rows by earlier versions", () => {
   const dirs: string[] = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { redactUrl } from "../../core/logger.ts";
+import { redactUrl } from "../../core/runtime/logger.ts";
 
 describe("redactUrl", () => {
   const token = "VJ9bDnc_rX8t3BIscXVz6Wqk39xhWQZIi6jcqG5gx84";

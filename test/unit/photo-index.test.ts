@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { fingerprintOf } from "../../capture/photos/fingerprint.ts";
 import { FsBlobStore } from "../../core/adapters/fs/fs-blob-store.ts";
 import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
-import { type IndexedPhoto, PhotoIndex } from "../../core/photo-index.ts";
+import { type IndexedPhoto, PhotoIndex } from "../../core/operations/photo-index.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
 import { carPhotos } from "../helpers/photos.ts";
 

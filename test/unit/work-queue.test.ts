@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { systemClock } from "../../core/time.ts";
+import { systemClock } from "../../core/runtime/time.ts";
 import { WorkQueue } from "../../operator/work-queue.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { link, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
 import { Readable } from "node:stream";
-import { byteOrder } from "../../blob-keys.ts";
+import { byteOrder } from "../../domain/blob-keys.ts";
 import type { BlobStore } from "../../ports/blob-store.ts";
 
 const missing = (error: unknown) => (error as NodeJS.ErrnoException).code === "ENOENT";

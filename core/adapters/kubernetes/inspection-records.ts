@@ -1,7 +1,7 @@
 import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { newestFirst } from "../../domain/inspection-queries.ts";
 import { isTerminal } from "../../domain/state-machine.ts";
-import { isId } from "../../ids.ts";
+import { isId } from "../../domain/ids.ts";
 import type { BlobStore } from "../../ports/blob-store.ts";
 import type { ListFilter } from "../../ports/inspection-store.ts";
 import type { InspectionRecord, Scope } from "../../ports/records.ts";

@@ -1,5 +1,5 @@
 import { Readable } from "node:stream";
-import { byteOrder, checkedBlobKey } from "../../blob-keys.ts";
+import { byteOrder, checkedBlobKey } from "../../domain/blob-keys.ts";
 import type { BlobStore } from "../../ports/blob-store.ts";
 
 /** Blobs in a map: for evaluation runs and tests, where nothing needs to outlive the process. */

@@ -10,7 +10,7 @@ import {
   TOPICS,
   type Topic,
 } from "../../ports/bus.ts";
-import { systemClock, type Clock } from "../../time.ts";
+import { systemClock, type Clock } from "../../runtime/time.ts";
 
 /** As the NATS adapter's default: longer than a publisher takes to restart. */
 const DUPLICATE_WINDOW_MS = 10 * 60_000;

@@ -1,6 +1,6 @@
 import { type Branding, NO_BRANDING } from "../../domain/branding.ts";
 import { DEFAULT_REVIEW_POLICY, type ReviewPolicy } from "../../domain/review.ts";
-import type { Environment } from "../../ids.ts";
+import type { Environment } from "../../domain/ids.ts";
 import { type ApiKeyRecord, byCreation, type KeyStore, newestFirst, signingAt, type WebhookSecretRecord } from "../../ports/key-store.ts";
 import { constraint, pairKey, snapshot, type MemoryState } from "./memory-state.ts";
 

@@ -1,6 +1,6 @@
 import type { Branding } from "../../domain/branding.ts";
 import type { ReviewPolicy } from "../../domain/review.ts";
-import { newId } from "../../ids.ts";
+import { newId } from "../../domain/ids.ts";
 import type { StoredResponse } from "../../ports/idempotency-store.ts";
 import type { ApiKeyRecord } from "../../ports/key-store.ts";
 import type { DeliveryAttemptRecord, EventRecord, InspectionRecord, MediaRecord, PhotoRecord } from "../../ports/records.ts";

@@ -1,5 +1,5 @@
 import type { KV, Kvm } from "@nats-io/kv";
-import { newId } from "../../ids.ts";
+import { newId } from "../../domain/ids.ts";
 import { firstWriter, natsCall, storedValue } from "./nats-connection.ts";
 
 type Account = { id: string; name: string; createdAt: number };

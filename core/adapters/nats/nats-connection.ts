@@ -11,7 +11,7 @@ import {
   type Status,
   TimeoutError,
 } from "@nats-io/transport-node";
-import { storeUnavailable } from "../../errors.ts";
+import { storeUnavailable } from "../../domain/errors.ts";
 
 export type Nats = {
   nc: NatsConnection;

@@ -1,5 +1,5 @@
 import type { KV, KvEntry, Kvm } from "@nats-io/kv";
-import { sha256 } from "../../ids.ts";
+import { sha256 } from "../../domain/ids.ts";
 import { type BeginResult, type IdempotencyStore, STALE_IN_FLIGHT_MS, type StoredResponse } from "../../ports/idempotency-store.ts";
 import type { Scope } from "../../ports/records.ts";
 import { firstWriter, natsCall, storedValue } from "./nats-connection.ts";

@@ -3,8 +3,8 @@ import { DEFAULT_REVIEW_POLICY, type ReviewPolicy } from "../../domain/review.ts
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KV, Kvm, KvWatchEntry } from "@nats-io/kv";
 import { ClosedConnectionError, type QueuedIterator } from "@nats-io/transport-node";
-import { storeUnavailable } from "../../errors.ts";
-import type { Environment } from "../../ids.ts";
+import { storeUnavailable } from "../../domain/errors.ts";
+import type { Environment } from "../../domain/ids.ts";
 import { kvToken, NatsAccounts } from "./nats-accounts.ts";
 import { type ApiKeyRecord, byCreation, type KeyStore, newestFirst, signingAt, type WebhookSecretRecord } from "../../ports/key-store.ts";
 import { firstWriter, natsCall, storedValue } from "./nats-connection.ts";

@@ -1,8 +1,8 @@
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import type { Readable } from "node:stream";
-import { checkedBlobKey } from "../../blob-keys.ts";
-import type { S3Config } from "../../config.ts";
-import { storeUnavailable } from "../../errors.ts";
+import { checkedBlobKey } from "../../domain/blob-keys.ts";
+import type { S3Config } from "../../runtime/config.ts";
+import { storeUnavailable } from "../../domain/errors.ts";
 import type { BlobStore } from "../../ports/blob-store.ts";
 
 /** Failures below HTTP: the server is down, unreachable, or went away mid-request. */

@@ -1,4 +1,4 @@
-import { reportBlobKey } from "../../blob-keys.ts";
+import { reportBlobKey } from "../../domain/blob-keys.ts";
 import type { BlobStore } from "../../ports/blob-store.ts";
 import { sql, type Database } from "./database.ts";
 

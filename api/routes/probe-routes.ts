@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
-import type { Nats } from "../adapters/nats/nats-connection.ts";
-import type { Metrics } from "../metrics.ts";
-import type { Services } from "../services.ts";
+import type { Nats } from "../../core/adapters/nats/nats-connection.ts";
+import type { Metrics } from "../../core/runtime/metrics.ts";
+import type { Services } from "../../core/runtime/services.ts";
 
 /**
  * One named readiness check, as controller-runtime's healthz.Checker: resolves while what it names

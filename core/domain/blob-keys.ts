@@ -7,7 +7,7 @@ export const reportBlobKey = (inspectionId: string) => `reports/${inspectionId}.
 export const modelInputBlobKey = (inspectionId: string, mediaId: string, size: number) =>
   `model-inputs/${inspectionId}/${mediaId}-${size}.rgb`;
 
-/** The recycled-photo index of one account and environment (core/photo-index.ts): its folder. */
+/** The recycled-photo index of one account and environment (core/operations/photo-index.ts): its folder. */
 export const photoIndexFolder = (accountId: string, livemode: boolean) => `photo-index/${accountId}/${livemode ? "live" : "test"}`;
 
 /**

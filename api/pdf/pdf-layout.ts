@@ -1,5 +1,5 @@
 /** The condition report's page, type and colours, and the few drawing steps its sections share (report-pdf.ts). */
-import { formatTimestamp } from "../time.ts";
+import { formatTimestamp } from "../../core/runtime/time.ts";
 
 export const MARGIN = 48;
 export const BOTTOM_MARGIN = 64;

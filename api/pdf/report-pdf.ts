@@ -1,10 +1,10 @@
 import PDFDocument from "pdfkit";
-import { evidenceMediaId } from "../domain/build-report.ts";
+import { evidenceMediaId } from "../../core/domain/build-report.ts";
 import sharp from "sharp";
-import { completedReport } from "../operations/reports.ts";
-import type { InspectionRecord, Scope } from "../ports/records.ts";
-import { type Finding, Report } from "../schemas/report.ts";
-import type { Services } from "../services.ts";
+import { completedReport } from "../../core/operations/reports.ts";
+import type { InspectionRecord, Scope } from "../../core/ports/records.ts";
+import { type Finding, Report } from "../../core/schemas/report.ts";
+import type { Services } from "../../core/runtime/services.ts";
 import {
   A4,
   BOTTOM_MARGIN,
@@ -24,8 +24,8 @@ import {
   when,
   words,
 } from "./pdf-layout.ts";
-import { loadBaseline, type NewSince, newSince } from "./new-since.ts";
-import { findingMark, isCounted, reviewReasonWords } from "./review-words.ts";
+import { loadBaseline, type NewSince, newSince } from "../../core/views/new-since.ts";
+import { findingMark, isCounted, reviewReasonWords } from "../../core/views/review-words.ts";
 
 const SERVICE_NAME = "Vehicle inspection service";
 // Photos are scaled down before they are embedded, so that a report stays small enough to mail:

@@ -1,4 +1,4 @@
-import { photoIndexFolder } from "./blob-keys.ts";
+import { photoIndexFolder } from "../domain/blob-keys.ts";
 import {
   bitCount,
   CANDIDATE_BITS,
@@ -12,10 +12,10 @@ import {
   mirrored,
   mirroredColour,
   samePicture,
-} from "./domain/photo-fingerprint.ts";
-import type { Paint } from "./domain/same-vehicle.ts";
-import type { BlobStore } from "./ports/blob-store.ts";
-import type { Scope } from "./ports/records.ts";
+} from "../domain/photo-fingerprint.ts";
+import type { Paint } from "../domain/same-vehicle.ts";
+import type { BlobStore } from "../ports/blob-store.ts";
+import type { Scope } from "../ports/records.ts";
 
 /**
  * A photo as the index keeps it: whose it is, its fingerprint, when its camera says it was taken,

@@ -1,5 +1,5 @@
-import type { RateLimitStore } from "../ports/rate-limit-store.ts";
-import type { Clock } from "../time.ts";
+import type { RateLimitStore } from "../../core/ports/rate-limit-store.ts";
+import type { Clock } from "../../core/runtime/time.ts";
 
 type Callback = (error: Error | null, result?: { current: number; ttl: number }) => void;
 

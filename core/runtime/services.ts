@@ -1,19 +1,19 @@
 import type { Logger } from "pino";
 import type { Metrics } from "./metrics.ts";
 import type { Config } from "./config.ts";
-import type { ExteriorAngle, SuggestedCloseup } from "./schemas/capture.ts";
-import type { Paint } from "./domain/same-vehicle.ts";
-import type { CaptureLinks } from "./capture-links.ts";
-import type { BlobStore } from "./ports/blob-store.ts";
-import type { EventStore } from "./ports/event-store.ts";
-import type { IdempotencyStore } from "./ports/idempotency-store.ts";
-import type { InspectionStore } from "./ports/inspection-store.ts";
-import type { KeyStore } from "./ports/key-store.ts";
-import type { RateLimitStore } from "./ports/rate-limit-store.ts";
-import type { UserStore } from "./ports/user-store.ts";
+import type { ExteriorAngle, SuggestedCloseup } from "../schemas/capture.ts";
+import type { Paint } from "../domain/same-vehicle.ts";
+import type { CaptureLinks } from "../domain/capture-links.ts";
+import type { BlobStore } from "../ports/blob-store.ts";
+import type { EventStore } from "../ports/event-store.ts";
+import type { IdempotencyStore } from "../ports/idempotency-store.ts";
+import type { InspectionStore } from "../ports/inspection-store.ts";
+import type { KeyStore } from "../ports/key-store.ts";
+import type { RateLimitStore } from "../ports/rate-limit-store.ts";
+import type { UserStore } from "../ports/user-store.ts";
 import type { Signals } from "./signals.ts";
 import type { Clock } from "./time.ts";
-import type { DecodedVehicle } from "./vin/vin-decoder.ts";
+import type { DecodedVehicle } from "../vin/vin-decoder.ts";
 
 /** Everything a component needs from the outside world, built once at boot (bin/) and passed in. */
 export type Services = {
@@ -36,7 +36,7 @@ export type Services = {
   /** Keys for what the service signs besides capture links: dashboard cookies, shared report links. */
   signingKeys: { cookies: Buffer; shareLinks: Buffer };
   signals: Signals;
-  /** This process's Prometheus metrics (core/metrics.ts), served at /metrics. */
+  /** This process's Prometheus metrics (core/runtime/metrics.ts), served at /metrics. */
   metrics: Metrics;
   /** The configured models' input sizes: capture stores each photo scaled for them (inference/detection/model-input.ts). */
   modelInputSizes: number[];

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import type { Bus, Subscription } from "./ports/bus.ts";
-import type { Signals } from "./signals.ts";
+import type { Bus, Subscription } from "../ports/bus.ts";
+import type { Signals } from "../runtime/signals.ts";
 
 /*
  * Capture intents between workloads. An intent (a link opened, a submit, a cancel) is recorded in

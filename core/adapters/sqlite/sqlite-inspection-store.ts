@@ -14,7 +14,7 @@ import type { ReviewPolicy, ReviewRecord } from "../../domain/review.ts";
 import { type CapturePlan, DEFAULT_CAPTURE_PLAN } from "../../domain/capture-plan.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
 import { groupCommit, sql, transaction, type Database } from "./database.ts";
-import { insertEvent } from "./event-store.ts";
+import { insertEvent } from "./sqlite-event-store.ts";
 import { ReadCache } from "./read-cache.ts";
 
 type Row = Record<string, string | number | null>;

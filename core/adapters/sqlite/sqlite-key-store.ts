@@ -1,7 +1,7 @@
 import { type Branding, NO_BRANDING, type StoredLogo } from "../../domain/branding.ts";
 import { DEFAULT_REVIEW_POLICY, type ReviewPolicy } from "../../domain/review.ts";
-import type { Environment } from "../../ids.ts";
-import { newId } from "../../ids.ts";
+import type { Environment } from "../../domain/ids.ts";
+import { newId } from "../../domain/ids.ts";
 import { type ApiKeyRecord, type KeyStore, signingAt, type WebhookSecretRecord } from "../../ports/key-store.ts";
 import { sql, transaction, type Database } from "./database.ts";
 import { ReadCache } from "./read-cache.ts";

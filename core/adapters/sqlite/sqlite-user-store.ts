@@ -1,5 +1,5 @@
 import type { InviteRecord, UserRecord, UserStore } from "../../ports/user-store.ts";
-import { newId } from "../../ids.ts";
+import { newId } from "../../domain/ids.ts";
 import { sql, transaction, type Database } from "./database.ts";
 
 type Row = Record<string, string | number | null>;

@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import { STATUSES } from "./domain/state-machine.ts";
+import { STATUSES } from "../domain/state-machine.ts";
 
 /**
  * The service's Prometheus metrics, one registry per process, labelled with its workload (`start`,
