@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { webhookHeaders } from "../../core/domain/webhook-signature.ts";
+import { WebhookClient } from "../../core/net/webhook-client.ts";
 
 /** What this client reads of the API's answers (core/schemas/event.ts has them whole). */
 type Event = { id: string; type: string; created_at: string; data: { id: string }; delivery: unknown };
@@ -49,19 +50,24 @@ export async function listen(o: ListenOptions): Promise<void> {
   // What is there already is history: only events from now on are forwarded.
   const seen = new Set((await api<EventList>(`/v1/events?limit=${PAGE}`)).data.map((e) => e.id));
   o.print(`Forwarding the test-mode events of this key's account to ${o.forwardTo} (Ctrl-C to stop)`);
-  while (!o.signal?.aborted) {
-    try {
-      for (const event of await newEvents(api, seen)) {
-        seen.add(event.id);
-        o.print(await forward(event, secret, o.forwardTo));
+  // The receiver is on the developer's own machine: private addresses are the point here.
+  const client = new WebhookClient({ timeoutMs: FORWARD_TIMEOUT_MS, allowPrivateTargets: true });
+  try {
+    while (!o.signal?.aborted) {
+      try {
+        for (const event of await newEvents(api, seen)) {
+          seen.add(event.id);
+          o.print(await forward(client, event, secret, o.forwardTo));
+        }
+      } catch (error) {
+        if (o.signal?.aborted) return;
+        // The service restarting, say: said once a poll, and tried again.
+        o.print(`could not read the events (${(error as Error).message}); trying again`);
       }
-      await sleep(o.pollMs ?? 1_000, undefined, { signal: o.signal });
-    } catch (error) {
-      if (o.signal?.aborted) return;
-      // The service restarting, say: said once a poll, and tried again.
-      o.print(`could not read the events (${(error as Error).message}); trying again`);
-      await sleep(o.pollMs ?? 1_000);
+      await sleep(o.pollMs ?? 1_000, undefined, { signal: o.signal }).catch(() => {});
     }
+  } finally {
+    await client.close();
   }
 }
 
@@ -78,17 +84,12 @@ async function newEvents(api: <T>(path: string) => Promise<T>, seen: ReadonlySet
 }
 
 /** Delivers one event as the service would (its body without the delivery record); the line to print. */
-async function forward(event: Event, secret: string, url: string): Promise<string> {
+async function forward(client: WebhookClient, event: Event, secret: string, url: string): Promise<string> {
   const { delivery: _, ...delivered } = event;
   const body = JSON.stringify(delivered);
   const headers = webhookHeaders({ secret, previousSecret: null }, event.id, Math.floor(Date.now() / 1000), body);
   const what = `${event.created_at}  ${event.type.padEnd(27)} ${event.id} (${event.data.id})`;
-  const began = performance.now();
-  try {
-    const res = await fetch(url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS) });
-    await res.arrayBuffer();
-    return `${what}  -> ${res.status} in ${Math.round(performance.now() - began)} ms`;
-  } catch (error) {
-    return `${what}  -> failed: ${(error as Error).message}`;
-  }
+  const outcome = await client.post(url, headers, body);
+  if (outcome.statusCode === null) return `${what}  -> failed: ${outcome.error}`;
+  return `${what}  -> ${outcome.statusCode} in ${outcome.latencyMs} ms`;
 }
