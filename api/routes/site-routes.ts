@@ -29,8 +29,14 @@ const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">
 <path d="M9 16.5l4.5 4.5L23 11.5" fill="none" stroke="#fff" stroke-width="3.2" stroke-linecap="round" stroke-linejoin="round"/>
 </svg>`;
 
-/** A PNG in an ICO container (one 32 x 32 image), which every browser reads at /favicon.ico. */
-async function faviconIco(): Promise<Buffer> {
+/**
+ * A PNG in an ICO container (one 32 x 32 image), which every browser reads at /favicon.ico. Drawn
+ * once a process: tests and workloads build the app many times, and the mark never changes.
+ */
+let favicon: Promise<Buffer> | undefined;
+const faviconIco = (): Promise<Buffer> => (favicon ??= drawFaviconIco());
+
+async function drawFaviconIco(): Promise<Buffer> {
   const png = await sharp(Buffer.from(ICON_SVG)).resize(32, 32).png().toBuffer();
   const header = Buffer.alloc(22);
   header.writeUInt16LE(0, 0); // reserved
