@@ -9,7 +9,7 @@ const retrySchedule = z
   .transform((v) => v.split(",").map(Number));
 
 /** The models shipped with the repository (see their model cards). */
-const MODELS_DIR = resolve(import.meta.dirname, "../inference/models");
+const MODELS_DIR = resolve(import.meta.dirname, "../../inference/models");
 const DEFAULT_DAMAGE_MODEL = resolve(MODELS_DIR, "damage/model.onnx");
 const DEFAULT_PARTS_MODEL = resolve(MODELS_DIR, "parts/model.onnx");
 const DEFAULT_JUDGE_MODEL = resolve(MODELS_DIR, "judge/model.onnx");
