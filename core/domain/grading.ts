@@ -1,10 +1,9 @@
+import type { DamageType } from "./damage-types.ts";
+
 export const SEVERITIES = ["minor", "moderate", "severe"] as const;
 export type Severity = (typeof SEVERITIES)[number];
 export const GRADES = ["none", "minor", "moderate", "severe"] as const;
 export type Grade = (typeof GRADES)[number];
-
-export const DAMAGE_TYPES = ["dent", "scratch", "crack", "glass_shatter", "lamp_broken", "tire_flat"] as const;
-export type DamageType = (typeof DAMAGE_TYPES)[number];
 
 /**
  * A finding's severity from its type and its size relative to the part it is on (area of the damage

@@ -1,4 +1,5 @@
-import type { DamageType, Severity } from "../domain/grading.ts";
+import type { DamageType } from "../domain/damage-types.ts";
+import type { Severity } from "../domain/grading.ts";
 import type { Quality } from "../schemas/report.ts";
 
 /** What detection finds: the damage model's types, and the whole-photo judgement's two. */

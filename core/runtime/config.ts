@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import type { DamageClass } from "../domain/damage-types.ts";
 
 const bool = z.enum(["true", "false"]).transform((v) => v === "true");
 const retrySchedule = z
@@ -23,14 +24,14 @@ export const DEFAULT_MODELS = { damage: DEFAULT_DAMAGE_MODEL, parts: DEFAULT_PAR
  * (0.18, 0.23) come with precision of 0.5 or under, so half the findings there would be wrong. Crack,
  * which the model barely finds (AP50 0.05), is held at 0.5.
  */
-export const DEFAULT_DETECTION_THRESHOLDS: Record<string, number> = {
+export const DEFAULT_DETECTION_THRESHOLDS: Readonly<Record<string, number>> = {
   "glass shatter": 0.34,
   "tire flat": 0.64,
   "lamp broken": 0.46,
   dent: 0.25,
   scratch: 0.25,
   crack: 0.5,
-};
+} satisfies Record<DamageClass, number>;
 
 /** The contract's retry schedule: after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (8 attempts in all). */
 export const DEFAULT_RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];

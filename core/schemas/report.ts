@@ -1,19 +1,10 @@
 import { z } from "zod";
+import { DAMAGE_TYPES } from "../domain/damage-types.ts";
 import { SEVERITIES } from "../domain/grading.ts";
 import { Timestamp } from "./common.ts";
 import { Grade, Summary } from "./inspection.ts";
 
-export const FINDING_TYPES = [
-  "dent",
-  "scratch",
-  "crack",
-  "glass_shatter",
-  "lamp_broken",
-  "tire_flat",
-  "broken_part",
-  "damage_suspected",
-  "vin_mismatch",
-] as const;
+export const FINDING_TYPES = [...DAMAGE_TYPES, "broken_part", "damage_suspected", "vin_mismatch"] as const;
 
 /** Who placed a finding: the models, or a person reviewing the report. */
 export const FINDING_SOURCES = ["model", "reviewer"] as const;

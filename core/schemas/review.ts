@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { VEHICLE_PARTS } from "../domain/closeups.ts";
-import { DAMAGE_TYPES, SEVERITIES } from "../domain/grading.ts";
+import { DAMAGE_TYPES } from "../domain/damage-types.ts";
+import { SEVERITIES } from "../domain/grading.ts";
 import { REVIEW_ACTIONS } from "../domain/review.ts";
 
 /** The finding types a reviewer may give: damage a person can see and name. */

@@ -1,13 +1,7 @@
 import sharp from "sharp";
 import { evidenceBlobKey } from "../../core/domain/blob-keys.ts";
-import {
-  DAMAGE_TYPES,
-  PART_SHARE_OF_PHOTO,
-  SEVERITIES,
-  findingSeverity,
-  type DamageType,
-  type Severity,
-} from "../../core/domain/grading.ts";
+import { type DamageType, damageTypeOf } from "../../core/domain/damage-types.ts";
+import { PART_SHARE_OF_PHOTO, SEVERITIES, findingSeverity, type Severity } from "../../core/domain/grading.ts";
 import { newId } from "../../core/domain/ids.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
 import {
@@ -58,12 +52,9 @@ export const MIN_SIDE_PX = 256;
  */
 export const SURE_GLASS_SHATTER = 0.8;
 
-/** A damage model class name ("glass shatter") as the API's damage type ("glass_shatter"). */
-const damageType = (d: Detected): string => d.name.replace(/\s+/g, "_");
-
 /** Whether a photo shows a vehicle: a car part in it, or a glass shatter the damage model is sure of. */
 export function showsVehicle(parts: Detected[], damage: Detected[]): boolean {
-  return parts.length > 0 || damage.some((d) => damageType(d) === "glass_shatter" && d.score >= SURE_GLASS_SHATTER);
+  return parts.length > 0 || damage.some((d) => damageTypeOf(d.name) === "glass_shatter" && d.score >= SURE_GLASS_SHATTER);
 }
 
 /** Each photo's damage, from the full frame and from its tiles, merged (tiles.ts). */
@@ -196,8 +187,8 @@ export async function detectPhotos(
     };
     const typed: (Box & { type: DamageType })[] = [];
     for (const d of s.small ? [] : damage[i]!) {
-      const type = damageType(d) as DamageType;
-      if (!DAMAGE_TYPES.includes(type)) continue;
+      const type = damageTypeOf(d.name);
+      if (!type) continue;
       const where = partFor(d, type);
       const partBox = where.on ?? (where.part ? photoParts.find((p) => p.name === where.part && overlaps(p, d)) : undefined);
       const share = partBox ? area(d) / area(partBox) : area(d) / (s.width * s.height * PART_SHARE_OF_PHOTO);

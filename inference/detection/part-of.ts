@@ -1,4 +1,4 @@
-import type { DamageType } from "../../core/domain/grading.ts";
+import type { DamageType } from "../../core/domain/damage-types.ts";
 import type { Detected } from "./onnx-detector.ts";
 import type { Box } from "./postprocess.ts";
 

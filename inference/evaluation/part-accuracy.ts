@@ -17,7 +17,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import type { DamageType } from "../../core/domain/grading.ts";
+import type { DamageType } from "../../core/domain/damage-types.ts";
 import { detectImages } from "../detection/detect-images.ts";
 import { PART_THRESHOLD } from "../detection/load-models.ts";
 import { type Detected, OnnxDetector } from "../detection/onnx-detector.ts";

@@ -11,14 +11,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../../core/runtime/config.ts";
-import {
-  findingSeverity,
-  PART_SHARE_OF_PHOTO,
-  SEVERITIES,
-  SEVERITY_TABLE,
-  type DamageType,
-  type Severity,
-} from "../../core/domain/grading.ts";
+import { findingSeverity, PART_SHARE_OF_PHOTO, SEVERITIES, SEVERITY_TABLE, type Severity } from "../../core/domain/grading.ts";
+import type { DamageType } from "../../core/domain/damage-types.ts";
 import { detectImages } from "../detection/detect-images.ts";
 import { partOf } from "../detection/part-of.ts";
 import { loadModels } from "../detection/load-models.ts";

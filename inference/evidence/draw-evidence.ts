@@ -1,14 +1,16 @@
 import sharp from "sharp";
+import type { DamageType } from "../../core/domain/damage-types.ts";
 import type { Box } from "../detection/postprocess.ts";
 
-const COLOURS: Record<string, string> = {
+/** A colour for each damage type; broken_part and damage_suspected take the default red. */
+const COLOURS: Readonly<Record<string, string>> = {
   dent: "#f59e0b",
   scratch: "#eab308",
   crack: "#ef4444",
   glass_shatter: "#a855f7",
   lamp_broken: "#3b82f6",
   tire_flat: "#ec4899",
-};
+} satisfies Record<DamageType, string>;
 
 const escapeXml = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
 
