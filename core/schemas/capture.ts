@@ -64,6 +64,7 @@ export const CaptureSession = z.object({
     })
     .meta({ description: "Whose page it is: the account's branding, set in the dashboard. Each field null where the account set none." }),
 });
+export type CaptureSession = z.output<typeof CaptureSession>;
 
 export const TokenParams = z.strictObject({ token: z.string() });
 export const PhotoParams = z.strictObject({ token: z.string(), angle: z.enum(ANGLES) });
@@ -90,6 +91,7 @@ export const PhotoResult = z.object({
       "After an exterior photo: the parts where the service suspects damage it cannot judge from afar, strongest first, so the page can ask for a close-up of each. Empty otherwise.",
   }),
 });
+export type PhotoResult = z.output<typeof PhotoResult>;
 
 export const VinBody = z.strictObject({ vin: Vin });
 export const VinResult = z.object({
@@ -100,5 +102,7 @@ export const VinResult = z.object({
   model: z.string().nullable(),
   year: z.number().int().nullable(),
 });
+export type VinResult = z.output<typeof VinResult>;
 
 export const SubmitResult = z.object({ status: z.literal("processing") });
+export type SubmitResult = z.output<typeof SubmitResult>;

@@ -36,16 +36,11 @@ export const Review = z.object({
 });
 export type Review = z.infer<typeof Review>;
 
-export const QUALITY_PROBLEMS = [
-  "too_dark",
-  "too_bright",
-  "blurry",
-  "glare",
-  "wrong_angle",
-  "too_small",
-  "unreadable",
-  "no_vehicle",
-] as const;
+/** The problems measured on upload, which the capture API answers and the page has words for. */
+export const UPLOAD_QUALITY_PROBLEMS = ["too_dark", "too_bright", "blurry", "glare", "wrong_angle"] as const;
+export type UploadQualityProblem = (typeof UPLOAD_QUALITY_PROBLEMS)[number];
+/** With those found during processing, which leave the photo out of detection. */
+export const QUALITY_PROBLEMS = [...UPLOAD_QUALITY_PROBLEMS, "too_small", "unreadable", "no_vehicle"] as const;
 export type QualityProblem = (typeof QUALITY_PROBLEMS)[number];
 
 export const Quality = z.object({
@@ -59,6 +54,8 @@ export const Quality = z.object({
   }),
 });
 export type Quality = z.infer<typeof Quality>;
+/** A photo's quality as measured on upload (quality-of-grey.ts, the angle check), before processing's problems can join. */
+export type UploadQuality = Omit<Quality, "problems"> & { problems: UploadQualityProblem[] };
 
 export const ReportPhoto = z.object({
   media_id: z.string(),

@@ -1,4 +1,4 @@
-import type { Quality } from "../../core/schemas/report.ts";
+import type { UploadQuality } from "../../core/schemas/report.ts";
 
 // Pure: no sharp, no Node APIs, because the capture page bundles this file and runs the very same
 // measures in the browser before a photo is accepted.
@@ -23,7 +23,7 @@ export const QUALITY_THRESHOLDS = {
 export const ANALYSIS_SIZE = 512;
 
 /** Brightness, sharpness and glare of 8-bit grey pixels; the same measures the capture page runs in the browser. */
-export function qualityOfGrey(pixels: Uint8Array, width: number, height: number): Quality {
+export function qualityOfGrey(pixels: Uint8Array, width: number, height: number): UploadQuality {
   let sum = 0;
   for (let i = 0; i < pixels.length; i++) sum += pixels[i]!;
   const brightness = sum / pixels.length / 255;
@@ -58,7 +58,7 @@ export function qualityOfGrey(pixels: Uint8Array, width: number, height: number)
   const sharpness = n ? lapSq / n - mean * mean : 0;
 
   const t = QUALITY_THRESHOLDS;
-  const problems: Quality["problems"] = [];
+  const problems: UploadQuality["problems"] = [];
   if (brightness < t.minBrightness) problems.push("too_dark");
   if (brightness > t.maxBrightness) problems.push("too_bright");
   if (sharpness < t.minSharpness) problems.push("blurry");

@@ -1,54 +1,29 @@
 import type { VehiclePart } from "../../../core/domain/closeups.ts";
-import type { CloseupPolicy } from "../../../core/domain/capture-plan.ts";
-import type { SuggestedCloseup } from "../../../core/schemas/capture.ts";
-import type { QualityProblem } from "../../../core/schemas/report.ts";
+import type {
+  CaptureSession,
+  PhotoResult as ServerPhotoResult,
+  SubmitResult,
+  SuggestedCloseup,
+  VinResult,
+} from "../../../core/schemas/capture.ts";
+import type { UploadQuality } from "../../../core/schemas/report.ts";
 import type { MessageKey } from "./i18n.ts";
 
-export type { SuggestedCloseup, VehiclePart };
+// The capture API's bodies are the zod schemas' types (core/schemas/capture.ts), imported as types
+// only, so the page bundles no zod; what the page narrows is said where it does.
+export type { SubmitResult, SuggestedCloseup, VehiclePart, VinResult };
 
-/** The problems the page can be told on upload; the server's list (core/schemas/report.ts) also has processing's. */
-export type Quality = {
-  brightness: number;
-  sharpness: number;
-  glare: number;
-  passed: boolean;
-  problems: Extract<QualityProblem, "too_dark" | "too_bright" | "blurry" | "glare" | "wrong_angle">[];
-};
-export type Step = { angle: string; required: boolean; done: boolean; quality: Quality | null };
+/**
+ * A photo's quality as the page is told it on upload: only the problems measured then, each with a
+ * message in the catalogues; processing's (too_small, unreadable, no_vehicle) come after the page is done.
+ */
+export type Quality = UploadQuality;
+type WithQuality<T extends { quality: unknown }> = Omit<T, "quality"> & { quality: Quality | Extract<T["quality"], null> };
+export type Step = WithQuality<CaptureSession["steps"][number]>;
 /** A close-up taken, in its slot n. */
-export type Closeup = { n: number; part: VehiclePart | null; media_id: string; quality: Quality };
-export type Session = {
-  inspection_id: string;
-  status: string;
-  expires_at: string;
-  vehicle: { vin: string; make: string | null; model: string | null; year: number | null };
-  vin_confirmed: string | null;
-  /** The inspection's capture.locale: the page's language before the browser's; null: the browser's. */
-  locale: string | null;
-  /** off: no close-ups step; optional: after the walkaround; guided: asked for after the photo that suggested them too. */
-  closeup_policy: CloseupPolicy;
-  steps: Step[];
-  closeups: Closeup[];
-  /** Whose page it is: the account's branding from the dashboard, each null where not set (brand.ts). */
-  account?: { display_name: string | null; accent_color: string | null; logo_url: string | null };
-};
-export type PhotoResult = {
-  media_id: string;
-  angle: string;
-  width: number;
-  height: number;
-  quality: Quality;
-  part: VehiclePart | null;
-  suggested_closeups: SuggestedCloseup[];
-};
-export type VinResult = {
-  vin: string;
-  valid: boolean;
-  matches_vehicle: boolean;
-  make: string | null;
-  model: string | null;
-  year: number | null;
-};
+export type Closeup = WithQuality<CaptureSession["closeups"][number]>;
+export type Session = Omit<CaptureSession, "steps" | "closeups"> & { steps: Step[]; closeups: Closeup[] };
+export type PhotoResult = WithQuality<ServerPhotoResult>;
 
 /** A failure the server explained: its code and message from the contract's error body. */
 export class CaptureApiError extends Error {
@@ -123,7 +98,7 @@ export class CaptureApi {
     return this.#request("/vin", { method: "POST", body: JSON.stringify({ vin }), headers: { "content-type": "application/json" } });
   }
 
-  submit(): Promise<{ status: string }> {
+  submit(): Promise<SubmitResult> {
     return this.#request("/submit", { method: "POST" });
   }
 }
