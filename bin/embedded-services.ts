@@ -19,7 +19,7 @@ import { Metrics } from "../core/runtime/metrics.ts";
 import { Signals } from "../core/runtime/signals.ts";
 import { systemClock, type Clock } from "../core/runtime/time.ts";
 import { VinDecoder } from "../core/vin/vin-decoder.ts";
-import { modelInputSizes } from "../inference/detection/model-input.ts";
+import { BlobModelInputStore, modelInputSizes } from "../inference/detection/model-input.ts";
 import { UploadChecker } from "../inference/quality/upload-checker.ts";
 
 /** The secret capture tokens are derived from: made once per data directory, readable by its owner only. */
@@ -82,6 +82,7 @@ export function embeddedServices(
       )
     : null;
   const secret = captureSecret(config.dataDir);
+  const blobs = blobStoreFrom(config.blobs);
   return {
     config,
     clock,
@@ -94,12 +95,12 @@ export function embeddedServices(
     idempotency: new SqliteIdempotencyStore(db),
     // Counters need not outlive the process: memory, as @fastify/rate-limit's own store.
     rateLimits: { requests: new MemoryRateLimitStore(), failedAuth: new MemoryRateLimitStore() },
-    blobs: blobStoreFrom(config.blobs),
+    blobs,
     vin,
     ...signingFrom(secret, config.publicUrl),
     signals: new Signals(clock),
     metrics,
-    modelInputSizes: modelInputSizes(config.models),
+    modelInputs: new BlobModelInputStore(blobs, modelInputSizes(config.models)),
     uploadChecks,
     async close() {
       await vin.close();

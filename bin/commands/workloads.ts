@@ -6,7 +6,6 @@ import type { Config } from "../../core/runtime/config.ts";
 import type { Bus } from "../../core/ports/bus.ts";
 import type { DetectionRunner } from "../../core/ports/detection-runner.ts";
 import type { Services } from "../../core/runtime/services.ts";
-import { deleteInspectionModelInputs } from "../../inference/detection/model-input.ts";
 import { BusWebhookDispatcher } from "../../operator/bus-webhook-dispatcher.ts";
 import { consumeIntents } from "../../core/operations/intents-over-bus.ts";
 import { Controller } from "../../operator/controller.ts";
@@ -64,7 +63,7 @@ export async function startOperator(
     pollMs: config.controllerPollMs,
     maxProcessingAttempts: config.processingMaxAttempts,
     shutdownGraceMs: config.shutdownGraceMs,
-    settled: async (r) => deleteInspectionModelInputs(s.blobs, r.id, await s.inspections.photos(r.id), s.modelInputSizes),
+    settled: async (r) => s.modelInputs.delete(r.id, await s.inspections.photos(r.id)),
     metrics: s.metrics,
     reviewPolicyOf: async (r) => r.reviewPolicy ?? (await s.keys.reviewPolicy(r.accountId, r.livemode)),
     recorder: await eventRecorder(config, log),

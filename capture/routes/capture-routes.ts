@@ -16,7 +16,6 @@ import {
   CloseupParams,
   CloseupQuery,
   isExterior,
-  isSearched,
   PHOTO_CONTENT_TYPES,
   PhotoParams,
   PhotoResult,
@@ -28,7 +27,6 @@ import {
 } from "../../core/schemas/capture.ts";
 import type { Services } from "../../core/runtime/services.ts";
 import { formatTimestamp } from "../../core/runtime/time.ts";
-import { deleteModelInputs, storeModelInputs } from "../../inference/detection/model-input.ts";
 import type { Paint } from "../../core/domain/same-vehicle.ts";
 import { PhotoIndex } from "../../core/operations/photo-index.ts";
 import { fingerprintOf, takenAt } from "../photos/fingerprint.ts";
@@ -173,12 +171,10 @@ export const captureRoutes =
       const now = s.clock.now();
       const mediaId = newId("med");
       const blobKey = photoBlobKey(inspection.id, mediaId);
-      // Only exterior photos and close-ups are searched for damage, so only they get model inputs.
-      const inputSizes = isSearched(angle) ? s.modelInputSizes : [];
       // Blobs first, then the row that points at them: a crash in between leaves orphan files, never a dangling row.
       const [, inputs, fingerprint, taken] = await Promise.all([
         s.blobs.put(blobKey, photo.jpeg, "image/jpeg"),
-        storeModelInputs(s.blobs, inspection.id, mediaId, photo.jpeg, inputSizes),
+        s.modelInputs.write(inspection.id, { mediaId, angle }, photo.jpeg),
         fingerprintOf(photo.jpeg),
         takenAt(request.body),
       ]);
@@ -218,7 +214,7 @@ export const captureRoutes =
         },
       );
       if (!stored.accepted) {
-        await Promise.all([s.blobs.delete(blobKey), deleteModelInputs(s.blobs, inspection.id, mediaId, inputSizes)]);
+        await Promise.all([s.blobs.delete(blobKey), s.modelInputs.delete(inspection.id, [{ mediaId, angle }])]);
         throw linkInactive(closingState((await s.inspections.getById(inspection.id))!, now));
       }
       // Every photo sent is indexed, retakes too: a picture sent once was sent (core/operations/photo-index.ts).
@@ -226,7 +222,7 @@ export const captureRoutes =
       // Only now that no row points at the replaced photo can its blobs go.
       const { replaced } = stored;
       if (replaced)
-        await Promise.all([s.blobs.delete(replaced.blobKey), deleteModelInputs(s.blobs, inspection.id, replaced.id, inputSizes)]);
+        await Promise.all([s.blobs.delete(replaced.blobKey), s.modelInputs.delete(inspection.id, [{ mediaId: replaced.id, angle }])]);
       return {
         media_id: mediaId,
         angle: angle as (typeof ANGLES)[number] | typeof CLOSEUP,

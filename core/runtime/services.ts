@@ -7,6 +7,7 @@ import type { CaptureLinks } from "../domain/capture-links.ts";
 import type { BlobStore } from "../ports/blob-store.ts";
 import type { EventStore } from "../ports/event-store.ts";
 import type { IdempotencyStore } from "../ports/idempotency-store.ts";
+import type { ModelInputs, ModelInputStore } from "../ports/model-input-store.ts";
 import type { InspectionStore } from "../ports/inspection-store.ts";
 import type { KeyStore } from "../ports/key-store.ts";
 import type { RateLimitStore } from "../ports/rate-limit-store.ts";
@@ -38,8 +39,8 @@ export type Services = {
   signals: Signals;
   /** This process's Prometheus metrics (core/runtime/metrics.ts), served at /metrics. */
   metrics: Metrics;
-  /** The configured models' input sizes: capture stores each photo scaled for them (inference/detection/model-input.ts). */
-  modelInputSizes: number[];
+  /** Searched photos scaled for the configured models: written on upload, read by processing, deleted once settled. */
+  modelInputs: ModelInputStore;
   /**
    * The model checks on an exterior photo's upload (inference/quality/upload-checker.ts): whether it
    * shows the side its angle asks for (null where the check could not run), the close-ups worth
@@ -50,7 +51,7 @@ export type Services = {
     check(
       angle: ExteriorAngle,
       jpeg: Buffer,
-      inputs?: { sizes: number[]; scaled: { width: number; height: number; pixels: Buffer[] } } | null,
+      inputs?: ModelInputs | null,
     ): Promise<{ wrongAngle: boolean | null; suggestedCloseups: SuggestedCloseup[]; paint: Paint | null }>;
   } | null;
 };

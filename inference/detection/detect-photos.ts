@@ -17,7 +17,7 @@ import type { DetectedType } from "../../core/ports/detection-runner.ts";
 import type { Quality } from "../../core/schemas/report.ts";
 import { drawEvidence } from "../evidence/draw-evidence.ts";
 import { detectImages } from "./detect-images.ts";
-import { loadModelInputs } from "./model-input.ts";
+import { BlobModelInputStore } from "./model-input.ts";
 import type { Detected, OnnxDetector } from "./onnx-detector.ts";
 import { area, partOf } from "./part-of.ts";
 import { fromScaled, letterbox, scaleRegion, type ScaledPixels } from "./letterbox.ts";
@@ -134,8 +134,9 @@ export async function detectPhotos(
   const detectors = models.parts ? [models.damage, models.parts] : [models.damage];
   const sizes = detectors.map((d) => d.size);
   const inputSizes = models.judge ? [...sizes, models.judge.size] : sizes;
+  const stored = new BlobModelInputStore(blobs, inputSizes);
   const inputs = await Promise.all(
-    searched.map(async (s) => (await loadModelInputs(blobs, inspectionId, s.photo.mediaId, s.width, s.height, inputSizes)) ?? s.bytes),
+    searched.map(async (s) => (await stored.read(inspectionId, s.photo.mediaId, s.width, s.height)) ?? s.bytes),
   );
   const [damageRuns, partsRuns] = await detectImages(detectors, inputs, { stopping: checkpoint });
   const parts = partsRuns?.map((r) => r.found) ?? null;

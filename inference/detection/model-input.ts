@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { modelInputBlobKey } from "../../core/domain/blob-keys.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
+import type { ModelInputs, ModelInputStore, PhotoPlace } from "../../core/ports/model-input-store.ts";
 import { isSearched } from "../../core/schemas/capture.ts";
 import { fit, scaleForModels, type ScaledPixels } from "./letterbox.ts";
 import { inputSize, onnxMetadata } from "./onnx-metadata.ts";
@@ -29,60 +30,55 @@ export function modelInputSizes(models: { damageModel: string | null; partsModel
   }
 }
 
-/** A photo's pixels scaled for each of `sizes`, in that order (`scaled.pixels[k]` is for `sizes[k]`). */
-export type ModelInputs = { sizes: number[]; scaled: ScaledPixels };
-
 /**
- * Scales the stored photo for each size and stores the pixels. Its letterboxed tensors are then the
- * ones decoding it gives. Returns them (null for no sizes), so the upload's other checks need not
- * decode the photo again.
+ * The model inputs in the blob store (core/ports/model-input-store.ts): capture writes them, processing
+ * reads them, the operator deletes them, each through this one class.
  */
-export async function storeModelInputs(
-  blobs: BlobStore,
-  inspectionId: string,
-  mediaId: string,
-  jpeg: Buffer,
-  sizes: number[],
-): Promise<ModelInputs | null> {
-  if (sizes.length === 0) return null;
-  const scaled = await scaleForModels(jpeg, sizes);
-  await Promise.all(
-    sizes.map((size, k) => blobs.put(modelInputBlobKey(inspectionId, mediaId, size), scaled.pixels[k]!, "application/octet-stream")),
-  );
-  return { sizes, scaled };
-}
+export class BlobModelInputStore implements ModelInputStore {
+  readonly sizes: readonly number[];
+  readonly #blobs: BlobStore;
 
-export async function deleteModelInputs(blobs: BlobStore, inspectionId: string, mediaId: string, sizes: number[]): Promise<void> {
-  await Promise.all(sizes.map((size) => blobs.delete(modelInputBlobKey(inspectionId, mediaId, size))));
-}
+  /** `sizes`: the models' input sizes, in processing's order (modelInputSizes for the configured models). */
+  constructor(blobs: BlobStore, sizes: readonly number[]) {
+    this.#blobs = blobs;
+    this.sizes = sizes;
+  }
 
-/**
- * Deletes the model inputs of an inspection's searched photos (exterior and close-ups), once it has
- * settled (completed, failed, canceled or expired): only processing reads them. At today's sizes
- * they are about 560 KB a photo, more than most photos.
- */
-export async function deleteInspectionModelInputs(
-  blobs: BlobStore,
-  inspectionId: string,
-  photos: readonly { mediaId: string; angle: string }[],
-  sizes: number[],
-): Promise<void> {
-  await Promise.all(photos.filter((p) => isSearched(p.angle)).map((p) => deleteModelInputs(blobs, inspectionId, p.mediaId, sizes)));
-}
+  /** The sizes a photo of this angle has inputs for: only exterior photos and close-ups are searched for damage. */
+  #sizesOf(angle: string): number[] {
+    return isSearched(angle) ? [...this.sizes] : [];
+  }
 
-/** The stored model inputs of a width × height photo, or null if any is missing or not of its size. */
-export async function loadModelInputs(
-  blobs: BlobStore,
-  inspectionId: string,
-  mediaId: string,
-  width: number,
-  height: number,
-  sizes: number[],
-): Promise<ScaledPixels | null> {
-  const pixels = await Promise.all(sizes.map((size) => blobs.get(modelInputBlobKey(inspectionId, mediaId, size))));
-  const whole = pixels.every((p, k): p is Buffer => {
-    const { w, h } = fit(width, height, sizes[k]!);
-    return p !== null && p.length === w * h * 3;
-  });
-  return whole ? { width, height, pixels } : null;
+  /** Its letterboxed tensors are then the ones decoding the photo gives. */
+  async write(inspectionId: string, photo: PhotoPlace, jpeg: Buffer): Promise<ModelInputs | null> {
+    const sizes = this.#sizesOf(photo.angle);
+    if (sizes.length === 0) return null;
+    const scaled = await scaleForModels(jpeg, sizes);
+    await Promise.all(
+      sizes.map((size, k) =>
+        this.#blobs.put(modelInputBlobKey(inspectionId, photo.mediaId, size), scaled.pixels[k]!, "application/octet-stream"),
+      ),
+    );
+    return { sizes, scaled };
+  }
+
+  async read(inspectionId: string, mediaId: string, width: number, height: number): Promise<ScaledPixels | null> {
+    const pixels = await Promise.all(this.sizes.map((size) => this.#blobs.get(modelInputBlobKey(inspectionId, mediaId, size))));
+    const whole = pixels.every((p, k): p is Buffer => {
+      const { w, h } = fit(width, height, this.sizes[k]!);
+      return p !== null && p.length === w * h * 3;
+    });
+    return whole ? { width, height, pixels } : null;
+  }
+
+  /**
+   * Deleted once a photo is replaced, and once its inspection has settled (completed, failed,
+   * canceled or expired): only processing reads them. At today's sizes they are about 560 KB a
+   * photo, more than most photos.
+   */
+  async delete(inspectionId: string, photos: readonly PhotoPlace[]): Promise<void> {
+    await Promise.all(
+      photos.flatMap((p) => this.#sizesOf(p.angle).map((size) => this.#blobs.delete(modelInputBlobKey(inspectionId, p.mediaId, size)))),
+    );
+  }
 }

@@ -3,7 +3,7 @@ import type { Paint } from "../../core/domain/same-vehicle.ts";
 import type { ExteriorAngle, SuggestedCloseup } from "../../core/schemas/capture.ts";
 import { fromScaled, letterboxes, type Letterboxed } from "../detection/letterbox.ts";
 import { PART_THRESHOLD } from "../detection/load-models.ts";
-import type { ModelInputs } from "../detection/model-input.ts";
+import type { ModelInputs } from "../../core/ports/model-input-store.ts";
 import { OnnxDetector, type Provider } from "../detection/onnx-detector.ts";
 import { PhotoJudge, type Judgement } from "../detection/photo-judge.ts";
 import { suggestedCloseups } from "../detection/suggest-closeups.ts";

@@ -17,7 +17,7 @@ import { FsBlobStore } from "../../core/adapters/fs/fs-blob-store.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
 import { detectImages } from "../../inference/detection/detect-images.ts";
 import { letterbox, letterboxes, scaleForModels, type ScaledPixels } from "../../inference/detection/letterbox.ts";
-import { loadModelInputs, storeModelInputs } from "../../inference/detection/model-input.ts";
+import { BlobModelInputStore } from "../../inference/detection/model-input.ts";
 import { OnnxDetector } from "../../inference/detection/onnx-detector.ts";
 import { detectPhotos } from "../../inference/detection/detect-photos.ts";
 import { loadModels } from "../../inference/detection/load-models.ts";
@@ -67,15 +67,15 @@ const forwardAll = async (m: OnnxDetector, ts: { chw: Float32Array }[]) => {
  */
 const blobs: BlobStore = new FsBlobStore(mkdtempSync(join(tmpdir(), "vi-bench-inputs-")));
 async function storeInputs(photos: Buffer[], sizes: number[], tag: string): Promise<() => Promise<ScaledPixels[]>> {
+  const stored = new BlobModelInputStore(blobs, sizes);
   const dims = await Promise.all(
     photos.map(async (f, i) => {
-      await storeModelInputs(blobs, tag, `med_${i}`, f, sizes);
+      await stored.write(tag, { mediaId: `med_${i}`, angle: "front" }, f);
       const { width = 0, height = 0 } = await sharp(f).metadata();
       return { width, height };
     }),
   );
-  return async () =>
-    Promise.all(dims.map(async ({ width, height }, i) => (await loadModelInputs(blobs, tag, `med_${i}`, width, height, sizes))!));
+  return async () => Promise.all(dims.map(async ({ width, height }, i) => (await stored.read(tag, `med_${i}`, width, height))!));
 }
 
 const tensors = await Promise.all(files.map((f) => letterbox(f, model.size)));
@@ -205,11 +205,13 @@ if (config.models.judgeModel && parts) {
     .slice(0, Math.min(PHOTOS, 32))
     .map((f) => readFileSync(join(wholeDir, f)));
   const photos: PhotoToInspect[] = [];
+  const wholeInputs = new BlobModelInputStore(blobs, allSizes);
   for (const [i, f] of whole.entries()) {
     const blobKey = photoBlobKey("whole", `med_${i}`);
     await blobs.put(blobKey, f, "image/jpeg");
-    await storeModelInputs(blobs, "whole", `med_${i}`, f, allSizes);
-    photos.push({ mediaId: `med_${i}`, angle: EXTERIOR_ANGLES[i % EXTERIOR_ANGLES.length]!, blobKey, quality: await measureQuality(f) });
+    const angle = EXTERIOR_ANGLES[i % EXTERIOR_ANGLES.length]!;
+    await wholeInputs.write("whole", { mediaId: `med_${i}`, angle }, f);
+    photos.push({ mediaId: `med_${i}`, angle, blobKey, quality: await measureQuality(f) });
   }
   const wholeTensors = await Promise.all(whole.map((f) => letterboxes(f, allSizes)));
   const judgeBare = async () => {

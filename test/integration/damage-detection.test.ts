@@ -9,7 +9,7 @@ import { DEFAULT_MODELS, loadConfig } from "../../core/runtime/config.ts";
 import { detectPhotos } from "../../inference/detection/detect-photos.ts";
 import { fit } from "../../inference/detection/letterbox.ts";
 import { loadModels } from "../../inference/detection/load-models.ts";
-import { deleteModelInputs, modelInputSizes, storeModelInputs } from "../../inference/detection/model-input.ts";
+import { BlobModelInputStore, modelInputSizes } from "../../inference/detection/model-input.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
 import { carPhotos, DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
@@ -157,7 +157,8 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
     const jpeg = readFileSync(join(VALID, "images", CASES[0]!.file));
     await blobs.put(photoBlobKey(inspectionId, mediaId), jpeg);
     const sizes = [models.damage!.size, models.parts!.size, models.judge!.size];
-    await storeModelInputs(blobs, inspectionId, mediaId, jpeg, sizes);
+    const stored = new BlobModelInputStore(blobs, sizes);
+    await stored.write(inspectionId, { mediaId, angle: "front" }, jpeg);
     const photo = {
       mediaId,
       angle: "front",
@@ -184,7 +185,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
     }
     expect(await found()).toEqual([]);
     // Without them the photo is decoded, to the very same findings.
-    await deleteModelInputs(blobs, inspectionId, mediaId, sizes);
+    await stored.delete(inspectionId, [{ mediaId, angle: "front" }]);
     expect(await found()).toEqual(fromStored);
     await Promise.all([models.damage!.close(), models.parts!.close(), models.judge!.close()]);
   }, 60_000);
