@@ -25,6 +25,7 @@ import { idempotency } from "./plugins/idempotency.ts";
 import { jsonBodyText, refuseBadStrings } from "./plugins/strict-input.ts";
 import { registerRateLimit } from "./plugins/rate-limit.ts";
 import { RouteMethods } from "./plugins/route-methods.ts";
+import { requestMetrics } from "./plugins/request-metrics.ts";
 import { probeRoutes, runChecks, serviceChecks } from "./routes/probe-routes.ts";
 import { sharedRateLimitStore } from "./plugins/shared-rate-limit-store.ts";
 import { eventRoutes } from "./routes/events.ts";
@@ -85,19 +86,14 @@ export async function buildApp(s: Services) {
     if (takesStrings) route.preValidation = [refuseBadStrings, ...hooksOf(route.preValidation)];
   });
 
-  // Every request passes these two: callback hooks, as they do nothing asynchronous (an async hook
+  // Every request passes this hook: a callback one, as it does nothing asynchronous (an async hook
   // costs each request a promise and a turn of the microtask queue). A throw still goes to the error handler.
   app.addHook("onRequest", (request, reply, done) => {
     reply.header("request-id", request.id);
     requireHost(request);
     done();
   });
-  // Every request's duration by its route's pattern, not its path: ids would make a series each.
-  app.addHook("onResponse", (request, reply, done) => {
-    const labels = { method: request.method, route: request.routeOptions.url ?? "unmatched", status_code: String(reply.statusCode) };
-    s.metrics.httpRequestSeconds.observe(labels, reply.elapsedTime / 1000);
-    done();
-  });
+  await app.register(requestMetrics, { metrics: s.metrics });
 
   await app.register(errorHandler, { routes, ownNotFound: [DASHBOARD_PREFIX] });
   await app.register(swagger, {

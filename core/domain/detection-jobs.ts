@@ -33,7 +33,7 @@ export type ObservedJob = {
 };
 
 /**
- * Where a Job stands, for the `detection_jobs` gauge and the log: `queued` (suspended: waiting its
+ * Where a Job stands, for the `vehicle_inspection_detection_jobs` gauge and the log: `queued` (suspended: waiting its
  * turn, not stuck), `starting` (its pods not ready yet), `running` (a pod ready), `stuck` (pods,
  * none of them ready, for stuckAfterMs: no GPU node to be had, an image that cannot be pulled),
  * `finished`.

@@ -1,6 +1,31 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { STATUSES } from "../domain/state-machine.ts";
 
+/** Every metric of the service's own carries it, as a platform team's dashboards and rules expect of one product's series. */
+export const METRIC_PREFIX = "vehicle_inspection_";
+
+/**
+ * The service's metric names, defined here once: the chart's PrometheusRule, the docs and the tests
+ * name these (a chart test and a docs test check they agree). prom-client's defaults (`process_*`,
+ * `nodejs_*`) keep their usual names, which the usual Node.js dashboards read.
+ */
+export const METRIC = {
+  httpRequests: `${METRIC_PREFIX}http_requests_total`,
+  httpRequestSeconds: `${METRIC_PREFIX}http_request_duration_seconds`,
+  webhookAttempts: `${METRIC_PREFIX}webhook_delivery_attempts_total`,
+  detectionSeconds: `${METRIC_PREFIX}detection_duration_seconds`,
+  inferenceSeconds: `${METRIC_PREFIX}inference_duration_seconds`,
+  detectionJobs: `${METRIC_PREFIX}detection_jobs`,
+  leader: `${METRIC_PREFIX}operator_leader`,
+  reconcileErrors: `${METRIC_PREFIX}reconcile_errors_total`,
+  inspections: `${METRIC_PREFIX}inspections`,
+  informerStaleness: `${METRIC_PREFIX}informer_staleness_seconds`,
+  queueDepth: `${METRIC_PREFIX}queue_depth`,
+} as const;
+
+/** A status code's class (`2xx` … `5xx`): a handful of series a route, whatever codes it answers. */
+export const statusClass = (statusCode: number): string => `${Math.floor(statusCode / 100)}xx`;
+
 /**
  * The service's Prometheus metrics, one registry per process, labelled with its workload (`start`,
  * `api`, `operator`, `inference`); served at /metrics by every workload. Each component records
@@ -10,9 +35,14 @@ import { STATUSES } from "../domain/state-machine.ts";
  */
 export class Metrics {
   readonly registry = new Registry();
-  readonly httpRequestSeconds: Histogram<"method" | "route" | "status_code">;
+  /** Requests answered, by method, route (the pattern, never a path with ids) and status class. */
+  readonly httpRequests: Counter<"method" | "route" | "status_class">;
+  readonly httpRequestSeconds: Histogram<"method" | "route" | "status_class">;
   readonly webhookAttempts: Counter<"outcome">;
+  /** An inspection's detection as the controller sees it, start to result: observed once, by the controller alone. */
   readonly detectionSeconds: Histogram<"outcome">;
+  /** A worker's run of one detection job (an inference process or a Job's pod): where the model's time goes, per worker. */
+  readonly inferenceSeconds: Histogram<"outcome">;
   readonly detectionJobs: Gauge<"state">;
   /** 1 while this operator replica leads (holds the lease), else 0: the sum over replicas is 1 in health. */
   readonly leader: Gauge;
@@ -26,46 +56,60 @@ export class Metrics {
     this.registry.setDefaultLabels({ workload });
     collectDefaultMetrics({ register: this.registry });
     const registers = [this.registry];
+    const detectionBuckets = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
+    this.httpRequests = new Counter({
+      name: METRIC.httpRequests,
+      help: "HTTP requests answered, by method, route (the pattern, not the path) and status class (2xx, 4xx, 5xx).",
+      labelNames: ["method", "route", "status_class"],
+      registers,
+    });
     this.httpRequestSeconds = new Histogram({
-      name: "http_request_duration_seconds",
-      help: "HTTP requests by method, route (the pattern, not the path) and status code, from arrival to the response sent.",
-      labelNames: ["method", "route", "status_code"],
+      name: METRIC.httpRequestSeconds,
+      help: "HTTP requests by method, route (the pattern, not the path) and status class, from arrival to the response sent.",
+      labelNames: ["method", "route", "status_class"],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
     this.webhookAttempts = new Counter({
-      name: "webhook_delivery_attempts_total",
+      name: METRIC.webhookAttempts,
       help: "Webhook delivery attempts by outcome: succeeded; retry (failed, another attempt scheduled); failed (failed for good).",
       labelNames: ["outcome"],
       registers,
     });
     this.detectionSeconds = new Histogram({
-      name: "detection_duration_seconds",
-      help: "Detection of one inspection's photos, from its start to its result (outcome completed, failed or unusable).",
+      name: METRIC.detectionSeconds,
+      help: "Detection of one inspection's photos as the controller sees it, from its start to its result (outcome completed, failed or unusable); the queue's wait included.",
       labelNames: ["outcome"],
-      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+      buckets: detectionBuckets,
+      registers,
+    });
+    this.inferenceSeconds = new Histogram({
+      name: METRIC.inferenceSeconds,
+      help: "One detection job run by a worker (an inference process or a detection Job's pod), from taking it to its result (outcome completed or failed).",
+      labelNames: ["outcome"],
+      buckets: detectionBuckets,
       registers,
     });
     this.detectionJobs = new Gauge({
-      name: "detection_jobs",
+      name: METRIC.detectionJobs,
       help: "Detection's Kubernetes Jobs by state: queued (suspended), starting, running (a pod ready), stuck (no pod ready for DETECTION_JOBS_STUCK_AFTER_MS), finished.",
       labelNames: ["state"],
       registers,
     });
     this.leader = new Gauge({
-      name: "operator_leader",
+      name: METRIC.leader,
       help: "1 while this operator replica leads (holds the operator lease), 0 while it stands by.",
       registers,
     });
     this.reconcileErrors = new Counter({
-      name: "reconcile_errors_total",
+      name: METRIC.reconcileErrors,
       help: "Reconciles that failed and were queued again with a backoff, by controller: inspection (the controller), projector (keeping Inspection resources).",
       labelNames: ["controller"],
       registers,
     });
     const metrics = this;
     new Gauge({
-      name: "inspections",
+      name: METRIC.inspections,
       help: "Inspections stored, by phase (status).",
       labelNames: ["phase"],
       registers,
@@ -76,7 +120,7 @@ export class Metrics {
       },
     });
     new Gauge({
-      name: "informer_staleness_seconds",
+      name: METRIC.informerStaleness,
       help: "Seconds since a list-watch cache of Kubernetes resources last heard from the API server (a list, an event or a bookmark).",
       labelNames: ["resource"],
       registers,
@@ -85,7 +129,7 @@ export class Metrics {
       },
     });
     new Gauge({
-      name: "queue_depth",
+      name: METRIC.queueDepth,
       help: "Items waiting in a queue: controller (keys due for reconcile), detection (jobs not yet taken by a worker).",
       labelNames: ["queue"],
       registers,
@@ -95,17 +139,17 @@ export class Metrics {
     });
   }
 
-  /** Hooks a list-watch cache's time since it last heard from the API server on the `informer_staleness_seconds` gauge. */
+  /** Hooks a list-watch cache's time since it last heard from the API server on the informer staleness gauge. */
   informerStaleness(resource: string, seconds: () => number): void {
     this.#staleness.set(resource, seconds);
   }
 
-  /** Hooks the `inspections` gauge on the store's counts (the workload that owns the store). */
+  /** Hooks the inspections gauge on the store's counts (the workload that owns the store). */
   countInspections(count: () => Promise<Map<string, number>>): void {
     this.#countInspections = count;
   }
 
-  /** Hooks a queue's depth on the `queue_depth` gauge. */
+  /** Hooks a queue's depth on the queue depth gauge. */
   queueDepth(queue: string, depth: () => number | Promise<number>): void {
     this.#depths.set(queue, depth);
   }

@@ -210,7 +210,7 @@ class Worker {
     }
     if (!(await this.#publish(DETECTION_QUEUE.results.subject(job.inspectionId), outcome, job.jobId, msg, log))) return;
     await this.#ack(msg, log);
-    this.#p.metrics?.detectionSeconds.observe({ outcome: outcome.ok ? "completed" : "failed" }, (Date.now() - since) / 1000);
+    this.#p.metrics?.inferenceSeconds.observe({ outcome: outcome.ok ? "completed" : "failed" }, (Date.now() - since) / 1000);
     const findings = outcome.ok ? outcome.result.detections.length : null;
     log.info({ ok: outcome.ok, findings, ms: Date.now() - since }, "detection finished");
   }

@@ -7,9 +7,11 @@ import { createKey, webhookSecret } from "../../bin/commands/keys.ts";
 import { BUS_STREAMS } from "../../core/adapters/nats/nats-bus.ts";
 import { connectNats } from "../../core/adapters/nats/nats-connection.ts";
 import { DEFAULT_MODELS, loadConfig } from "../../core/runtime/config.ts";
+import { METRIC } from "../../core/runtime/metrics.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { WEBHOOK_GROUP } from "../../operator/bus-webhook-dispatcher.ts";
 import { startNatsServer, startVersityGw, type NatsServer, type VersityGw } from "../helpers/go-servers.ts";
+import { prometheusRuleMetrics } from "../helpers/chart.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
 import { sample } from "../helpers/prometheus.ts";
 import { freePort, VALID_VIN, withModels } from "../helpers/service.ts";
@@ -151,16 +153,28 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("cluster mode: api, operator
       return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     };
     const apiMetrics = await scrape(processes.find((p) => workloadOf.get(p) === "api")!);
-    expect(sample(apiMetrics, "http_request_duration_seconds_count", { workload: "api", route: "/v1/inspections/:id/report" })).toBe(1);
+    expect(sample(apiMetrics, METRIC.httpRequests, { workload: "api", route: "/v1/inspections/:id/report", status_class: "2xx" })).toBe(1);
     const leading = processes.find((p) => workloadOf.get(p) === "operator" && p.logs.some((l) => l.msg === "leading"))!;
     const operatorMetrics = await scrape(leading);
-    expect(sample(operatorMetrics, "inspections", { workload: "operator", phase: "completed" })).toBeGreaterThanOrEqual(1);
-    expect(sample(operatorMetrics, "detection_duration_seconds_count", { outcome: "completed" })).toBeGreaterThanOrEqual(1);
-    expect(sample(operatorMetrics, "webhook_delivery_attempts_total", { outcome: "succeeded" })).toBeGreaterThanOrEqual(1);
+    expect(sample(operatorMetrics, METRIC.inspections, { workload: "operator", phase: "completed" })).toBeGreaterThanOrEqual(1);
+    expect(sample(operatorMetrics, `${METRIC.detectionSeconds}_count`, { outcome: "completed" })).toBeGreaterThanOrEqual(1);
+    expect(sample(operatorMetrics, METRIC.webhookAttempts, { outcome: "succeeded" })).toBeGreaterThanOrEqual(1);
+    expect(sample(operatorMetrics, METRIC.leader)).toBe(1);
     const workers = await Promise.all(processes.filter((p) => workloadOf.get(p) === "inference").map(scrape));
-    const ran = workers.map((t) => sample(t, "detection_duration_seconds_count", { workload: "inference", outcome: "completed" }) ?? 0);
+    const ran = workers.map((t) => sample(t, `${METRIC.inferenceSeconds}_count`, { workload: "inference", outcome: "completed" }) ?? 0);
     expect(ran.reduce((a, b) => a + b)).toBeGreaterThanOrEqual(1);
-    for (const t of workers) expect(sample(t, "queue_depth", { queue: "detection" })).toBe(0);
+    for (const t of workers) expect(sample(t, METRIC.queueDepth, { queue: "detection" })).toBe(0);
+    // An inspection's detection is counted once, by the operator: a sum over the workloads, as a
+    // dashboard takes it, is not doubled by the worker that ran it (its run has a metric of its own).
+    for (const t of [apiMetrics, ...workers]) expect(sample(t, `${METRIC.detectionSeconds}_count`)).toBeNull();
+    // The standby's gauge says it does not lead.
+    const standby = processes.find((p) => workloadOf.get(p) === "operator" && p !== leading)!;
+    expect(sample(await scrape(standby), METRIC.leader)).toBe(0);
+    // Every metric the chart's PrometheusRule alerts on is one these workloads export.
+    const exported = [apiMetrics, operatorMetrics, ...workers].join("\n");
+    for (const { alert, metrics } of prometheusRuleMetrics()) {
+      for (const name of metrics) expect(exported, `${alert}: ${name}`).toMatch(new RegExp(`^# TYPE ${name} `, "m"));
+    }
     // The capture intents the api recorded reached the operator over the bus's `intents` topic.
     const nc = await connectNats({ url: nats.url, name: "cluster-test" });
     try {

@@ -5,7 +5,7 @@ import { type NatsServer, startNatsServer } from "../helpers/go-servers.ts";
 import { type ControlPlane, KWOK_NODE, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 import { sample } from "../helpers/prometheus.ts";
-import { Metrics } from "../../core/runtime/metrics.ts";
+import { METRIC, Metrics } from "../../core/runtime/metrics.ts";
 import { pino } from "pino";
 
 const NAMESPACE = "default";
@@ -153,7 +153,7 @@ describe("detection Jobs' pods on simulated GPU nodes", () => {
     expect(finished(done)).toBe("Complete");
   });
 
-  it("reports a Job whose pods no node can take as stuck once the wait is over, in the log and the detection_jobs gauge", async () => {
+  it("reports a Job whose pods no node can take as stuck once the wait is over, in the log and the detection Jobs gauge", async () => {
     const metrics = new Metrics("test");
     const warnings: string[] = [];
     const log = pino({ level: "warn" }, { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
@@ -178,7 +178,7 @@ describe("detection Jobs' pods on simulated GPU nodes", () => {
     expect(await s.reconcile()).toEqual({ action: "none", reason: "enough_pods" });
     expect(s.states.get(name)).toBe("stuck");
     expect(warnings.filter((w) => w.startsWith("detection Job stuck"))).toHaveLength(1);
-    expect(sample(await metrics.registry.metrics(), "detection_jobs", { state: "stuck" })).toBe(1);
+    expect(sample(await metrics.registry.metrics(), METRIC.detectionJobs, { state: "stuck" })).toBe(1);
     const waits = (await kube.core.listNamespacedEvent({ namespace: NAMESPACE, fieldSelector: "reason=FailedScheduling" })).items;
     expect(
       waits.some((e) => e.involvedObject.name?.startsWith(`${name}-`) && e.message?.includes("didn't match Pod's node affinity/selector")),

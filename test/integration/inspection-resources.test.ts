@@ -9,6 +9,7 @@ import { MemoryInspectionStore } from "../../core/adapters/memory/memory-inspect
 import { MemoryState } from "../../core/adapters/memory/memory-state.ts";
 import { newId } from "../../core/domain/ids.ts";
 import { INSPECTION_RESOURCE as WHERE } from "../../core/schemas/inspection-resource.ts";
+import { METRIC } from "../../core/runtime/metrics.ts";
 import { systemClock } from "../../core/runtime/time.ts";
 import { inspectionCache } from "../../core/adapters/kubernetes/inspection-cache.ts";
 import { InspectionProjector } from "../../operator/inspection-projector.ts";
@@ -155,7 +156,7 @@ describe("Inspection resources kept by the service", () => {
     expect(service.logs.some((l) => l.msg === "finished inspection's resource pruned" && l.inspection_id === id)).toBe(true);
     // The cache of resources is watched: it heard from the API server moments ago.
     const port = (await service.line((l) => typeof l.metrics_port === "number")).metrics_port;
-    const staleness = sample(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), "informer_staleness_seconds", {
+    const staleness = sample(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), METRIC.informerStaleness, {
       resource: "inspections",
     });
     expect(staleness).toBeGreaterThanOrEqual(0);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { METRIC } from "../../core/runtime/metrics.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos } from "../helpers/photos.ts";
 import { sample } from "../helpers/prometheus.ts";
@@ -47,19 +48,25 @@ describe("/metrics", () => {
     const text = await res.text();
     const start = { workload: "start" };
     // By the route's pattern: one series for every inspection's GET, whatever its id.
-    expect(
-      sample(text, "http_request_duration_seconds_count", { ...start, method: "GET", route: "/v1/inspections/:id", status_code: "200" }),
-    ).toBe(1);
-    expect(sample(text, "http_request_duration_seconds_count", { method: "GET", route: "/v1/inspections/:id", status_code: "404" })).toBe(
-      1,
-    );
-    expect(sample(text, "http_request_duration_seconds_count", { method: "PUT", route: "/capture/v1/:token/photos/:angle" })).toBe(9);
+    const getOne = { method: "GET", route: "/v1/inspections/:id" };
+    expect(sample(text, METRIC.httpRequests, { ...start, ...getOne, status_class: "2xx" })).toBe(1);
+    expect(sample(text, METRIC.httpRequests, { ...getOne, status_class: "4xx" })).toBe(1);
+    expect(sample(text, `${METRIC.httpRequestSeconds}_count`, { ...getOne, status_class: "2xx" })).toBe(1);
+    expect(sample(text, METRIC.httpRequests, { method: "PUT", route: "/capture/v1/:token/photos/:angle", status_class: "2xx" })).toBe(9);
+    // A path no route matches is one series, whatever the path.
+    expect(sample(text, METRIC.httpRequests, { method: "GET", route: "unmatched", status_class: "4xx" })).toBeGreaterThanOrEqual(1);
     expect(text).not.toContain(made.id);
-    expect(sample(text, "inspections", { ...start, phase: "completed" })).toBe(1);
-    expect(sample(text, "inspections", { phase: "processing" })).toBe(0);
-    expect(sample(text, "detection_duration_seconds_count", { outcome: "completed" })).toBe(1);
-    expect(sample(text, "webhook_delivery_attempts_total", { outcome: "succeeded" })).toBeGreaterThanOrEqual(4);
-    expect(sample(text, "queue_depth", { queue: "controller" })).toBe(0);
+    expect(text).not.toContain("/metrics");
+    expect(sample(text, METRIC.inspections, { ...start, phase: "completed" })).toBe(1);
+    expect(sample(text, METRIC.inspections, { phase: "processing" })).toBe(0);
+    // One inspection, one detection: counted once, by the controller.
+    expect(sample(text, `${METRIC.detectionSeconds}_count`, { outcome: "completed" })).toBe(1);
+    expect(sample(text, METRIC.webhookAttempts, { outcome: "succeeded" })).toBeGreaterThanOrEqual(4);
+    expect(sample(text, METRIC.queueDepth, { queue: "controller" })).toBe(0);
+    // The service's own series, every one, carry the one prefix; prom-client's defaults keep theirs.
+    const names = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
+    for (const name of names) expect(name, name).toMatch(/^(vehicle_inspection_|process_|nodejs_)/);
+    for (const name of Object.values(METRIC)) expect(names, name).toContain(name);
     expect(sample(text, "process_cpu_seconds_total", start)).toBeGreaterThan(0);
   });
 });

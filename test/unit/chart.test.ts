@@ -1,26 +1,21 @@
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import { chartReadme } from "../../charts/chart-docs.ts";
-import { Metrics } from "../../core/runtime/metrics.ts";
+import { METRIC } from "../../core/runtime/metrics.ts";
+import { CHART, prometheusRuleMetrics, RULE_VALUES, renderChart } from "../helpers/chart.ts";
 import { kubeTools } from "../helpers/kube-control-plane.ts";
 import { parseJobTemplate } from "../../operator/detection-job-scaler.ts";
 
-const CHART = join(import.meta.dirname, "../../charts/vehicle-inspection");
 let helm: string;
 
 beforeAll(() => {
   helm = kubeTools().helm;
 });
 
-const render = (...set: string[]) => {
-  const out = execFileSync(helm, ["template", "r", CHART, ...set.flatMap((s) => ["--set", s])], { encoding: "utf8" });
-  return parseAllDocuments(out)
-    .map((d) => d.toJS())
-    .filter(Boolean);
-};
+const render = renderChart;
 
 describe("the Helm chart", () => {
   it("passes helm lint --strict, in embedded and in cluster mode", () => {
@@ -87,23 +82,28 @@ describe("the Helm chart", () => {
     expect(old.stderr).toMatch(/kubeVersion/);
   });
 
-  it("adds a PrometheusRule on request whose alerts read metrics the service exports", () => {
-    const cluster = ["publicUrl=https://inspect.example.com", "mode=cluster", "nats.url=nats://nats:4222", "s3.bucket=vi-photos"];
-    const rule = render(...cluster, "metrics.prometheusRule.enabled=true").find((d) => d.kind === "PrometheusRule");
-    const alerts = rule.spec.groups[0].rules as { alert: string; expr: string }[];
+  it("adds a PrometheusRule on request whose alerts read metrics the service exports, by their prefixed names", () => {
+    const alerts = prometheusRuleMetrics();
     expect(alerts.map((a) => a.alert)).toEqual([
       "VehicleInspectionNoLeader",
       "VehicleInspectionDetectionJobsStuck",
       "VehicleInspectionWebhooksFailing",
       "VehicleInspectionReconcileErrors",
+      "VehicleInspectionApiErrors",
     ]);
-    const exported = new Metrics("operator").registry.getMetricsAsArray().map((m) => m.name);
-    for (const { alert, expr } of alerts) {
-      const names = [...expr.matchAll(/([a-z_]+)\{/g)].map((m) => m[1]);
-      expect(names.length, alert).toBeGreaterThan(0);
-      for (const name of names) expect(exported, `${alert}: ${name}`).toContain(name);
+    // Names, not samples: the real workloads' scrape is checked in cluster.test.ts.
+    const exported: string[] = Object.values(METRIC);
+    for (const { alert, metrics } of alerts) {
+      expect(metrics.length, alert).toBeGreaterThan(0);
+      for (const name of metrics) expect(exported, `${alert}: ${name}`).toContain(name);
     }
-    expect(render(...cluster).some((d) => d.kind === "PrometheusRule")).toBe(false);
+    // A lost leader fires when no operator is scraped at all, not only when each says 0.
+    expect(alerts[0]!.expr).toContain("or vector(0)");
+    // The Jobs' alert only where there are Jobs, the leader's only where there is a lease.
+    const embedded = prometheusRuleMetrics("mode=embedded", "detection.jobs.enabled=false").map((a) => a.alert);
+    expect(embedded).not.toContain("VehicleInspectionNoLeader");
+    expect(embedded).not.toContain("VehicleInspectionDetectionJobsStuck");
+    expect(render(...RULE_VALUES, "metrics.prometheusRule.enabled=false").some((d) => d.kind === "PrometheusRule")).toBe(false);
   });
 
   it("has a README whose values table is what helm-docs makes of values.yaml (npm run chart-docs)", () => {

@@ -8,7 +8,7 @@ import { reportBlobKey } from "../../core/domain/blob-keys.ts";
 import type { DetectionResult, DetectionRunner } from "../../core/ports/detection-runner.ts";
 import type { InspectionStore } from "../../core/ports/inspection-store.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
-import { Metrics } from "../../core/runtime/metrics.ts";
+import { METRIC, Metrics } from "../../core/runtime/metrics.ts";
 import { Signals } from "../../core/runtime/signals.ts";
 import { Controller } from "../../operator/controller.ts";
 import { sampleInspection } from "../contract/fixtures.ts";
@@ -291,7 +291,7 @@ describe("Controller.reconcile(id)", () => {
     expect((await store.getById(r.id))!.status).toBe("in_progress");
   });
 
-  it("counts a reconcile that throws on reconcile_errors_total, and retries it", async () => {
+  it("counts a reconcile that throws on vehicle_inspection_reconcile_errors_total, and retries it", async () => {
     const { store, make, clock, controllerOver } = setup();
     const r = await make();
     let failures = 0;
@@ -312,7 +312,7 @@ describe("Controller.reconcile(id)", () => {
     const controller = controllerOver(away, new ScriptedRunner(), { signals, metrics });
     controller.start();
     signals.nudgeController(r.id);
-    const errors = async () => (await metrics.registry.getSingleMetric("reconcile_errors_total")!.get()).values;
+    const errors = async () => (await metrics.registry.getSingleMetric(METRIC.reconcileErrors)!.get()).values;
     // The queue's backoff runs on the injected clock: move it on while waiting.
     for (let i = 0; i < 100 && failures < 2; i++) {
       clock.t += 200;
