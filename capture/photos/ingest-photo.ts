@@ -6,7 +6,7 @@ import { ApiError, isApiError } from "../../core/domain/errors.ts";
 import type { Quality } from "../../core/schemas/report.ts";
 import { measureQuality } from "../../inference/quality/measure-quality.ts";
 import { decodeHeic } from "./decode-heic.ts";
-import { PHOTO_FORMAT_NAMES, sniffPhotoType, type PhotoContentType } from "./sniff-photo-type.ts";
+import { overPixelLimit, PHOTO_FORMAT_NAMES, SHARP_FORMATS, sniffPhotoType, type PhotoContentType } from "./sniff-photo-type.ts";
 
 export const PHOTO_LIMITS = {
   maxBytes: 15 * 1024 * 1024,
@@ -28,8 +28,6 @@ export type IngestedPhoto = { jpeg: Buffer; width: number; height: number; etag:
 
 const names = Object.values(PHOTO_FORMAT_NAMES);
 const ACCEPTED = `${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
-/** sharp's name for each format it decodes itself; HEIC goes to libheif instead (decode-heic.ts). */
-const SHARP_FORMATS = { "image/jpeg": "jpeg", "image/png": "png", "image/webp": "webp" } as const;
 const heavyDecodes = pLimit(1);
 
 const notAccepted = () =>
@@ -132,8 +130,7 @@ export async function ingestPhoto(input: Buffer, declaredType: string): Promise<
     out = await decode(input, type);
   } catch (error) {
     if (isApiError(error)) throw error;
-    // sharp's words for its limit, which the HEIC worker uses too.
-    if (/pixel limit/i.test(String((error as Error).message))) throw tooLarge();
+    if (overPixelLimit(error)) throw tooLarge();
     throw new ApiError("parameter_invalid", `The photo could not be decoded; send a ${ACCEPTED} image.`, { param: "photo" });
   }
   const { data: jpeg, info } = out;

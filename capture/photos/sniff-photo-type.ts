@@ -11,6 +11,15 @@ export const PHOTO_FORMAT_NAMES = {
   "image/heic": "HEIC",
 } as const satisfies Record<PhotoContentType, string>;
 
+/** sharp's name for each format it decodes itself, which its metadata must read back; HEIC goes to libheif instead (decode-heic.ts). */
+export const SHARP_FORMATS = { "image/jpeg": "jpeg", "image/png": "png", "image/webp": "webp" } as const satisfies Record<
+  Exclude<PhotoContentType, "image/heic">,
+  string
+>;
+
+/** Whether a decode was refused for its pixel count: sharp's words for its limit, which the HEIC worker uses too. */
+export const overPixelLimit = (error: unknown): boolean => /pixel limit/i.test(String((error as Error | undefined)?.message));
+
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 /**

@@ -1,5 +1,5 @@
 import sharp from "sharp";
-import { PHOTO_FORMAT_NAMES, sniffPhotoType } from "../../capture/photos/sniff-photo-type.ts";
+import { overPixelLimit, PHOTO_FORMAT_NAMES, SHARP_FORMATS, sniffPhotoType } from "../../capture/photos/sniff-photo-type.ts";
 
 /** What the settings page takes: a PNG, JPEG or WebP of at most 200 KB (SVG never: it can carry script). */
 export const LOGO_LIMITS = {
@@ -30,7 +30,7 @@ export async function logoImage(
   // The format the first bytes say, whatever the browser declared: a photo's formats but HEIC.
   const type = sniffPhotoType(bytes);
   if (!type || type === "image/heic") return { ok: false, error: "The logo must be a PNG, JPEG or WebP image." };
-  const format = type.slice("image/".length);
+  const format = SHARP_FORMATS[type];
   try {
     const image = sharp(bytes, { limitInputPixels: LOGO_LIMITS.maxPixels, failOn: "error", animated: false });
     const meta = await image.metadata();
@@ -42,8 +42,7 @@ export async function logoImage(
       .toBuffer({ resolveWithObject: true });
     return { ok: true, png: data, width: info.width, height: info.height };
   } catch (error) {
-    const message = (error as Error).message;
-    if (/pixel limit/i.test(message))
+    if (overPixelLimit(error))
       return { ok: false, error: `The logo's canvas is too large to read (over ${LOGO_LIMITS.maxPixels.toLocaleString("en")} pixels).` };
     return {
       ok: false,
