@@ -1,8 +1,14 @@
 /**
- * `npm run bench`: the service against a bare Fastify server, in the same run, on loopback.
- * Prints requests/s, p99 latency and server CPU time a request for GET /v1/inspections/:id,
- * POST /v1/inspections and GET /v1/inspections?limit=100 (with 1,000 and with 1,000,000 stored
- * inspections), each beside the bare server's. A benchmark, not a test: it asserts nothing.
+ * `npm run bench`: the service against baselines, in the same run, on loopback. Prints requests/s,
+ * p99 latency and server CPU time a request for GET /v1/inspections/:id and GET
+ * /v1/inspections?limit=100 (with 1,000 and with BENCH_BIG stored inspections, a million by
+ * default), each beside a bare Fastify server's, and for POST /v1/inspections beside the naive
+ * durable peer's (durable-peer.ts). A benchmark, not a test: it asserts nothing.
+ *
+ * BENCH_ROOT: the checkout whose service is measured (default this one), so a change is compared
+ * with its base by the same script: `git worktree add /tmp/bench-base <sha>`, then runs with and
+ * without BENCH_ROOT=/tmp/bench-base, interleaved. BENCH_ONLY=get|post|list: those rows alone.
+ * BENCH_CPU_PROF=<dir>: the service runs under `--cpu-prof`, its profile written there at exit.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -18,11 +24,17 @@ import { freePort } from "../helpers/service.ts";
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 8);
 const CONNECTIONS = 20;
 const BIG = Number(process.env.BENCH_BIG ?? 1_000_000);
+const ONLY = new Set((process.env.BENCH_ONLY ?? "get,post,list").split(","));
 const root = join(import.meta.dirname, "../..");
+const serviceRoot = process.env.BENCH_ROOT ?? root;
+const PROFILE = process.env.BENCH_CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF] : [];
 
-function startChild(args: string[], env: Record<string, string>, ready: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
-  return new Promise((resolve) => child.stdout!.on("data", (d) => String(d).includes(ready) && resolve(child)));
+function startChild(args: string[], env: Record<string, string>, ready: string, cwd = root): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((resolve, reject) => {
+    child.stdout!.on("data", (d) => String(d).includes(ready) && resolve(child));
+    child.once("exit", (code) => reject(new Error(`${args.at(-1)} exited (${code}) before it was ready`)));
+  });
 }
 
 /** The kernel's clock ticks a second, the unit of /proc CPU times (100 on common builds, asked rather than assumed). */
@@ -40,6 +52,9 @@ function cpuSeconds(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
+
+/** Thrown to skip the rest of the runs (BENCH_ONLY). */
+class Stop extends Error {}
 
 type Figures = { rps: number; p99: number; non2xx: number; cpuUs: number };
 async function load(
@@ -85,7 +100,7 @@ function seed(dataDir: string, accountId: string, count: number, startAt: number
 }
 
 const dataDir = mkdtempSync(join(tmpdir(), "vi-bench-"));
-const [svcPort, barePort] = [await freePort(), await freePort()];
+const [svcPort, barePort, peerPort] = [await freePort(), await freePort(), await freePort()];
 const env = {
   DATA_DIR: dataDir,
   PORT: String(svcPort),
@@ -98,7 +113,9 @@ const key = await createKey(loadConfig(env), "test", "bench");
 const auth = { authorization: `Bearer ${key}` };
 
 const bare = await startChild(["test/bench/bare-server.ts"], { PORT: String(barePort) }, "ready");
-const svc = await startChild(["bin/vehicle-inspection.ts", "start"], env, "vehicle inspection service started");
+const peerDir = mkdtempSync(join(tmpdir(), "vi-bench-peer-"));
+const peer = await startChild(["test/bench/durable-peer.ts"], { PORT: String(peerPort), DATA_DIR: peerDir }, "ready");
+const svc = await startChild([...PROFILE, "bin/vehicle-inspection.ts", "start"], env, "vehicle inspection service started", serviceRoot);
 const base = `http://127.0.0.1:${svcPort}`;
 const createBody = JSON.stringify({ vehicle: { vin: "1HGCM82633A004352" }, reference: "bench" });
 const made = (await (
@@ -111,23 +128,33 @@ const listAuth = { authorization: `Bearer ${listKey}` };
 const reader = openDatabase(dataDir);
 const listAccount = (reader.prepare("SELECT a.id FROM accounts a WHERE a.name = 'bench-list'").get() as { id: string }).id;
 
-const rows: [string, Figures, Figures][] = [];
+/** Each row: the endpoint, the service's figures, the baseline's, and which baseline. */
+const rows: [string, Figures, Figures, string][] = [];
 const bareUrl = `http://127.0.0.1:${barePort}/`;
 try {
-  rows.push([
-    "GET /v1/inspections/:id",
-    await load(svc, `${base}/v1/inspections/${made.id}`, { headers: auth }),
-    await load(bare, bareUrl),
-  ]);
-  rows.push([
-    "POST /v1/inspections",
-    await load(svc, `${base}/v1/inspections`, {
-      method: "POST",
-      headers: { ...auth, "content-type": "application/json" },
-      body: createBody,
-    }),
-    await load(bare, bareUrl, { method: "POST", headers: { "content-type": "application/json" }, body: createBody }),
-  ]);
+  if (ONLY.has("get"))
+    rows.push([
+      "GET /v1/inspections/:id",
+      await load(svc, `${base}/v1/inspections/${made.id}`, { headers: auth }),
+      await load(bare, bareUrl),
+      "bare",
+    ]);
+  if (ONLY.has("post"))
+    rows.push([
+      "POST /v1/inspections",
+      await load(svc, `${base}/v1/inspections`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: createBody,
+      }),
+      await load(peer, `http://127.0.0.1:${peerPort}/v1/inspections`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: createBody,
+      }),
+      "peer",
+    ]);
+  if (!ONLY.has("list")) throw new Stop();
 
   const stored = () => (reader.prepare("SELECT count(*) AS n FROM inspections WHERE account_id = ?").get(listAccount) as { n: number }).n;
   seed(dataDir, listAccount, 1000, Date.now() - 1000);
@@ -135,6 +162,7 @@ try {
     `GET /v1/inspections?limit=100 (${stored().toLocaleString("en")} stored)`,
     await load(svc, `${base}/v1/inspections?limit=100`, { headers: listAuth }),
     await load(bare, bareUrl),
+    "bare",
   ]);
   const t0 = Date.now();
   seed(dataDir, listAccount, BIG - 1000, Date.now() - 10_000_000);
@@ -143,26 +171,34 @@ try {
     `GET /v1/inspections?limit=100 (${stored().toLocaleString("en")} stored)`,
     await load(svc, `${base}/v1/inspections?limit=100`, { headers: listAuth }),
     await load(bare, bareUrl),
+    "bare",
   ]);
+} catch (error) {
+  if (!(error instanceof Stop)) throw error;
 } finally {
+  const exited = new Promise((resolve) => svc.once("exit", resolve));
   svc.kill("SIGTERM");
   bare.kill("SIGTERM");
+  peer.kill("SIGTERM");
   reader.close();
+  // The profile is written as the service exits.
+  await exited;
 }
 
 console.log(
-  `\n${CONNECTIONS} connections, ${DURATION_S} s a run, loopback, Node ${process.version}; each service run is paired with a bare Fastify run right after it\n`,
+  `\n${CONNECTIONS} connections, ${DURATION_S} s a run, loopback, Node ${process.version}, service from ${serviceRoot}; each service run is paired with its baseline's run right after it (bare: bare-server.ts; peer: durable-peer.ts)\n`,
 );
 console.log(
-  "| endpoint | req/s | p99 ms | server CPU µs a request | bare req/s | bare p99 ms | bare CPU µs a request | req/s ratio to bare |",
+  "| endpoint | req/s | p99 ms | server CPU µs a request | baseline | its req/s | its p99 ms | its CPU µs a request | req/s ratio | CPU ratio |",
 );
-console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
-for (const [name, s, b] of rows) {
+console.log("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|");
+for (const [name, s, b, baseline] of rows) {
   console.log(
-    `| ${name} | ${s.rps.toFixed(0)} | ${s.p99} | ${s.cpuUs.toFixed(1)} | ${b.rps.toFixed(0)} | ${b.p99} | ${b.cpuUs.toFixed(1)} | ${(s.rps / b.rps).toFixed(2)} |${s.non2xx ? ` (${s.non2xx} non-2xx!)` : ""}`,
+    `| ${name} | ${s.rps.toFixed(0)} | ${s.p99} | ${s.cpuUs.toFixed(1)} | ${baseline} | ${b.rps.toFixed(0)} | ${b.p99} | ${b.cpuUs.toFixed(1)} | ${(s.rps / b.rps).toFixed(2)} | ${(b.cpuUs / s.cpuUs).toFixed(2)} |${s.non2xx ? ` (${s.non2xx} non-2xx!)` : ""}`,
   );
 }
-const [, , small, big] = rows;
+const [small, big] = rows.filter(([name]) => name.startsWith("GET /v1/inspections?"));
 if (small && big)
   console.log(`\nlist p99 with ${BIG.toLocaleString("en")} stored / with 1,000 stored: ${(big[1].p99 / small[1].p99).toFixed(2)}`);
 rmSync(dataDir, { recursive: true, force: true });
+rmSync(peerDir, { recursive: true, force: true });
