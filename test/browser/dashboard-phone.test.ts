@@ -17,11 +17,16 @@ import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
  * sight; the inspection page leads with the findings and the photos, each photo with findings
  * outlined and counted; the findings are cards with their part and confidence in sight. Nothing is
  * wider than the window and nothing is clipped; the tables keep their semantics in Chromium's
- * accessibility tree; axe-core finds no WCAG 2.1 A or AA violation. It writes docs/dashboard-phone.png
- * (the phone's list, findings and photos side by side) and docs/dashboard-inspection.png (the laptop's).
+ * accessibility tree; axe-core finds no WCAG 2.1 A or AA violation. The account's pages too: the API
+ * keys and the team are cards on the phone, every column's value shown in each, and the webhooks page
+ * (no table: its secret and its test event) fits. It writes docs/dashboard-phone.png (the phone's
+ * list, findings and photos side by side), docs/dashboard-phone-account.png (the phone's keys and
+ * team) and docs/dashboard-inspection.png (the laptop's inspection).
  */
 const ACCOUNT = "acme";
 const PASSWORD = "a long enough dashboard password";
+/** A colleague with a long address: its card must wrap it, not widen the page. */
+const LONG_EMAIL = "claims.handler.night-shift@rotterdam-harbour-insurance.example";
 const DOCS = join(import.meta.dirname, "../../docs");
 
 let svc: TestService;
@@ -47,6 +52,7 @@ async function damagedInspection(reference: string): Promise<string> {
 beforeAll(async () => {
   [svc, receiver, browser] = await Promise.all([startService(withModels), new WebhookReceiver().start(), launch("none")]);
   key = await svc.key("test", ACCOUNT);
+  await createUser(svc.config, LONG_EMAIL, ACCOUNT, PASSWORD);
   // One not captured yet, with a long reference: its card must wrap, not widen the page.
   const pending = { vehicle: { vin: VALID_VIN }, reference: "CLAIM-2026-11-27-ROTTERDAM-HARBOUR-0042" };
   expect((await svc.api(key, "/v1/inspections", { method: "POST", json: pending })).status).toBe(201);
@@ -70,6 +76,7 @@ afterAll(async () => {
  * What is cut off: each element reaching past the window's left or right edge, and each element
  * whose content is wider than its box while its overflow hides or scrolls it. Visually hidden text
  * (clip-path, as .visually-hidden and a card's table headers) and the skip link are meant to be unseen.
+ * A text field longer than its box scrolls its own value, as in every browser: only its box must fit.
  */
 const clipped = (page: Page) =>
   page.evaluate(() => {
@@ -90,7 +97,7 @@ const clipped = (page: Page) =>
       if (box.width === 0 || box.height === 0 || hidden(el)) continue;
       if (box.right > width + 0.5 || box.left < -0.5) found.push(`${name(el)} spans ${Math.round(box.left)}–${Math.round(box.right)} px`);
       const overflow = (globalThis as any).getComputedStyle(el).overflowX;
-      if (overflow !== "visible" && el.scrollWidth > el.clientWidth + 1)
+      if (overflow !== "visible" && el.scrollWidth > el.clientWidth + 1 && !["INPUT", "TEXTAREA"].includes(el.tagName))
         found.push(`${name(el)} holds ${el.scrollWidth} px in ${el.clientWidth} px (overflow ${overflow})`);
     }
     return found;
@@ -102,6 +109,12 @@ async function fits(page: Page, viewport: string, name: string) {
   const widths = await page.evaluate(() => [(globalThis as any).document.documentElement.scrollWidth, (globalThis as any).innerWidth]);
   expect(widths[0], `the ${viewport} ${name} page's width`).toBeLessThanOrEqual(viewport === "phone" ? 390 : 1280);
   expect(await clipped(page), `clipped on the ${viewport} ${name} page`).toEqual([]);
+  // On the phone, the sections' links above the page keep their own height on a short page: none stretched to fill the screen.
+  if (viewport === "phone")
+    for (const link of await page.getByRole("navigation", { name: "Sections" }).getByRole("link").all())
+      expect
+        .soft((await link.boundingBox())!.height, `the ${viewport} ${name} page's link ${await link.textContent()}`)
+        .toBeLessThanOrEqual(48);
 }
 
 /** `locator`'s box lies within the window's width, and it is shown. */
@@ -112,6 +125,46 @@ async function inSight(page: Page, locator: ReturnType<Page["locator"]>, what: s
   expect(box, what).not.toBeNull();
   expect.soft(box!.x, `${what}: left edge`).toBeGreaterThanOrEqual(0);
   expect.soft(box!.x + box!.width, `${what}: right edge`).toBeLessThanOrEqual(width + 0.5);
+}
+
+/**
+ * Each row of `table` (but an empty table's line): a card on the phone (grid), a row on the laptop,
+ * and every column's value in it shown and inside the window: each cell's text, less the card's
+ * label, is in what the cell renders (innerText holds no hidden text), and each button in it is in
+ * sight. On the phone, a label a cell carries is shown; it is aria-hidden everywhere.
+ */
+async function everyValueInSight(page: Page, table: string, phone: boolean): Promise<number> {
+  const rows = page.locator(`table.${table} tbody tr:not(.empty)`);
+  const count = await rows.count();
+  for (let i = 0; i < count; i++) {
+    const row = rows.nth(i);
+    await row.scrollIntoViewIfNeeded();
+    expect(await row.evaluate((tr: any) => (globalThis as any).getComputedStyle(tr).display), `${table} row ${i}`).toBe(
+      phone ? "grid" : "table-row",
+    );
+    const cells = row.locator("td");
+    for (let j = 0; j < (await cells.count()); j++) {
+      const cell = cells.nth(j);
+      const { value, shown } = await cell.evaluate((td: any) => {
+        const copy = td.cloneNode(true);
+        for (const l of copy.querySelectorAll(".cell-label")) l.remove();
+        const words = (t: string) => t.replace(/\s+/g, " ").trim();
+        return { value: words(copy.textContent ?? ""), shown: words(td.innerText ?? "") };
+      });
+      const what = `${table} row ${i}, column ${j + 1} ("${value}")`;
+      if (value) {
+        await inSight(page, cell, what);
+        expect.soft(shown, `${what}: its value shown`).toContain(value);
+      }
+      for (const button of await cell.getByRole("button").all()) await inSight(page, button, `${what}: ${await button.textContent()}`);
+      const label = cell.locator(".cell-label");
+      if ((await label.count()) > 0) {
+        expect.soft(await label.isVisible(), `${what}: its label shown`).toBe(phone);
+        expect(await label.getAttribute("aria-hidden")).toBe("true");
+      }
+    }
+  }
+  return count;
 }
 
 /** The roles Chromium gives the page (its accessibility tree, as a screen reader gets it), counted. */
@@ -285,24 +338,96 @@ for (const [viewport, options] of [
       }
       expect(tab.problems).toEqual([]);
     }, 60_000);
+
+    it(`lists the API keys as ${phone ? "cards" : "rows"}, every column's value in sight`, async () => {
+      await page.goto(`${svc.url}/dashboard/test/keys`);
+      // A new key (its notice, shown once), then that key revoked: an active key that was used, and a revoked one.
+      await page.getByRole("button", { name: "Create test key" }).click();
+      const created = (await page.locator("#created-key").textContent())!;
+      expect(created).toMatch(/^sk_test_/);
+      await fits(page, viewport, "keys-created");
+      page.once("dialog", (dialog) => dialog.accept());
+      await page.getByRole("button", { name: `Revoke key ending ${created.slice(-4)}` }).click();
+      await page.waitForURL("**/dashboard/test/keys");
+      const rows = page.locator("table.keys tbody tr");
+      const n = await everyValueInSight(page, "keys", phone);
+      expect(n).toBeGreaterThanOrEqual(2);
+      const revoked = rows.filter({ hasText: `…${created.slice(-4)}` });
+      expect(await revoked.locator("td.status").textContent()).toMatch(/^revoked /);
+      expect(await revoked.getByRole("button").count()).toBe(0);
+      const used = rows.filter({ hasText: `…${key.slice(-4)}` });
+      expect(await used.locator("td.used").textContent()).not.toContain("never");
+      await inSight(page, used.getByRole("button", { name: `Roll key ending ${key.slice(-4)}` }), "Roll");
+      await inSight(page, used.getByRole("button", { name: `Revoke key ending ${key.slice(-4)}` }), "Revoke");
+      // Still a table to a screen reader, every cell kept, a revoked key's empty actions too.
+      const roles = await axRoles(page);
+      expect(roles.columnheader, "column headers").toBe(5);
+      expect(roles.row, "rows: the header's and each key's").toBe(n + 1);
+      expect(roles.cell, "cells").toBe(n * 5);
+      await fits(page, viewport, "keys-cards");
+      if (phone) {
+        await page.evaluate(() => (globalThis as any).scrollTo(0, 0));
+        shots.keys = await page.screenshot();
+      }
+    });
+
+    it(`lists the team as ${phone ? "cards" : "rows"} and makes an invitation link that fits`, async () => {
+      await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Team" }).click();
+      await page.waitForURL("**/dashboard/test/team");
+      const n = await everyValueInSight(page, "team", phone);
+      expect(n).toBeGreaterThanOrEqual(2);
+      await inSight(page, page.locator("table.team td.email", { hasText: LONG_EMAIL }), "the long address");
+      const roles = await axRoles(page);
+      expect(roles.columnheader, "column headers").toBe(2);
+      expect(roles.cell, "cells").toBe(n * 2);
+      await page.getByLabel("Email").fill(`new.${viewport}.colleague@rotterdam-harbour-insurance.example`);
+      await page.getByRole("button", { name: "Create invitation link" }).click();
+      await inSight(page, page.locator("#invite-link"), "the invitation link");
+      await fits(page, viewport, "team-cards");
+      if (phone) shots.team = await page.screenshot();
+    });
+
+    it("shows the webhook signing secret and a test event's answer within the window", async () => {
+      await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Webhooks" }).click();
+      await page.waitForURL("**/dashboard/test/webhooks");
+      await page.getByRole("button", { name: "Reveal" }).click();
+      await inSight(page, page.locator("#signing-secret"), "the signing secret");
+      await page.getByLabel("Endpoint URL").fill(`${receiver.url}/a-long-path/of-the-team-s-own-receiver/on-their-machine`);
+      await page.getByRole("button", { name: "Send test event" }).click();
+      const answer = page.getByRole("status").filter({ hasText: "Event" });
+      await inSight(page, answer.locator(".badge"), "the test event's verdict");
+      expect(await answer.locator(".badge").textContent()).toBe("delivered");
+      await fits(page, viewport, "webhooks");
+      expect(tab.problems).toEqual([]);
+    });
   });
+}
+
+describe("docs/dashboard-phone-account.png", () => {
+  it("puts the phone's keys and team side by side", async () => {
+    await sideBySide([shots.keys, shots.team], "dashboard-phone-account.png");
+  });
+});
+
+/** Phone screenshots side by side, at half the phone's pixel density in a palette, to keep the file small; nothing if the phone's tests failed (they say why). */
+async function sideBySide(parts: (Buffer | undefined)[], file: string) {
+  if (parts.some((p) => !p)) return;
+  const gap = 24;
+  const meta = await sharp(parts[0]!).metadata();
+  const [w, h] = [meta.width!, meta.height!];
+  const width = w * parts.length + gap * (parts.length - 1);
+  const side = await sharp({ create: { width, height: h, channels: 3, background: "#d8dee8" } })
+    .composite(parts.map((input, i) => ({ input: input!, left: i * (w + gap), top: 0 })))
+    .png()
+    .toBuffer();
+  await sharp(side)
+    .resize({ width: Math.round(width / 2) })
+    .png({ palette: true })
+    .toFile(join(DOCS, file));
 }
 
 describe("docs/dashboard-phone.png", () => {
   it("puts the phone's list, findings and photos side by side", async () => {
-    const parts = [shots.list, shots.findings, shots.photos];
-    if (parts.some((p) => !p)) return; // the phone's tests failed; they say why.
-    const gap = 24;
-    const meta = await sharp(parts[0]!).metadata();
-    const [w, h] = [meta.width!, meta.height!];
-    const side = await sharp({ create: { width: w * 3 + gap * 2, height: h, channels: 3, background: "#d8dee8" } })
-      .composite(parts.map((input, i) => ({ input: input!, left: i * (w + gap), top: 0 })))
-      .png()
-      .toBuffer();
-    // Half the phone's pixel density, in a palette, to keep the file small.
-    await sharp(side)
-      .resize({ width: Math.round((w * 3 + gap * 2) / 2) })
-      .png({ palette: true })
-      .toFile(join(DOCS, "dashboard-phone.png"));
+    await sideBySide([shots.list, shots.findings, shots.photos], "dashboard-phone.png");
   });
 });
