@@ -1,4 +1,6 @@
 import { execFileSync } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -205,6 +207,30 @@ describe("the Inspection CRD on a real API server", () => {
       }
       expect(dryRun.stdout).not.toContain("statefulset");
     }
+  });
+
+  it("installs and upgrades with Helm 4's server-side apply, an extraEnv of a variable the chart sets in its place (issue 31)", async () => {
+    const { helm } = kubeTools();
+    await k.kubectl("create", "namespace", "vi-apply");
+    // The CRD is this file's (applied above): the release leaves it be.
+    const values = (logLevel: string) =>
+      sets(["publicUrl=https://inspect.example.com", "crds.install=false", "extraEnv[0].name=LOG_LEVEL", `extraEnv[0].value=${logLevel}`]);
+    const run = (...args: string[]) =>
+      execFileSync(helm, [...args, "--kubeconfig", k.kubeconfig, "--namespace", "vi-apply"], { encoding: "utf8", stdio: "pipe" });
+    // The API server built from source says it is v0.0.0-master, which no kubeVersion admits: a copy
+    // of the chart without it (the version is the chart test's and the dry runs' concern).
+    const chart = join(mkdtempSync(join(tmpdir(), "vi-chart-")), "vehicle-inspection");
+    cpSync(CHART, chart, { recursive: true });
+    const meta = join(chart, "Chart.yaml");
+    writeFileSync(meta, readFileSync(meta, "utf8").replace(/^kubeVersion:.*$/m, ""));
+    run("install", "r", chart, "--server-side=true", ...values("debug"));
+    // An upgrade with the same names: server-side apply keys env by name and refuses a name twice.
+    run("upgrade", "r", chart, "--server-side=true", ...values("warn"));
+    const set = JSON.parse(await k.kubectl("get", "statefulset", "-n", "vi-apply", "r-vehicle-inspection", "-o", "json"));
+    const env = set.spec.template.spec.containers[0].env as { name: string; value?: string }[];
+    expect(env.filter((e) => e.name === "LOG_LEVEL")).toEqual([{ name: "LOG_LEVEL", value: "warn" }]);
+    expect(JSON.parse(run("status", "r", "-o", "json")).info.status).toBe("deployed");
+    run("uninstall", "r");
   });
 
   it("gives the service's account what detection Jobs and Inspection resources need and nothing more (checked by impersonating it)", async () => {

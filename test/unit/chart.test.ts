@@ -72,6 +72,49 @@ describe("the Helm chart", () => {
     expect(renamed.find((d) => d.kind === "StatefulSet").metadata.name).toBe("r-inspect");
   });
 
+  it("lets extraEnv set a variable the chart sets: the user's value in its place, never a name twice (server-side apply refuses that)", () => {
+    const cluster = ["publicUrl=https://inspect.example.com", "mode=cluster", "nats.url=nats://nats:4222", "s3.bucket=vi-photos"];
+    const extra = ["extraEnv[0].name=LOG_LEVEL", "extraEnv[0].value=debug", "extraEnv[1].name=TEAM", "extraEnv[1].value=claims"];
+    // The secret-sourced form replaces a plain value too, and a repeated extraEnv name keeps its last.
+    const secret = [
+      "extraEnv[2].name=PUBLIC_URL",
+      "extraEnv[2].valueFrom.secretKeyRef.name=urls",
+      "extraEnv[2].valueFrom.secretKeyRef.key=public",
+    ];
+    const repeated = ["extraEnv[3].name=TEAM", "extraEnv[3].value=fleet"];
+    for (const mode of [["publicUrl=https://inspect.example.com"], cluster]) {
+      const plain = render(...mode).filter((d) => d.kind === "Deployment" || d.kind === "StatefulSet");
+      const workloads = render(...mode, ...extra, ...secret, ...repeated).filter(
+        (d) => d.kind === "Deployment" || d.kind === "StatefulSet",
+      );
+      expect(workloads.length).toBeGreaterThan(0);
+      for (const [i, w] of workloads.entries()) {
+        const env = w.spec.template.spec.containers[0].env as { name: string; value?: string; valueFrom?: unknown }[];
+        const names = env.map((e) => e.name);
+        expect(new Set(names).size, `${w.metadata.name}: ${names}`).toBe(names.length);
+        expect(
+          env.find((e) => e.name === "LOG_LEVEL"),
+          w.metadata.name,
+        ).toEqual({ name: "LOG_LEVEL", value: "debug" });
+        expect(
+          env.find((e) => e.name === "TEAM"),
+          w.metadata.name,
+        ).toEqual({ name: "TEAM", value: "fleet" });
+        expect(
+          env.find((e) => e.name === "PUBLIC_URL"),
+          w.metadata.name,
+        ).toEqual({
+          name: "PUBLIC_URL",
+          valueFrom: { secretKeyRef: { name: "urls", key: "public" } },
+        });
+        // The chart's own order kept, the user's new names after it (PUBLIC_URL is new to the workers).
+        const before = (plain[i].spec.template.spec.containers[0].env as { name: string }[]).map((e) => e.name);
+        expect(names.slice(0, before.length)).toEqual(before);
+        expect(names.slice(before.length)).toEqual(before.includes("PUBLIC_URL") ? ["TEAM"] : ["TEAM", "PUBLIC_URL"]);
+      }
+    }
+  });
+
   it("asks for the Kubernetes version whose features its pods use", () => {
     const chart = parseAllDocuments(readFileSync(join(CHART, "Chart.yaml"), "utf8"))[0]!.toJS();
     expect(chart.kubeVersion).toBe(">=1.33.0-0");
@@ -359,10 +402,18 @@ describe("the Helm chart", () => {
           .map((d: any) => [d.metadata.name, d.rules]),
       );
       expect(roles["r-vehicle-inspection-api"]).toEqual([
-        { apiGroups: ["inspection.dev"], resources: ["inspections"], verbs: ["get", "list", "watch", "create", "update"] },
+        {
+          apiGroups: ["inspection.dev"],
+          resources: ["inspections", "inspectionrecords"],
+          verbs: ["get", "list", "watch", "create", "update"],
+        },
       ]);
       const operator = roles["r-vehicle-inspection-operator"];
-      expect(operator).toContainEqual({ apiGroups: ["inspection.dev"], resources: ["inspections/status"], verbs: ["update"] });
+      expect(operator).toContainEqual({
+        apiGroups: ["inspection.dev"],
+        resources: ["inspections/status", "inspectionrecords/status"],
+        verbs: ["update"],
+      });
       expect(operator).toContainEqual({
         apiGroups: ["coordination.k8s.io"],
         resources: ["leases"],

@@ -165,3 +165,28 @@ topologySpreadConstraints:
 {{- include "vi.serviceAccountName" . -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+A container's env: the chart's (`chart`, a YAML list) with each extraEnv entry in place of the
+chart's of the same name, then extraEnv's other entries (the last of a name where it repeats one).
+Server-side apply, which Helm 4 uses, keys env by name and refuses a list naming one twice, so an
+extraEnv of a variable the chart sets would break `helm upgrade`; here the user's value wins.
+*/}}
+{{- define "vi.env" -}}
+{{- $extra := .root.Values.extraEnv | default list -}}
+{{- $byName := dict -}}
+{{- range $extra }}{{ $_ := set $byName .name . }}{{ end -}}
+{{- $out := list -}}
+{{- $placed := dict -}}
+{{- range fromYamlArray .chart -}}
+{{- $out = append $out (get $byName .name | default .) -}}
+{{- $_ := set $placed .name true -}}
+{{- end -}}
+{{- range $extra -}}
+{{- if not (hasKey $placed .name) -}}
+{{- $out = append $out (get $byName .name) -}}
+{{- $_ := set $placed .name true -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
