@@ -21,9 +21,11 @@ const USAGE = `usage: vehicle-inspection <command>
   api                                      cluster mode: the /v1 and capture routes and the dashboard, alone
   operator                                 cluster mode: the controller and webhook delivery (detection on NATS workers with NATS_URL)
   inference                                cluster mode: a detection worker, taking jobs from NATS (NATS_URL required)
-  demo [--account NAME] [--datasets DIR] [--url BASE]
+  demo [--account NAME] [--datasets DIR | --drawn-photos] [--url BASE] [--api-key sk_test_…]
                                            one inspection end to end against the running service, with sample
-                                           photos from ../shared/datasets: created, captured, submitted, its report
+                                           photos from ../shared/datasets (or drawn ones): created, captured,
+                                           submitted, its report; exits 1 unless it completed. With --api-key
+                                           (the chart's helm test) that key's account, else a new key's
   keys create --env test|live [--account NAME]   create an API key; prints only the key
   keys list                                list API keys (never their secrets)
   keys revoke KEY_ID                       revoke an API key
@@ -81,6 +83,7 @@ async function main(argv: string[]): Promise<number> {
       fold: { type: "string" },
       model: { type: "string" },
       "api-key": { type: "string" },
+      "drawn-photos": { type: "boolean" },
       "forward-to": { type: "string" },
       url: { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -108,12 +111,17 @@ async function main(argv: string[]): Promise<number> {
     }
     case "demo": {
       // A test key of its own, in the account `keys create` and `users create` use by default, so
-      // the dashboard's user sees the inspection.
-      const apiKey = await createKey(config, "test", values.account!);
+      // the dashboard's user sees the inspection; or the key given, where this process cannot reach
+      // the key store (the chart's test pod).
+      const given = values["api-key"];
+      if (given !== undefined && !given.startsWith("sk_test_"))
+        throw new UsageError("demo's --api-key must be a test-mode key (sk_test_…)");
+      if (values["drawn-photos"] && values.datasets) throw new UsageError("demo takes --datasets or --drawn-photos, not both");
+      const apiKey = given ?? (await createKey(config, "test", values.account!));
       await demo({
         api: values.url ?? `http://localhost:${config.port}`,
         apiKey,
-        datasets: values.datasets ?? join(import.meta.dirname, "../../shared/datasets"),
+        datasets: values["drawn-photos"] ? null : (values.datasets ?? join(import.meta.dirname, "../../shared/datasets")),
         print: (line) => console.log(line),
       });
       return 0;

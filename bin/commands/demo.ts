@@ -1,3 +1,4 @@
+import { randomInt } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -29,8 +30,12 @@ export type DemoOptions = {
   api: string;
   /** A test-mode API key of the account the inspection is made in. */
   apiKey: string;
-  /** The shared datasets folder (../shared/datasets). */
-  datasets: string;
+  /**
+   * The shared datasets folder (../shared/datasets), whose car photos fit their angles; null: photos
+   * drawn here (where there are no datasets, as in the chart's `helm test` pod), which test the
+   * path from capture to report, not what detection finds.
+   */
+  datasets: string | null;
   print: (line: string) => void;
   timeoutMs?: number;
 };
@@ -66,14 +71,31 @@ export function samplePhotos(datasets: string): { forAngle: Map<string, string>;
   return { forAngle, others };
 }
 
+/** A photo for each step: `angle`'s sample photo, else the next spare one; or, without datasets, one drawn. */
+async function photoSource(datasets: string | null): Promise<(angle: string) => Promise<Buffer>> {
+  if (datasets === null) {
+    const { default: sharp } = await import("sharp");
+    // A plain colour of this run's own, so that a second run's photos are not ones sent before.
+    const background = { r: randomInt(256), g: randomInt(256), b: randomInt(256) };
+    return () =>
+      sharp({ create: { width: 640, height: 480, channels: 3, background } })
+        .jpeg()
+        .toBuffer();
+  }
+  const photos = samplePhotos(datasets);
+  const spare = [...photos.others];
+  return async (angle) => readFileSync(photos.forAngle.get(angle) ?? spare.shift()!);
+}
+
 /**
  * `vehicle-inspection demo`: one inspection from creation to its report against the running
  * service, as a client and its customer would make it: created over the API, every step of its
  * capture link photographed with sample photos, the VIN confirmed, submitted, and waited for. It
- * prints what each step answered and where to see the result (the dashboard, the report).
+ * prints what each step answered and where to see the result (the dashboard, the report), and
+ * fails (DemoError) unless the inspection completed with its report: the chart's `helm test` runs it.
  */
 export async function demo(o: DemoOptions): Promise<{ id: string; status: string }> {
-  const photos = samplePhotos(o.datasets);
+  const photoFor = await photoSource(o.datasets);
   const call = async <T = unknown>(path: string, init: RequestInit = {}, auth = true): Promise<T> => {
     const headers = new Headers(init.headers);
     if (auth) headers.set("authorization", `Bearer ${o.apiKey}`);
@@ -102,13 +124,11 @@ export async function demo(o: DemoOptions): Promise<{ id: string; status: string
   o.print(`capture link: ${made.capture_url}`);
   const capture = `/capture/v1/${made.capture_url.split("/c/").pop()}`;
   const session = await call<{ steps: { angle: string; required: boolean }[] }>(capture, {}, false);
-  const spare = [...photos.others];
   for (const step of session.steps) {
     if (!step.required) continue;
-    const file = photos.forAngle.get(step.angle) ?? spare.shift()!;
     const put = await call<Uploaded>(
       `${capture}/photos/${step.angle}`,
-      { method: "PUT", headers: { "content-type": "image/jpeg" }, body: readFileSync(file) },
+      { method: "PUT", headers: { "content-type": "image/jpeg" }, body: await photoFor(step.angle) },
       false,
     );
     const q = put.quality;
@@ -136,5 +156,6 @@ export async function demo(o: DemoOptions): Promise<{ id: string; status: string
     o.print(`report: ${o.api}/v1/inspections/${made.id}/report (and report.pdf)`);
   }
   o.print(`dashboard: ${o.api}/dashboard/test/inspections/${made.id}`);
+  if (inspection.status !== "completed") throw new DemoError(`${made.id} ended ${inspection.status}, with no report`);
   return { id: made.id, status: inspection.status };
 }

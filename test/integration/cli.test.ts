@@ -125,6 +125,44 @@ describe("vehicle-inspection CLI", () => {
     });
   });
 
+  it("demo walks round with drawn photos and a given key, as the chart's helm test runs it, and fails when it cannot", async () => {
+    const svc = await startService();
+    try {
+      const key = await svc.key("test", "helm-test");
+      // A process with no way to the key store: a DATA_DIR of its own, as the test pod's /tmp.
+      const elsewhere = mkdtempSync(join(tmpdir(), "vi-cli-"));
+      const { stdout } = await cli(elsewhere, "demo", "--drawn-photos", "--url", svc.url, "--api-key", key);
+      const id = stdout.match(/^created (insp_\w+) for /m)?.[1];
+      expect(id, stdout).toBeDefined();
+      expect(stdout.match(/^photo /gm)).toHaveLength(9);
+      expect(stdout).toContain(`${id} is completed`);
+      expect(stdout).toMatch(/^grade (none|minor|moderate|severe), \d+ finding/m);
+      const report = await svc.api(key, `/v1/inspections/${id}/report`);
+      expect(report.status).toBe(200);
+      // A second run's photos are its own, not ones sent before.
+      const again = await cli(elsewhere, "demo", "--drawn-photos", "--url", svc.url, "--api-key", key);
+      expect(again.stdout).toMatch(/is completed$/m);
+      // A key the service does not know: exit 1, naming the step that failed.
+      await expect(
+        cli(elsewhere, "demo", "--drawn-photos", "--url", svc.url, "--api-key", `sk_test_${"0".repeat(40)}`),
+      ).rejects.toMatchObject({
+        code: 1,
+        stderr: expect.stringContaining("POST /v1/inspections: 401"),
+      });
+    } finally {
+      await svc.close();
+    }
+    const dir = mkdtempSync(join(tmpdir(), "vi-cli-"));
+    await expect(cli(dir, "demo", "--drawn-photos", "--api-key", "sk_live_x")).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining("test-mode key"),
+    });
+    await expect(cli(dir, "demo", "--drawn-photos", "--url", "http://127.0.0.1:9", "--api-key", "sk_test_x")).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining("could not reach the service"),
+    });
+  });
+
   it("refuses bad usage with exit code 2 and says why", async () => {
     const dir = mkdtempSync(join(tmpdir(), "vi-cli-"));
     await expect(cli(dir, "keys", "create", "--env", "prod")).rejects.toMatchObject({

@@ -152,7 +152,15 @@ describe("the Inspection CRD on a real API server", () => {
       "pod-security.kubernetes.io/warn=restricted",
     );
     const { helm } = kubeTools();
-    const more = ["detection.provider=cuda", "ingress.enabled=true", "ingress.host=inspect.example.com", "networkPolicy.enabled=true"];
+    // With the helm test's pod, and a preStop sleep of 0 s (accepted from 1.33: the chart's kubeVersion).
+    const more = [
+      "detection.provider=cuda",
+      "ingress.enabled=true",
+      "ingress.host=inspect.example.com",
+      "networkPolicy.enabled=true",
+      "helmTest.apiKeySecret.name=vi-test-key",
+      "shutdown.drainSeconds=0",
+    ];
     for (const values of [[], more, [...GPU_JOBS, "networkPolicy.enabled=true"]]) {
       const set = ["publicUrl=https://inspect.example.com", ...values].flatMap((v) => ["--set", v]);
       const manifest = execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-chart", ...set], { encoding: "utf8" });
@@ -162,6 +170,7 @@ describe("the Inspection CRD on a real API server", () => {
       expect(dryRun.stderr).not.toContain("PodSecurity");
       expect(dryRun.stdout).toContain("statefulset.apps/r-vehicle-inspection created (server dry run)");
       expect(dryRun.stdout).toContain("service/r-vehicle-inspection-headless created (server dry run)");
+      if (values === more) expect(dryRun.stdout).toContain("pod/r-vehicle-inspection-test-walkaround created (server dry run)");
     }
     // The detection Job template the ConfigMap carries, as the service creates it: its pods are `restricted` too.
     const template = jobTemplateIn(
@@ -191,7 +200,7 @@ describe("the Inspection CRD on a real API server", () => {
     const cluster = ["publicUrl=https://inspect.example.com", "mode=cluster", "nats.url=nats://nats:4222", "s3.bucket=inspections"];
     for (const values of [
       [...cluster, "networkPolicy.enabled=true"],
-      [...cluster, "detection.jobs.enabled=true"],
+      [...cluster, "detection.jobs.enabled=true", "helmTest.apiKeySecret.name=vi-test-key"],
     ]) {
       const manifest = execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-cluster", ...sets(values)], { encoding: "utf8" });
       const dryRun = await k.kubectlResult(["apply", "--dry-run=server", "-n", "vi-cluster", "-f", "-"], manifest);

@@ -115,9 +115,54 @@ describe("the Helm chart", () => {
     }
   });
 
+  it("adds a helm test that walks an inspection round through the Service, once a Secret holds its test key", () => {
+    const test = (...set: string[]) =>
+      render("publicUrl=https://inspect.example.com", ...set).find(
+        (d) => d.kind === "Pod" && d.metadata.annotations?.["helm.sh/hook"] === "test",
+      );
+    expect(test()).toBeUndefined();
+    const withKey = ["helmTest.apiKeySecret.name=vi-test-key"];
+    const pod = test(...withKey);
+    expect(pod.metadata.name).toBe("r-vehicle-inspection-test-walkaround");
+    const [container] = pod.spec.containers;
+    expect(container.args).toEqual([
+      "demo",
+      "--drawn-photos",
+      "--url",
+      "http://r-vehicle-inspection:80",
+      "--api-key",
+      "$(VI_TEST_API_KEY)",
+    ]);
+    expect(container.env[0]).toEqual({ name: "VI_TEST_API_KEY", valueFrom: { secretKeyRef: { name: "vi-test-key", key: "api-key" } } });
+    expect(pod.spec.automountServiceAccountToken).toBe(false);
+    expect(container.securityContext.readOnlyRootFilesystem).toBe(true);
+    expect(test(...withKey, "helmTest.enabled=false")).toBeUndefined();
+    // No Service, PDB or NetworkPolicy of the release selects it as one of the service's pods.
+    const docs = render("publicUrl=https://inspect.example.com", ...withKey, "networkPolicy.enabled=true");
+    for (const d of docs) {
+      const selector = d.spec?.selector?.matchLabels ?? d.spec?.selector ?? d.spec?.podSelector?.matchLabels;
+      if (d.kind === "Pod" || !selector || typeof selector !== "object") continue;
+      const matches = Object.entries(selector).every(([k, v]) => pod.metadata.labels[k] === v);
+      expect(matches, `${d.kind} ${d.metadata.name}`).toBe(false);
+    }
+    // Where the NetworkPolicy narrows who may reach the HTTP port, the test's pod is among them.
+    const narrowed = render(
+      "publicUrl=https://inspect.example.com",
+      ...withKey,
+      "networkPolicy.enabled=true",
+      "networkPolicy.httpFrom[0].namespaceSelector.matchLabels.ingress=yes",
+    ).find((d) => d.kind === "NetworkPolicy");
+    expect(narrowed.spec.ingress[0].from).toContainEqual({
+      podSelector: { matchLabels: { "app.kubernetes.io/name": "vehicle-inspection-test", "app.kubernetes.io/instance": "r" } },
+    });
+  });
+
   it("asks for the Kubernetes version whose features its pods use", () => {
     const chart = parseAllDocuments(readFileSync(join(CHART, "Chart.yaml"), "utf8"))[0]!.toJS();
+    // A preStop sleep of 0 s (shutdown.drainSeconds: 0) is accepted from 1.33 (Chart.yaml says what else needs what).
     expect(chart.kubeVersion).toBe(">=1.33.0-0");
+    const drain = render("publicUrl=https://inspect.example.com", "shutdown.drainSeconds=0").find((d) => d.kind === "StatefulSet");
+    expect(drain.spec.template.spec.containers[0].lifecycle.preStop.sleep.seconds).toBe(0);
     const old = spawnSync(helm, ["template", "r", CHART, "--kube-version", "1.32.0", "--set", "publicUrl=https://inspect.example.com"], {
       encoding: "utf8",
     });
