@@ -281,6 +281,16 @@ describe("the Helm chart", () => {
     const metricsRule = policy.spec.ingress.find((r: any) => r.ports[0].port === "metrics");
     expect(metricsRule.from).toEqual([{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }]);
     expect(render("publicUrl=https://inspect.example.com").some((d: any) => d.kind === "NetworkPolicy")).toBe(false);
+    expect(docs.some((d: any) => d.kind === "PodMonitor")).toBe(false);
+    // With detection Jobs, their pods too: no Service selects them.
+    const jobs = ["nats.url=nats://nats:4222", "s3.bucket=vi-photos", "detection.jobs.enabled=true"];
+    const withJobs = render("publicUrl=https://inspect.example.com", "metrics.serviceMonitor.enabled=true", ...jobs);
+    const pods = withJobs.find((d: any) => d.kind === "PodMonitor");
+    const template = parseJobTemplate(
+      withJobs.find((d: any) => d.kind === "ConfigMap" && d.metadata.name.endsWith("-detection-job")).data["detection-job.yaml"],
+    );
+    for (const [k, v] of Object.entries(pods.spec.selector.matchLabels)) expect(template.spec!.template.metadata!.labels![k], k).toBe(v);
+    expect(pods.spec.podMetricsEndpoints).toEqual([{ port: "metrics", path: "/metrics", interval: "30s" }]);
   });
 
   it("adds an ingress on request", () => {
