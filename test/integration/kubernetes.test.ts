@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GPU_JOBS, jobTemplateIn } from "../helpers/detection-queue.ts";
+import { parseJobTemplate } from "../../operator/detection-job-scaler.ts";
 import { type ControlPlane, kubeTools, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
@@ -218,26 +219,45 @@ describe("the Inspection CRD on a real API server", () => {
     }
   });
 
-  it("installs and upgrades with Helm 4's server-side apply, an extraEnv of a variable the chart sets in its place (issue 31)", async () => {
+  it("installs and upgrades with Helm 4's server-side apply: extraEnv of a variable the chart sets in its place, a Job value rolling the pods (issue 31)", async () => {
     const { helm } = kubeTools();
     await k.kubectl("create", "namespace", "vi-apply");
     // The CRD is this file's (applied above): the release leaves it be.
-    const values = (logLevel: string) =>
-      sets(["publicUrl=https://inspect.example.com", "crds.install=false", "extraEnv[0].name=LOG_LEVEL", `extraEnv[0].value=${logLevel}`]);
+    const values = (logLevel: string, gpus: number) =>
+      sets([
+        ...GPU_JOBS,
+        "crds.install=false",
+        `detection.jobs.gpus=${gpus}`,
+        "extraEnv[0].name=LOG_LEVEL",
+        `extraEnv[0].value=${logLevel}`,
+      ]);
     const run = (...args: string[]) =>
       execFileSync(helm, [...args, "--kubeconfig", k.kubeconfig, "--namespace", "vi-apply"], { encoding: "utf8", stdio: "pipe" });
+    const statefulSet = async () =>
+      JSON.parse(await k.kubectl("get", "statefulset", "-n", "vi-apply", "r-vehicle-inspection", "-o", "json")).spec.template;
+    const jobGpus = async () => {
+      const map = JSON.parse(await k.kubectl("get", "configmap", "-n", "vi-apply", "r-vehicle-inspection-detection-job", "-o", "json"));
+      return parseJobTemplate(map.data["detection-job.yaml"]).spec!.template.spec!.containers[0]!.resources!.limits!["nvidia.com/gpu"];
+    };
     // The API server built from source says it is v0.0.0-master, which no kubeVersion admits: a copy
     // of the chart without it (the version is the chart test's and the dry runs' concern).
     const chart = join(mkdtempSync(join(tmpdir(), "vi-chart-")), "vehicle-inspection");
     cpSync(CHART, chart, { recursive: true });
     const meta = join(chart, "Chart.yaml");
     writeFileSync(meta, readFileSync(meta, "utf8").replace(/^kubeVersion:.*$/m, ""));
-    run("install", "r", chart, "--server-side=true", ...values("debug"));
+    run("install", "r", chart, "--server-side=true", ...values("debug", 1));
+    const before = await statefulSet();
+    expect(await jobGpus()).toBe(1);
     // An upgrade with the same names: server-side apply keys env by name and refuses a name twice.
-    run("upgrade", "r", chart, "--server-side=true", ...values("warn"));
-    const set = JSON.parse(await k.kubectl("get", "statefulset", "-n", "vi-apply", "r-vehicle-inspection", "-o", "json"));
-    const env = set.spec.template.spec.containers[0].env as { name: string; value?: string }[];
+    run("upgrade", "r", chart, "--server-side=true", ...values("warn", 2));
+    const after = await statefulSet();
+    const env = after.spec.containers[0].env as { name: string; value?: string }[];
     expect(env.filter((e) => e.name === "LOG_LEVEL")).toEqual([{ name: "LOG_LEVEL", value: "warn" }]);
+    // The Job template's GPUs live in the ConfigMap, not the pod's env: its checksum on the pod
+    // template is what rolls the pod, which then makes its Jobs from the new template.
+    expect(await jobGpus()).toBe(2);
+    expect(after.metadata.annotations["checksum/config"]).toMatch(/^[0-9a-f]{64}$/);
+    expect(after.metadata.annotations["checksum/config"]).not.toBe(before.metadata.annotations["checksum/config"]);
     expect(JSON.parse(run("status", "r", "-o", "json")).info.status).toBe("deployed");
     run("uninstall", "r");
   });
