@@ -3,7 +3,7 @@ import { type Readable, Transform, type TransformCallback } from "node:stream";
 import pLimit from "p-limit";
 import sharp, { type OutputInfo, type Sharp } from "sharp";
 import { ApiError, isApiError } from "../../core/domain/errors.ts";
-import type { Quality } from "../../core/schemas/report.ts";
+import type { IngestedPhoto } from "../../core/ports/photo-intake.ts";
 import { measureQuality } from "../../inference/quality/measure-quality.ts";
 import { decodeHeic } from "./decode-heic.ts";
 import { overPixelLimit, PHOTO_FORMAT_NAMES, SHARP_FORMATS, sniffPhotoType, type PhotoContentType } from "./sniff-photo-type.ts";
@@ -23,8 +23,6 @@ export const PHOTO_LIMITS = {
    */
   heavyPixels: 16_000_000,
 } as const;
-
-export type IngestedPhoto = { jpeg: Buffer; width: number; height: number; etag: string; quality: Quality };
 
 const names = Object.values(PHOTO_FORMAT_NAMES);
 const ACCEPTED = `${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
