@@ -1,8 +1,9 @@
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { EXTERIOR_ANGLES, REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos, heicOf } from "../helpers/photos.ts";
-import { startService, OTHER_VALID_VIN, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { startService, OTHER_VALID_VIN, submitAndWait, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { confirmVin, create, photograph } from "../helpers/walkaround.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
 let svc: TestService;
@@ -40,7 +41,7 @@ describe("capture API", () => {
     expect(err.error.code).toBe("capture_incomplete");
     expect(err.error.message).toContain("front_left");
 
-    const angles = [...EXTERIOR_ANGLES, "vin"];
+    const angles = REQUIRED_ANGLES;
     for (const [i, angle] of angles.entries()) {
       const res = await upload(token, angle, photos[i]!);
       expect(res.status, angle).toBe(200);
@@ -92,23 +93,11 @@ describe("capture API", () => {
   });
 
   it("flags a VIN that differs from the one on file as a vin_mismatch finding", async () => {
-    const { inspection, token } = await newInspection();
-    await capture(token);
-    for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) await upload(token, angle, photos[i]!);
-    const vin = await (
-      await capture(token, "/vin", {
-        method: "POST",
-        body: JSON.stringify({ vin: OTHER_VALID_VIN }),
-        headers: { "content-type": "application/json" },
-      })
-    ).json();
+    const inspection = await create(svc, key);
+    await photograph(inspection, { open: true });
+    const vin = await confirmVin(inspection, OTHER_VALID_VIN);
     expect(vin).toMatchObject({ valid: true, matches_vehicle: false, make: "Tesla" });
-    expect((await capture(token, "/submit", { method: "POST" })).status).toBe(202);
-    await until(
-      "completed",
-      async () => (await svc.api(key, `/v1/inspections/${inspection.id}`)).json(),
-      (i: any) => i.status === "completed",
-    );
+    await submitAndWait(svc, key, inspection.base, inspection.id);
     const report = await (await svc.api(key, `/v1/inspections/${inspection.id}/report`)).json();
     expect(report.findings).toHaveLength(1);
     expect(report.findings[0]).toMatchObject({ object: "finding", type: "vin_mismatch", severity: "moderate" });

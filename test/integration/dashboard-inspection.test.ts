@@ -4,10 +4,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUser } from "../../bin/commands/users.ts";
 import { DEFAULT_MODELS } from "../../core/runtime/config.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { createShareToken } from "../../dashboard/auth/share-links.ts";
-import { carPhotos, DATASETS } from "../helpers/photos.ts";
+import { DATASETS } from "../helpers/photos.ts";
 import { startService, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
+import { create, photograph, walkaround } from "../helpers/walkaround.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
 /**
@@ -78,26 +78,12 @@ async function expectJpeg(res: Response, what: string) {
 
 /** An inspection with a notify_url, captured through the capture API (VIN confirmed), completed. */
 async function completedInspection(svc: TestService, key: string, notifyUrl: string): Promise<string> {
-  const made = await (
-    await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, notify_url: notifyUrl } })
-  ).json();
-  const base = made.capture_url.replace("/c/", "/capture/v1/");
-  await fetch(base);
-  const clean = carPhotos(9);
-  for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-    const photo = DAMAGED[angle] ? readFileSync(join(DATASETS, "car-damage/valid/images", DAMAGED[angle]!)) : clean[i]!;
-    const res = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photo, headers: { "content-type": "image/jpeg" } });
-    expect(res.status, angle).toBe(200);
-  }
-  const vin = JSON.stringify({ vin: VALID_VIN });
-  expect((await fetch(`${base}/vin`, { method: "POST", body: vin, headers: { "content-type": "application/json" } })).status).toBe(200);
-  expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
-  const done = await until(
-    "processed",
-    async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(),
-    (i: any) => i.status !== "processing",
-    90_000,
-  );
+  const made = await create(svc, key, { notify_url: notifyUrl });
+  const over = Object.entries(DAMAGED).map(([angle, file]) => ({
+    angle,
+    bytes: readFileSync(join(DATASETS, "car-damage/valid/images", file)),
+  }));
+  const done = await walkaround(svc, key, made, { open: true, over });
   expect(done.status).toBe("completed");
   return made.id;
 }
@@ -309,15 +295,9 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("an inspection's dashboard p
     expect((await fetch(`${svc.url}/r/${tampered}/media/${report.photos[0].media_id}.jpg`)).status).toBe(404);
 
     // A photo of another inspection of the same account, real (the dashboard serves it), is not the link's.
-    const other = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
-    const capture = other.capture_url.replace("/c/", "/capture/v1/");
-    await fetch(capture);
-    const upload = await fetch(`${capture}/photos/front`, {
-      method: "PUT",
-      body: carPhotos(1)[0]!,
-      headers: { "content-type": "image/jpeg" },
-    });
-    const { media_id: otherMedia } = await upload.json();
+    const other = await create(svc, key);
+    const { front } = await photograph(other, { open: true, angles: ["front"] });
+    const otherMedia = front.media_id;
     await expectJpeg(await staff.get(`/dashboard/test/media/${otherMedia}.jpg`), "the other inspection's photo");
     expect((await fetch(`${svc.url}/r/${token}/media/${otherMedia}.jpg`)).status).toBe(404);
   });

@@ -4,8 +4,8 @@ import { describe, expect, it } from "vitest";
 import { photoBlobKey } from "../../core/domain/blob-keys.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos, streetBackground } from "../helpers/photos.ts";
-import { startService, VALID_VIN, withModels, type TestService } from "../helpers/service.ts";
-import { until } from "../helpers/webhook-receiver.ts";
+import { startService, submitAndWait, withModels, type TestService } from "../helpers/service.ts";
+import { create, photograph } from "../helpers/walkaround.ts";
 
 /** Uploads one photo per required angle (`override` replaces some), submits, and returns the settled inspection. */
 async function inspect(
@@ -15,19 +15,9 @@ async function inspect(
   corrupt: string[] = [],
   truncate: string[] = [],
 ) {
-  const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
-  const base = made.capture_url.replace("/c/", "/capture/v1/");
-  await fetch(base);
-  const photos = carPhotos(9);
-  const media: Record<string, string> = {};
-  for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-    const res = await fetch(`${base}/photos/${angle}`, {
-      method: "PUT",
-      body: override[angle] ?? photos[i]!,
-      headers: { "content-type": "image/jpeg" },
-    });
-    media[angle] = (await res.json()).media_id;
-  }
+  const made = await create(svc, key);
+  const uploaded = await photograph(made, { open: true, over: Object.entries(override).map(([angle, bytes]) => ({ angle, bytes })) });
+  const media = Object.fromEntries(Object.entries(uploaded).map(([angle, photo]) => [angle, photo.media_id as string]));
   // Storage damaged after upload: the stored photo is no longer a JPEG.
   for (const angle of corrupt) writeFileSync(svc.blobPath(photoBlobKey(made.id, media[angle]!)), "not a jpeg any more");
   // Cut short: the header still parses, the image data ends half-way.
@@ -36,13 +26,7 @@ async function inspect(
     const bytes = readFileSync(path);
     writeFileSync(path, bytes.subarray(0, Math.floor(bytes.length / 2)));
   }
-  expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
-  const settled = await until(
-    "settled",
-    async () => (await svc.api(key, `/v1/inspections/${made.id}`)).json(),
-    (i: any) => ["completed", "failed"].includes(i.status),
-    30_000,
-  );
+  const settled = await submitAndWait(svc, key, made.base, made.id);
   return { inspection: settled, media };
 }
 

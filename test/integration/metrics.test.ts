@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { METRIC } from "../../core/runtime/metrics.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
-import { carPhotos } from "../helpers/photos.ts";
 import { sample } from "../helpers/prometheus.ts";
-import { startService, type TestService, VALID_VIN } from "../helpers/service.ts";
+import { startService, type TestService } from "../helpers/service.ts";
+import { create, walkaround } from "../helpers/walkaround.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
 /** /metrics of the embedded service, as Prometheus scrapes it: after an inspection taken from creation to its webhooks. */
@@ -21,16 +20,8 @@ describe("/metrics", () => {
 
   it("counts requests by route, inspections by phase, detection and webhook attempts, without an API key", async () => {
     const key = await svc.key("test", "metered");
-    const made = await (
-      await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, notify_url: receiver.url } })
-    ).json();
-    const base = `${svc.url}/capture/v1/${made.capture_url.split("/").pop()}`;
-    const photos = carPhotos(9);
-    for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-      const put = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[i]!, headers: { "content-type": "image/jpeg" } });
-      expect(put.status).toBe(200);
-    }
-    expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
+    const made = await create(svc, key, { notify_url: receiver.url });
+    await walkaround(svc, key, made, { confirmVin: false, wait: false });
     await until(
       "created, in_progress, processing and completed delivered",
       () => receiver.received.length,

@@ -3,11 +3,10 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_MODELS } from "../../core/runtime/config.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { readPdf } from "../helpers/pdf-text.ts";
 import { carPhotos, DATASETS, freshPhotos } from "../helpers/photos.ts";
 import { newInspection, startService, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
-import { until } from "../helpers/webhook-receiver.ts";
+import { create, walkaround } from "../helpers/walkaround.ts";
 
 /**
  * GET /v1/inspections/:id/report.pdf: the condition report as a PDF, read back with pdf-lib (pages,
@@ -28,25 +27,10 @@ async function completedInspection(
   photoOf: (angle: string, i: number) => Buffer,
   o: { confirmVin?: boolean } = {},
 ): Promise<string> {
-  const { id, token } = await newInspection(svc, key);
-  const capture = (path: string, init?: RequestInit) => fetch(`${svc.url}/capture/v1/${token}${path}`, init);
-  await capture("");
-  for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-    const res = await capture(`/photos/${angle}`, { method: "PUT", body: photoOf(angle, i), headers: { "content-type": "image/jpeg" } });
-    expect(res.status, angle).toBe(200);
-  }
-  const vin = JSON.stringify({ vin: VALID_VIN });
-  if (o.confirmVin !== false)
-    expect((await capture("/vin", { method: "POST", body: vin, headers: { "content-type": "application/json" } })).status).toBe(200);
-  expect((await capture("/submit", { method: "POST" })).status).toBe(202);
-  const done = await until(
-    "processed",
-    async () => (await svc.api(key, `/v1/inspections/${id}`)).json(),
-    (i: any) => i.status !== "processing",
-    60_000,
-  );
+  const made = await create(svc, key);
+  const done = await walkaround(svc, key, made, { open: true, photos: photoOf, confirmVin: o.confirmVin });
   expect(done.status).toBe("completed");
-  return id;
+  return made.id;
 }
 
 async function getPdf(svc: TestService, key: string, id: string) {

@@ -1,24 +1,13 @@
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
-import { carPhotos } from "../helpers/photos.ts";
-import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { startService, type TestService, VALID_VIN } from "../helpers/service.ts";
+import { create, walkaround } from "../helpers/walkaround.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
-const photos = carPhotos(9);
-
 async function runInspection(svc: TestService, key: string, notifyUrl: string) {
-  const inspection = await (
-    await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, notify_url: notifyUrl } })
-  ).json();
-  const token = inspection.capture_url.split("/").pop();
-  const base = `${svc.url}/capture/v1/${token}`;
-  await fetch(base);
-  for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-    await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[i]!, headers: { "content-type": "image/jpeg" } });
-  }
-  expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
-  return inspection.id as string;
+  const made = await create(svc, key, { notify_url: notifyUrl });
+  await walkaround(svc, key, made, { open: true, confirmVin: false, wait: false });
+  return made.id;
 }
 
 describe("webhook delivery", () => {
