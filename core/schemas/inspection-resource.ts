@@ -6,26 +6,43 @@ import type { ReviewRecord } from "../domain/review.ts";
 
 /** Where the resource lives in the Kubernetes API: the CRD's names, written once. */
 export const INSPECTION_RESOURCE = { group: "inspection.dev", version: "v1", plural: "inspections", kind: "Inspection" } as const;
+/**
+ * Where the store keeps its own record of each inspection, beside the Inspection a person reads: the
+ * capture record (spec, the api's) and the controller's bookkeeping (status), same name. Kept out of
+ * the Inspection so that `kubectl describe inspection` shows what a person acts on, not the store's
+ * data (issue 31), and so that neither object's size is the sum of both.
+ */
+export const INSPECTION_RECORD_RESOURCE = {
+  group: "inspection.dev",
+  version: "v1",
+  plural: "inspectionrecords",
+  kind: "InspectionRecord",
+} as const;
 
 /**
  * The `Inspection` custom resource of cluster mode. Its spec is the creation request (the same zod
  * schema the API validates with) plus the cancel intent; its status is written by the controller
  * only. crds/inspections.yaml is generated from these (npm run crd), never edited by hand.
  */
-export const Condition = z.object({
-  type: z.string().max(316),
-  status: z.enum(["True", "False", "Unknown"]),
-  observedGeneration: z.number().int().min(0).optional(),
-  lastTransitionTime: z.string(),
-  reason: z
-    .string()
-    .min(1)
-    .max(1024)
-    .regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/),
-  message: z.string().max(32768),
-});
+export const Condition = z
+  .object({
+    type: z.string().max(316).meta({ description: "Submitted, ReportReady, Reviewed or Recognized: one condition of each." }),
+    status: z.enum(["True", "False", "Unknown"]).meta({ description: "Whether the condition holds." }),
+    observedGeneration: z.number().int().min(0).optional().meta({ description: "The spec's generation it was written for." }),
+    lastTransitionTime: z.iso.datetime().meta({ description: "When its status last changed." }),
+    reason: z
+      .string()
+      .min(1)
+      .max(1024)
+      .regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/)
+      .meta({ description: "Why, in one CamelCase word (AwaitingPhotos, Completed, ReviewRequired…)." }),
+    message: z.string().max(32768).meta({ description: "Why, for a person." }),
+  })
+  .meta({ description: "A condition of the inspection, as metav1.Condition." });
 
 export const InspectionSpec = CreateInspectionBody.extend({
+  reference: CreateInspectionBody.shape.reference.meta({ description: "The customer's own reference for the inspection, as created." }),
+  vehicle: CreateInspectionBody.shape.vehicle.meta({ description: "The vehicle inspected, by its VIN." }),
   accountId: z.string().meta({ description: "The account the inspection belongs to (acct_…)." }),
   livemode: z.boolean().meta({ description: "true for the live environment, false for test." }),
   cancelRequested: z
@@ -55,9 +72,10 @@ export const StoredMedia = z.object({
 });
 
 /**
- * What the api keeps on the resource: the rest of the record as created, the customer's intents
- * and photos, and the resends asked for. It is an annotation (CAPTURE_ANNOTATION, this as JSON)
- * because the api's account may write the resource but never its status, and spec is immutable.
+ * What the api keeps of an inspection: the rest of the record as created, the customer's intents
+ * and photos, and the resends asked for. The spec of its InspectionRecord (INSPECTION_RECORD_RESOURCE),
+ * the api's to write (its account may never write status). Releases before that kept it in the
+ * Inspection's annotation CAPTURE_ANNOTATION, as JSON; the operator moves such records (`migrate`).
  */
 export const CaptureRecord = z.object({
   createdStatus: z.enum(STATUSES),
@@ -140,26 +158,54 @@ export const StoreStatus = z.object({
   media: z.array(StoredMedia),
 });
 
-export const InspectionStatus = z.object({
-  phase: z.enum(STATUSES).optional().meta({ description: "Where the inspection is in its life: the API's status." }),
-  observedGeneration: z.number().int().optional(),
-  conditions: z.array(Condition).optional().meta({
-    description: "Submitted (the customer's photos are in), ReportReady (the report can be read) and Reviewed (a person reviewed it).",
-  }),
-  grade: Grade.optional(),
-  findings: z.number().int().optional(),
-  reportKey: z.string().optional(),
-  failure: Failure.optional(),
-  submittedAt: z.string().optional(),
-  completedAt: z.string().optional(),
-  canceledAt: z.string().optional(),
-  expiresAt: z.string().optional(),
-  /** A completed inspection's review: required, completed or not_required (kubectl get's Review column). */
-  review: z.enum(REVIEW_STATUSES).optional(),
-  reviewedBy: z.string().optional(),
-  /** Set by the Kubernetes inspection store, where the resource is the record; absent where it is a projection. */
-  store: StoreStatus.optional(),
-});
+/** Seconds since the epoch are not what kubectl prints: times in the status are RFC 3339. */
+const time = (description: string) => z.iso.datetime().optional().meta({ description });
+
+export const InspectionStatus = z
+  .object({
+    phase: z.enum(STATUSES).optional().meta({ description: "Where the inspection is in its life: the API's status." }),
+    observedGeneration: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .meta({ description: "The spec's generation this status was written for (a cancel set with kubectl raises it)." }),
+    conditions: z
+      .array(Condition)
+      .max(8)
+      .optional()
+      .meta({
+        description:
+          "Submitted (the customer's photos are in), ReportReady (the report can be read) and Reviewed (a person reviewed it); Recognized=False on an Inspection the service did not make. One condition of each type.",
+        // As metav1.Condition lists are: keyed by type, so the API server refuses two of one type.
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["type"],
+      }),
+    grade: Grade.optional().meta({ description: "The report's grade, once completed: the worst damage found." }),
+    findings: z.number().int().min(0).optional().meta({ description: "How many damages the report lists, once completed." }),
+    reportKey: z.string().max(1024).optional().meta({ description: "Where the report is in the blob store." }),
+    failure: Failure.optional().meta({ description: "Why it failed, when phase is failed." }),
+    submittedAt: time("When the customer submitted the photos."),
+    completedAt: time("When the report was made."),
+    canceledAt: time("When it was canceled."),
+    expiresAt: time("When the capture link stops working."),
+    review: z
+      .enum(REVIEW_STATUSES)
+      .optional()
+      .meta({ description: "A completed inspection's review: required, completed or not_required (kubectl get's Review column)." }),
+    reviewedBy: z.string().max(320).optional().meta({ description: "Who reviewed the report, once reviewed." }),
+    store: z.looseObject({}).optional().meta({
+      description:
+        "Deprecated, read only to move it: the store's bookkeeping as releases before the InspectionRecord wrote it here. The operator moves it to the InspectionRecord of the same name and removes it.",
+      "x-kubernetes-preserve-unknown-fields": true,
+    }),
+  })
+  .meta({ description: "What the operator says of the inspection; written by the service only." });
+
+/** The store's own record of an inspection (an InspectionRecord's spec): a copy of the creation request, and the capture record. */
+export const RecordSpec = z.object({ request: InspectionSpec.omit({ cancelRequested: true }), capture: CaptureRecord });
+/** The controller's part of an InspectionRecord: its bookkeeping, written through the status subresource. */
+export const RecordStatus = z.object({ store: StoreStatus.optional() });
 
 export type Condition = z.infer<typeof Condition>;
 export type InspectionSpec = z.infer<typeof InspectionSpec>;
@@ -168,3 +214,5 @@ export type CaptureRecord = z.infer<typeof CaptureRecord>;
 export type StoreStatus = z.infer<typeof StoreStatus>;
 export type StoredEvent = z.infer<typeof StoredEvent>;
 export type StoredDelivery = z.infer<typeof StoredDelivery>;
+export type RecordSpec = z.infer<typeof RecordSpec>;
+export type RecordStatus = z.infer<typeof RecordStatus>;

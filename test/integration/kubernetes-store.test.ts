@@ -227,6 +227,96 @@ describe("the Kubernetes inspection store beyond its contract", () => {
     expect(await store.get(mine, rows[0]!.id)).toEqual(rows[0]);
   });
 
+  /** An inspection with a photo and a move, on a replica of its own namespace. */
+  const photographed = async (tokenHash: string) => {
+    const { namespace, a } = await replicas();
+    const store = new KubernetesInspectionStore(a);
+    const r = sampleInspection();
+    await store.create(r, tokenHash, event());
+    await store.putPhoto(...photoOf(r.id, "front"));
+    await store.transition(r.id, "created", "in_progress", Date.now(), {}, event("inspection.in_progress"));
+    return { namespace, store, r, name: r.id.replace("_", "-") };
+  };
+
+  it("keeps the store's bookkeeping out of kubectl describe: no capture record, no token hash, no status.store (issue 31)", async () => {
+    const { namespace, store, r, name } = await photographed("a-capture-token-hash");
+    const described = await k.kubectl("describe", "inspection", name, "-n", namespace);
+    console.log(`kubectl describe inspection (${described.split("\n").length} lines):\n${described}`);
+    expect(described).toMatch(/Phase:\s+in_progress/);
+    expect(described).toMatch(/Reason:\s+AwaitingSubmission/);
+    for (const internal of [
+      "a-capture-token-hash",
+      "Token Hash",
+      "tokenHash",
+      "inspection.dev/capture",
+      "Store:",
+      "Created Event",
+      "Media Id",
+    ])
+      expect(described, internal).not.toContain(internal);
+    // They are the store's own record's, beside it.
+    const kept = JSON.parse(await k.kubectl("get", "inspectionrecord", name, "-n", namespace, "-o", "json"));
+    expect(kept.spec.capture.tokenHash).toBe("a-capture-token-hash");
+    expect(kept.spec.capture.photos).toHaveLength(1);
+    expect(kept.status.store.status).toBe("in_progress");
+    expect((await store.getByCaptureTokenHash("a-capture-token-hash"))?.id).toBe(r.id);
+  });
+
+  it("moves an inspection a release before kept in its Inspection alone to its InspectionRecord, and reads it the same before and after (issue 31)", async () => {
+    const { namespace, store, r, name } = await photographed("old-token-hash");
+    const kept = JSON.parse(await k.kubectl("get", "inspectionrecord", name, "-n", namespace, "-o", "json"));
+    // The same inspection as a release before kept it, in a namespace of its own: the capture record
+    // as the Inspection's annotation, the store in its status.
+    const old = `store-old-${++namespaces}`;
+    await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: old } } });
+    const legacy = {
+      apiVersion: "inspection.dev/v1",
+      kind: "Inspection",
+      metadata: {
+        name,
+        namespace: old,
+        labels: kept.metadata.labels,
+        annotations: { "inspection.dev/capture": JSON.stringify(kept.spec.capture) },
+        finalizers: ["inspection.dev/archive"],
+      },
+      spec: kept.spec.request,
+    };
+    expect((await k.kubectlResult(["create", "-f", "-"], JSON.stringify(legacy))).code).toBe(0);
+    // A replace, not a merge patch, whose nulls would delete the store's null fields.
+    const made = JSON.parse(await k.kubectl("get", "inspection", name, "-n", old, "-o", "json"));
+    const withStatus = JSON.stringify({ ...made, status: { phase: "in_progress", store: kept.status.store } });
+    const replaced = await k.kubectlResult(["replace", "--subresource=status", "-f", "-"], withStatus);
+    expect(replaced.code, replaced.stderr).toBe(0);
+    const before = await store.getById(r.id);
+    const onOld = await InspectionRecords.open(kc, old, { archive });
+    opened.push(onOld);
+    const oldStore = new KubernetesInspectionStore(onOld);
+    expect(await oldStore.getById(r.id)).toEqual(before);
+    expect(onOld.unmigrated().map((v) => v.record.id)).toEqual([r.id]);
+    // A write before the move goes where that release wrote it.
+    await oldStore.recordVinObserved(r.id, r.vin);
+    await onOld.migrate(r.id);
+    const moved = JSON.parse(await k.kubectl("get", "inspectionrecord", name, "-n", old, "-o", "json"));
+    expect(moved.spec.capture.vinObserved).toBe(r.vin);
+    expect(moved.status.store.status).toBe("in_progress");
+    const inspection = JSON.parse(await k.kubectl("get", "inspection", name, "-n", old, "-o", "json"));
+    expect(inspection.metadata.annotations?.["inspection.dev/capture"]).toBeUndefined();
+    expect(inspection.status.store).toBeUndefined();
+    expect(inspection.status.phase).toBe("in_progress");
+    await until(
+      "the move in the cache",
+      async () => onOld.unmigrated().length,
+      (n) => n === 0,
+    );
+    expect(await oldStore.getById(r.id)).toEqual({ ...before, vinObserved: r.vin });
+    expect((await oldStore.getByCaptureTokenHash("old-token-hash"))?.id).toBe(r.id);
+    expect(await oldStore.photos(r.id)).toHaveLength(1);
+    // Moved, it moves on as any other.
+    await oldStore.transition(r.id, "in_progress", "canceled", Date.now(), { canceledAt: Date.now() }, event("inspection.canceled"));
+    expect((await oldStore.getById(r.id))?.status).toBe("canceled");
+    expect(await k.kubectl("get", "inspection", name, "-n", old, "-o", "jsonpath={.status.phase}")).toBe("canceled");
+  });
+
   it("keeps an Inspection's size bounded however often its events are resent: old attempts move to the archive, all still listed (issue 31)", async () => {
     const { namespace, a } = await replicas();
     const inspections = new KubernetesInspectionStore(a);
@@ -234,7 +324,9 @@ describe("the Kubernetes inspection store beyond its contract", () => {
     const r = sampleInspection({ notifyUrl: "https://example.com/hooks" });
     const eventId = newId("evt");
     await inspections.create(r, newId("insp"), () => ({ id: eventId, type: "inspection.created", data: "{}" }));
-    const sizeOf = async () => (await k.kubectl("get", "inspection", r.id.replace("_", "-"), "-n", namespace, "-o", "json")).length;
+    // The store's record (InspectionRecord) holds the deliveries; the Inspection beside it only what kubectl shows.
+    const sizeOf = async (kind = "inspectionrecord") =>
+      (await k.kubectl("get", kind, r.id.replace("_", "-"), "-n", namespace, "-o", "json")).length;
     const attempt = (n: number) => ({
       eventId,
       n,
@@ -258,9 +350,11 @@ describe("the Kubernetes inspection store beyond its contract", () => {
     expect(listed.map((x) => x.n)).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
     expect(listed[0]!.error).toBe("HTTP 500 on attempt 1");
     // The resource holds the last ATTEMPTS_KEPT only: its size does not grow with the attempts.
-    const resource = JSON.parse(await k.kubectl("get", "inspection", r.id.replace("_", "-"), "-n", namespace, "-o", "json"));
+    const resource = JSON.parse(await k.kubectl("get", "inspectionrecord", r.id.replace("_", "-"), "-n", namespace, "-o", "json"));
     expect(resource.status.store.deliveries[0].attempts).toHaveLength(ATTEMPTS_KEPT);
-    console.log(`an Inspection with one event's 20, 40 and 60 attempts: ${sizes.join(", ")} bytes`);
+    console.log(
+      `an InspectionRecord with one event's 20, 40 and 60 attempts: ${sizes.join(", ")} bytes; its Inspection: ${await sizeOf("inspection")} bytes`,
+    );
     expect(sizes[2]! - sizes[0]!).toBeLessThan(600);
   }, 120_000);
 });

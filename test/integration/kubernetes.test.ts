@@ -32,7 +32,13 @@ describe("the Inspection CRD on a real API server", () => {
   beforeAll(async () => {
     k = await startControlPlane();
     await k.kubectl("apply", "--server-side", "-f", CRD);
-    await k.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    await k.kubectl(
+      "wait",
+      "--for=condition=Established",
+      "--timeout=60s",
+      "crd/inspections.inspection.dev",
+      "crd/inspectionrecords.inspection.dev",
+    );
   }, 240_000);
   afterAll(() => k?.close());
 
@@ -112,6 +118,35 @@ describe("the Inspection CRD on a real API server", () => {
     expect(refused.stderr).toContain("spec.accountId: Required value");
     const longReference = await apply(inspection("insp-long", { reference: "r".repeat(256) }));
     expect(longReference.stderr).toMatch(/spec.reference: Too long/);
+    // The zod rules, as the API server holds them (issue 31): the VIN's form, and capture.steps's
+    // rules, which JSON Schema says with contains and the CRD in CEL.
+    const notAVin = await apply(inspection("insp-not-a-vin", { vehicle: { vin: "not-a-vin" } }));
+    expect(notAVin.stderr).toMatch(/spec.vehicle.vin: Invalid value: "not-a-vin"/);
+    const twice = await apply(inspection("insp-twice", { capture: { steps: [{ angle: "front" }, { angle: "front" }] } }));
+    expect(twice.stderr).toContain("each angle may be a step once");
+    const inside = await apply(inspection("insp-inside", { capture: { steps: [{ angle: "front", required: false }, { angle: "vin" }] } }));
+    expect(inside.stderr).toContain("at least one exterior angle");
+    expect((await apply(inspection("insp-steps-ok", { capture: { steps: [{ angle: "front" }, { angle: "vin" }] } }))).code).toBe(0);
+  });
+
+  it("refuses a status the schema refuses: negative findings, two conditions of one type, a time that is not one (issue 31)", async () => {
+    expect((await apply(inspection("insp-bad-status"))).code).toBe(0);
+    const status = (body: unknown) => patch("insp-bad-status", { status: body }, "--subresource=status");
+    expect((await status({ findings: -5 })).stderr).toMatch(/status.findings: Invalid value: -5: .*greater than or equal to 0/);
+    const ready = { type: "Ready", status: "True", reason: "Done", message: "", lastTransitionTime: "2026-11-27T10:00:00Z" };
+    // A merge patch replaces the list whole: both conditions reach the schema.
+    expect((await status({ conditions: [ready, { ...ready, status: "False" }] })).stderr).toMatch(
+      /status.conditions\[1\]: Duplicate value/,
+    );
+    expect((await status({ completedAt: "yesterday" })).stderr).toMatch(/status.completedAt: Invalid value: "yesterday"/);
+    expect((await status({ findings: 2, conditions: [ready] })).code).toBe(0);
+    // kubectl explain reads the schema the API server serves: each field says what it is.
+    expect(await k.kubectl("explain", "inspections.status.findings")).toMatch(/How many damages the report lists/);
+    expect(await k.kubectl("explain", "inspections.status.conditions.reason")).toMatch(/CamelCase/);
+    expect(await k.kubectl("explain", "inspections.spec.vehicle.vin")).toMatch(/17 characters/);
+    // The store's own records are beside them, out of the product's category.
+    expect(await k.kubectl("explain", "inspectionrecords")).toMatch(/not for people/);
+    expect((await k.kubectl("api-resources", "--categories=vehicle-inspection", "-o", "name")).trim()).toBe("inspections.inspection.dev");
   });
 
   it("keeps the spec immutable but for cancelRequested, which cannot be withdrawn", async () => {

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { parse } from "yaml";
+import { parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
 import { CHART_CRD_PATH, CRD_PATH, renderChartCrd, renderCrd } from "../../operator/crd/write-crd.ts";
 
@@ -10,7 +10,7 @@ describe("crds/inspections.yaml", () => {
   });
 
   it("is structural: every property typed, no refs, no unions with null", () => {
-    const crd = parse(readFileSync(CRD_PATH, "utf8"));
+    const [crd, records] = parseAllDocuments(readFileSync(CRD_PATH, "utf8")).map((d) => d.toJS());
     const schema = crd.spec.versions[0].schema.openAPIV3Schema;
     const walk = (node: any, path: string) => {
       expect(node.type, path).toBeDefined();
@@ -38,5 +38,21 @@ describe("crds/inspections.yaml", () => {
     expect(top.description).toMatch(/An inspection of a vehicle/);
     expect(top.properties.spec.description).toMatch(/creation request/);
     expect(top.properties.status.properties.phase.description).toBeTruthy();
+    // The zod rules a person could break with kubectl reach the schema (issue 31).
+    const status = top.properties.status.properties;
+    expect(status.findings.minimum).toBe(0);
+    expect(status.conditions["x-kubernetes-list-type"]).toBe("map");
+    expect(status.conditions["x-kubernetes-list-map-keys"]).toEqual(["type"]);
+    expect(status.completedAt.format).toBe("date-time");
+    expect(top.properties.spec.properties.vehicle.properties.vin.pattern).toBeTruthy();
+    const steps = top.properties.spec.properties.capture.properties.steps;
+    expect(steps["x-kubernetes-validations"].map((r: any) => r.message)).toEqual([
+      "each angle may be a step once",
+      expect.stringMatching(/^at least one exterior angle/),
+    ]);
+    // The store's own record: beside it, in no category, its contents kept as the service wrote them.
+    expect(records.spec.names.kind).toBe("InspectionRecord");
+    expect(records.spec.names.categories).toBeUndefined();
+    expect(records.spec.versions[0].schema.openAPIV3Schema.properties.spec["x-kubernetes-preserve-unknown-fields"]).toBe(true);
   });
 });

@@ -1,4 +1,5 @@
-import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { isDeepStrictEqual } from "node:util";
+import { CustomObjectsApi, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { newestFirst } from "../../domain/inspection-queries.ts";
 import { isTerminal } from "../../domain/state-machine.ts";
 import { isId } from "../../domain/ids.ts";
@@ -10,7 +11,10 @@ import {
   ARCHIVE_FINALIZER,
   CAPTURE_ANNOTATION,
   CaptureRecord,
+  INSPECTION_RECORD_RESOURCE,
   INSPECTION_RESOURCE,
+  type RecordSpec,
+  type RecordStatus,
   type StoreStatus,
   type StoredDelivery,
   type StoredEvent,
@@ -28,26 +32,80 @@ import {
 import type { ResourceCache } from "./resource-cache.ts";
 
 /**
- * One Inspection resource read as the store's data: the api's part (the capture annotation and the
- * spec) and the controller's (status.store), with the record they make.
+ * The store's own record of an inspection (INSPECTION_RECORD_RESOURCE), beside its Inspection: the
+ * creation request and the api's capture record in its spec, the controller's bookkeeping in its status.
+ */
+export type KeptRecord = KubernetesObject & { spec: RecordSpec; status?: RecordStatus };
+
+/**
+ * One inspection read as the store's data: the api's part (the spec and the capture record) and the
+ * controller's (the store status), with the record they make. `object` is the Inspection a person
+ * reads (or, once it is gone, one made up from the record, read as being deleted); `kept` the
+ * store's record object, absent for an archived inspection and for one a release before the
+ * InspectionRecord kept in its Inspection (its annotation and status.store), until `migrate`.
  */
 export type InspectionView = {
   readonly object: InspectionResource;
   readonly capture: CaptureRecord;
   readonly store: StoreStatus;
   readonly record: InspectionRecord;
+  readonly kept?: KeptRecord;
+  /** The Inspection, where there is one. */
+  readonly inspection?: InspectionResource;
+  /** Whether the Inspection's status says what the record does (nothing to write). */
+  readonly shown: boolean;
 };
 
 /** An event of the outbox with its delivery as it stands, the api's resends taken in. */
 export type EventView = { readonly event: StoredEvent; readonly delivery: StoredDelivery; readonly view: InspectionView };
 
-/** What a change decides: the resource to write (or none), and what the caller is answered. */
-export type Change<R> = { write?: InspectionResource; answer: R };
+/** The api's write: the capture record replaced, and with `cancel` the Inspection's spec.cancelRequested set too. */
+export type CaptureWrite = { capture: CaptureRecord; cancel?: true };
 
-/** The resource with its capture annotation replaced by `capture` (and its spec by `spec`, if given): what the api writes. */
-export function withCapture(v: InspectionView, capture: CaptureRecord, spec = v.object.spec): InspectionResource {
-  const annotations = { ...v.object.metadata?.annotations, [CAPTURE_ANNOTATION]: JSON.stringify(capture) };
-  return { ...v.object, metadata: { ...v.object.metadata, annotations }, spec };
+/** Where a kind of the service's is in the Kubernetes API. */
+type Resource = typeof INSPECTION_RESOURCE | typeof INSPECTION_RECORD_RESOURCE;
+
+/** What a change decides: what to write (or nothing), and what the caller is answered. */
+export type Change<R> = { write?: CaptureWrite; answer: R };
+
+/** What the api writes: the capture record replaced by `capture`; `cancel` asks for the spec's cancelRequested too. */
+export const withCapture = (capture: CaptureRecord, cancel = false): CaptureWrite => (cancel ? { capture, cancel } : { capture });
+
+/**
+ * An Inspection made by hand, or whose create was cut off between the Inspection and its record, is
+ * told it is not recognized only after this long: the api makes the record right after the Inspection.
+ */
+const UNRECOGNIZED_AFTER_MS = 10_000;
+
+/** The Inspection of a record whose Inspection is gone (deleted with its finalizer taken off by hand, or its CRD deleted): being deleted. */
+function goneInspection(kept: KeptRecord, store: StoreStatus): InspectionResource {
+  return {
+    apiVersion: `${INSPECTION_RESOURCE.group}/${INSPECTION_RESOURCE.version}`,
+    kind: INSPECTION_RESOURCE.kind,
+    metadata: {
+      name: kept.metadata?.name,
+      namespace: kept.metadata?.namespace,
+      labels: kept.metadata?.labels,
+      generation: store.reconciledGeneration,
+      creationTimestamp: kept.metadata?.creationTimestamp,
+      deletionTimestamp: kept.metadata?.deletionTimestamp ?? kept.metadata?.creationTimestamp ?? new Date(0),
+      finalizers: [ARCHIVE_FINALIZER],
+    },
+    spec: kept.spec.request,
+  };
+}
+
+/** The creation request of a spec: all of it but the cancel intent, which kubectl may set. */
+function requestOf(spec: InspectionResource["spec"]): RecordSpec["request"] {
+  const { cancelRequested: _, ...request } = spec;
+  return request;
+}
+
+/** The store's data as one object, as releases before the InspectionRecord kept it: what the archive holds. */
+function archivedForm(v: InspectionView): InspectionResource {
+  const { managedFields: _, ...metadata } = v.object.metadata ?? {};
+  const annotations = { ...metadata.annotations, [CAPTURE_ANNOTATION]: JSON.stringify(v.capture) };
+  return { ...v.object, metadata: { ...metadata, annotations }, status: { ...v.object.status, store: v.store } };
 }
 
 /** The controller's part of a resource no controller has written yet. */
@@ -115,9 +173,12 @@ function recordOf(o: InspectionResource, c: CaptureRecord, s: StoreStatus): Insp
   };
 }
 
-/** A delete was asked for (kubectl, a namespace's deletion) and waits for the archive finalizer. */
+/**
+ * A delete was asked for (kubectl, a namespace's deletion) of the Inspection or its record, and waits
+ * for the archive finalizer; a record whose Inspection is gone reads so too.
+ */
 const isBeingDeleted = (v: InspectionView): boolean =>
-  v.object.metadata?.deletionTimestamp != null && (v.object.metadata.finalizers ?? []).includes(ARCHIVE_FINALIZER);
+  [v.object, v.kept].some((o) => o?.metadata?.deletionTimestamp != null && (o.metadata.finalizers ?? []).includes(ARCHIVE_FINALIZER));
 
 /** Every event of an inspection, oldest first: its creation's and its reviews' (the api's) and its moves' (the controller's). */
 function storedEvents(v: Pick<InspectionView, "capture" | "store">): StoredEvent[] {
@@ -196,18 +257,30 @@ const CONFLICT_GIVE_UP_MS = 15_000;
 export class InspectionRecords {
   readonly namespace: string;
   readonly #api: CustomObjectsApi;
+  /** The Inspections, and the store's records beside them (the InspectionRecords). */
   readonly #cache: ResourceCache<InspectionResource>;
+  readonly #kept: ResourceCache<KeptRecord>;
   readonly #archive: BlobStore | null;
   readonly #views = new WeakMap<InspectionResource, InspectionView | null>();
+  /** A record's view, with the Inspection it was read with: made again when either changes. */
+  readonly #joined = new WeakMap<KeptRecord, { inspection: InspectionResource | undefined; view: InspectionView | null }>();
   #ordered: { at: number; events: EventView[] } | null = null;
   #newest: { at: number; records: InspectionRecord[] } | null = null;
   #index: { at: number; tokens: Map<string, string>; media: Map<string, string>; events: Map<string, string> } | null = null;
   /** Conflicts met and written through, for the tests and the log. */
   conflicts = 0;
+  /** Inspections' status writes that failed after their record's write: the upkeep writes them again (`unshown`). */
+  showFailures = 0;
 
-  private constructor(api: CustomObjectsApi, cache: ResourceCache<InspectionResource>, namespace: string, archive: BlobStore | null) {
+  private constructor(
+    api: CustomObjectsApi,
+    caches: { inspections: ResourceCache<InspectionResource>; kept: ResourceCache<KeptRecord> },
+    namespace: string,
+    archive: BlobStore | null,
+  ) {
     this.#api = api;
-    this.#cache = cache;
+    this.#cache = caches.inspections;
+    this.#kept = caches.kept;
     this.namespace = namespace;
     this.#archive = archive;
   }
@@ -221,24 +294,36 @@ export class InspectionRecords {
     namespace: string,
     options: { onError?: (error: unknown, retryInMs: number) => void; archive?: BlobStore } = {},
   ): Promise<InspectionRecords> {
-    const cache = inspectionCache(kc, namespace, { onError: options.onError });
-    await cache.start();
-    return new InspectionRecords(kc.makeApiClient(CustomObjectsApi), cache, namespace, options.archive ?? null);
+    const inspections = inspectionCache(kc, namespace, { onError: options.onError });
+    const kept = inspectionCache<KeptRecord>(kc, namespace, { onError: options.onError }, INSPECTION_RECORD_RESOURCE);
+    await Promise.all([inspections.start(), kept.start()]);
+    return new InspectionRecords(kc.makeApiClient(CustomObjectsApi), { inspections, kept }, namespace, options.archive ?? null);
   }
 
-  close(): Promise<void> {
-    return this.#cache.stop();
+  async close(): Promise<void> {
+    await Promise.all([this.#cache.stop(), this.#kept.stop()]);
   }
 
-  /** How long since the API server last told the cache anything (informer staleness). */
+  /** How long since the API server last told the caches anything (informer staleness): the staler of the two. */
   staleMs(): number {
-    return this.#cache.staleMs();
+    return Math.max(this.#cache.staleMs(), this.#kept.staleMs());
+  }
+
+  /** Changes either cache has taken in, for what is derived from them until the next. */
+  #changes(): number {
+    return this.#cache.changes + this.#kept.changes;
   }
 
   /** Every inspection's view; a resource that is not one of the store's (made by hand) is left out. */
   all(): InspectionView[] {
     const views: InspectionView[] = [];
+    for (const kept of this.#kept.list()) {
+      const v = this.#viewOf(kept.metadata!.name!);
+      if (v) views.push(v);
+    }
+    // Those a release before kept in the Inspection alone, not yet moved.
     for (const o of this.#cache.list()) {
+      if (this.#kept.get(this.namespace, o.metadata!.name!)) continue;
       const v = this.view(o);
       if (v) views.push(v);
     }
@@ -246,8 +331,39 @@ export class InspectionRecords {
   }
 
   byId(id: string): InspectionView | null {
-    const o = this.#cache.get(this.namespace, resourceName(id));
-    return o ? this.view(o) : null;
+    return this.#viewOf(resourceName(id));
+  }
+
+  /**
+   * The view of the named inspection from the caches: an Inspection still carrying a release before's
+   * capture annotation is read from it (its record, if `migrate` has begun, is not complete until the
+   * annotation goes); else its record with its Inspection, if any.
+   */
+  #viewOf(name: string): InspectionView | null {
+    const inspection = this.#cache.get(this.namespace, name);
+    if (inspection?.metadata?.annotations?.[CAPTURE_ANNOTATION] !== undefined) return this.view(inspection);
+    const kept = this.#kept.get(this.namespace, name);
+    if (!kept) return null;
+    const joined = this.#joined.get(kept);
+    if (joined && joined.inspection === inspection) return joined.view;
+    const view = this.#join(kept, inspection);
+    this.#joined.set(kept, { inspection, view });
+    return view;
+  }
+
+  /** A record with its Inspection read as the store's data; null for a record the service cannot read. */
+  #join(kept: KeptRecord, inspection: InspectionResource | undefined): InspectionView | null {
+    const parsed = CaptureRecord.safeParse(kept.spec?.capture);
+    if (!parsed.success || !kept.spec?.request) return null;
+    const capture = parsed.data;
+    const store = kept.status?.store ?? unmoved(capture);
+    const object = inspection ?? goneInspection(kept, store);
+    const record = recordOf(object, capture, store);
+    // Compared at time 0: a condition whose status changed gets a new lastTransitionTime, and differs anyway.
+    const shown =
+      !inspection ||
+      isDeepStrictEqual(inspection.status, desiredStatus(record, store.reconciledGeneration, inspection.status?.conditions, 0));
+    return { object, capture, store, record, kept, inspection, shown };
   }
 
   /**
@@ -259,9 +375,8 @@ export class InspectionRecords {
     if (cached) return cached;
     // What is not an id names nothing: never a name for the API server or a key for the archive.
     if (!isId("insp", id)) return null;
-    const fetched = await this.#fetch(resourceName(id));
-    if (fetched) return this.view(fetched);
-    return this.archived(id);
+    const fetched = await this.#fetchView(resourceName(id));
+    return fetched ?? this.archived(id);
   }
 
   /**
@@ -269,8 +384,10 @@ export class InspectionRecords {
    * precondition the cached version fails, where the cache may not have the latest move yet.
    */
   async refresh(id: string): Promise<void> {
-    const fetched = await this.#fetch(resourceName(id));
-    if (fetched) this.#cache.wrote(fetched);
+    const name = resourceName(id);
+    const [inspection, kept] = await Promise.all([this.#fetch(name), this.#fetchKept(name)]);
+    if (inspection) this.#cache.wrote(inspection);
+    if (kept) this.#kept.wrote(kept);
   }
 
   /** Whether delivery attempts can be moved out of the resources (there is an archive). */
@@ -324,19 +441,32 @@ export class InspectionRecords {
     return id ? this.archived(id.toString("utf8")) : null;
   }
 
-  /** Inspections whose resource has no status yet: made by the api, not yet written by the controller. */
+  /**
+   * Inspections whose status does not say what their record does: made by the api (whose account
+   * may not write status) and not shown yet, or whose status write after a move failed.
+   */
   unshown(): InspectionView[] {
-    return this.all().filter((v) => v.object.status === undefined);
+    return this.all().filter((v) => !v.shown);
+  }
+
+  /** Inspections a release before kept in the Inspection alone (its capture annotation and status.store): for `migrate`. */
+  unmigrated(): InspectionView[] {
+    return this.all().filter((v) => v.kept === undefined);
   }
 
   /**
    * Inspections the service did not make (by hand with kubectl, or with the api's record torn off):
-   * no record to serve, so none is; not told so yet in their status.
+   * no record to serve, so none is; not told so yet in their status. One made a moment ago may be
+   * the api's, its record on the way: only those older than UNRECOGNIZED_AFTER_MS.
    */
-  unrecognized(): InspectionResource[] {
-    return this.#cache
-      .list()
-      .filter((o) => this.view(o) === null && !o.status?.conditions?.some((c) => c.type === "Recognized" && c.status === "False"));
+  unrecognized(now = Date.now()): InspectionResource[] {
+    return this.#cache.list().filter((o) => {
+      const name = o.metadata!.name!;
+      if (this.#viewOf(name) !== null || this.#kept.get(this.namespace, name)) return false;
+      if (o.status?.conditions?.some((c) => c.type === "Recognized" && c.status === "False")) return false;
+      const made = o.metadata?.creationTimestamp ? new Date(o.metadata.creationTimestamp).getTime() : 0;
+      return made + UNRECOGNIZED_AFTER_MS <= now;
+    });
   }
 
   /**
@@ -350,7 +480,7 @@ export class InspectionRecords {
       status: "False" as const,
       reason: "NotMadeByTheService",
       message:
-        "Inspections are made with POST /v1/inspections, which keeps their record in the annotation inspection.dev/capture; this one has none the service can read, so it is ignored. Delete it.",
+        "Inspections are made with POST /v1/inspections, which keeps their record in the InspectionRecord of the same name; this one has none the service can read, so it is ignored. Delete it.",
       lastTransitionTime: new Date().toISOString(),
       observedGeneration: o.metadata?.generation ?? 1,
     };
@@ -366,9 +496,87 @@ export class InspectionRecords {
     }
   }
 
-  /** Writes the status of an inspection that has none: what `kubectl get` shows for it. */
-  show(id: string): Promise<void> {
-    return this.updateStatus(id, undefined, (v) => ({ answer: undefined, store: v.object.status === undefined ? v.store : undefined }));
+  /**
+   * Writes the Inspection's status from its record, if it does not say that already: what `kubectl
+   * get` and `describe` show. On the Inspection's version read; a 409 reads it again and decides
+   * again (the status is made from the record, so the last write says the latest).
+   */
+  async show(id: string): Promise<void> {
+    const name = resourceName(id);
+    const giveUpAt = Date.now() + CONFLICT_GIVE_UP_MS;
+    for (;;) {
+      const v = this.byId(id);
+      if (!v || v.shown || !v.inspection || !v.kept) return;
+      const status = desiredStatus(v.record, v.store.reconciledGeneration, v.inspection.status?.conditions, Date.now());
+      try {
+        const body = { ...v.inspection, status };
+        this.#cache.wrote((await this.#api.replaceNamespacedCustomObjectStatus({ ...this.#where(), name, body })) as InspectionResource);
+        return;
+      } catch (error) {
+        const status = apiStatus(error);
+        if (status === NOT_FOUND) return;
+        if (status !== CONFLICT || Date.now() > giveUpAt) throw error;
+        const fetched = await this.#fetch(name);
+        if (fetched) this.#cache.wrote(fetched);
+      }
+    }
+  }
+
+  /**
+   * Moves an inspection a release before kept in its Inspection alone (the capture annotation and
+   * status.store) to its InspectionRecord, then takes the annotation off the Inspection on the
+   * version it was read from (status.store goes with the next status write, `show`). A write since
+   * (an api of that release, mid-rollout) is a 409, and the record is written again from the newer
+   * version: until the annotation is gone, the Inspection is what is read.
+   */
+  async migrate(id: string): Promise<void> {
+    const name = resourceName(id);
+    const giveUpAt = Date.now() + CONFLICT_GIVE_UP_MS;
+    for (;;) {
+      const inspection = await this.#fetch(name);
+      const v = inspection && this.view(inspection);
+      if (!v) return;
+      try {
+        const kept = await this.#writeKept(name, v, await this.#fetchKept(name));
+        const { [CAPTURE_ANNOTATION]: _, ...annotations } = v.object.metadata?.annotations ?? {};
+        const body = { ...v.object, metadata: { ...v.object.metadata, annotations } };
+        this.#cache.wrote((await this.#api.replaceNamespacedCustomObject({ ...this.#where(), name, body })) as InspectionResource);
+        this.#kept.wrote(kept);
+        await this.show(id);
+        return;
+      } catch (error) {
+        if (apiStatus(error) !== CONFLICT || Date.now() > giveUpAt) throw error;
+      }
+    }
+  }
+
+  /** The record of `v` written as it stands (spec, then status), made if there is none. */
+  async #writeKept(name: string, v: InspectionView, current: KeptRecord | undefined): Promise<KeptRecord> {
+    const spec: RecordSpec = { request: requestOf(v.object.spec), capture: v.capture };
+    const where = this.#where(INSPECTION_RECORD_RESOURCE);
+    const body: KeptRecord = current
+      ? { ...current, spec }
+      : {
+          apiVersion: `${INSPECTION_RECORD_RESOURCE.group}/${INSPECTION_RECORD_RESOURCE.version}`,
+          kind: INSPECTION_RECORD_RESOURCE.kind,
+          metadata: {
+            name,
+            namespace: this.namespace,
+            labels: v.object.metadata?.labels,
+            ...(this.#archive ? { finalizers: [ARCHIVE_FINALIZER] } : {}),
+          },
+          spec,
+        };
+    const written = (
+      current
+        ? await this.#api.replaceNamespacedCustomObject({ ...where, name, body })
+        : await this.#api.createNamespacedCustomObject({ ...where, body })
+    ) as KeptRecord;
+    return (await this.#api.replaceNamespacedCustomObjectStatus({
+      ...where,
+      name,
+      body: { ...written, status: { store: v.store } },
+    })) as KeptRecord;
   }
 
   /**
@@ -427,28 +635,13 @@ export class InspectionRecords {
       // Listed from here once pruned (archive-index.ts): the name is the entry.
       this.#archive.put(archiveFolder(v.record) + entryName(v.record), Buffer.alloc(0), "application/octet-stream"),
     ]);
-    const { managedFields: _, ...metadata } = v.object.metadata ?? {};
-    await this.#archive.put(ARCHIVE.inspection(id), text(JSON.stringify({ ...v.object, metadata })), "application/json");
+    await this.#archive.put(ARCHIVE.inspection(id), text(JSON.stringify(archivedForm(v))), "application/json");
     try {
-      // Archived as it is now: the finalizer goes, on this version only (a write since is a 409, and
-      // a later pass archives that). A delete under way (kubectl's) then completes by itself.
-      let resourceVersion = v.object.metadata?.resourceVersion;
-      if (v.object.metadata?.finalizers?.includes(ARCHIVE_FINALIZER)) {
-        const finalizers = v.object.metadata.finalizers.filter((f) => f !== ARCHIVE_FINALIZER);
-        const body = { ...v.object, metadata: { ...v.object.metadata, finalizers } };
-        const released = (await this.#api.replaceNamespacedCustomObject({
-          ...this.#where(),
-          name: resourceName(id),
-          body,
-        })) as InspectionResource;
-        if (isBeingDeleted(v)) return true;
-        resourceVersion = released.metadata?.resourceVersion;
-      }
-      await this.#api.deleteNamespacedCustomObject({
-        ...this.#where(),
-        name: resourceName(id),
-        body: { preconditions: { resourceVersion } },
-      });
+      // The object that holds the data goes on the version archived: a write since is a 409, and a
+      // later pass archives that. Once the record is gone, its Inspection has nothing more to keep.
+      if (!v.kept) return await this.#release(INSPECTION_RESOURCE, v.object);
+      await this.#release(INSPECTION_RECORD_RESOURCE, v.kept);
+      if (v.inspection) await this.#releaseInspection(v.inspection.metadata!.name!);
       return true;
     } catch (error) {
       const status = apiStatus(error);
@@ -456,6 +649,40 @@ export class InspectionRecords {
       if (status === CONFLICT) return false;
       throw error;
     }
+  }
+
+  /** Deletes an Inspection whose record is archived and gone, whatever was written to it since. */
+  async #releaseInspection(name: string): Promise<void> {
+    const giveUpAt = Date.now() + CONFLICT_GIVE_UP_MS;
+    for (let o = this.#cache.get(this.namespace, name); o; o = await this.#fetch(name)) {
+      try {
+        await this.#release(INSPECTION_RESOURCE, o);
+        return;
+      } catch (error) {
+        const status = apiStatus(error);
+        if (status === NOT_FOUND) return;
+        if (status !== CONFLICT || Date.now() > giveUpAt) throw error;
+      }
+    }
+  }
+
+  /**
+   * Archived as it is now: the finalizer goes, on this version only (a write since is a 409), and
+   * the object is deleted on the version that leaves. A delete under way (kubectl's) then completes
+   * by itself.
+   */
+  async #release(resource: Resource, o: KubernetesObject): Promise<boolean> {
+    const where = { ...this.#where(resource), name: o.metadata!.name! };
+    let resourceVersion = o.metadata?.resourceVersion;
+    const finalizers = o.metadata?.finalizers ?? [];
+    if (finalizers.includes(ARCHIVE_FINALIZER)) {
+      const body = { ...o, metadata: { ...o.metadata, finalizers: finalizers.filter((f) => f !== ARCHIVE_FINALIZER) } };
+      const released = (await this.#api.replaceNamespacedCustomObject({ ...where, body })) as KubernetesObject;
+      if (o.metadata?.deletionTimestamp != null) return true;
+      resourceVersion = released.metadata?.resourceVersion;
+    }
+    await this.#api.deleteNamespacedCustomObject({ ...where, body: { preconditions: { resourceVersion } } });
+    return true;
   }
 
   byTokenHash(hash: string): InspectionView | null {
@@ -475,9 +702,9 @@ export class InspectionRecords {
 
   /** Every inspection in the list's order (newest first), sorted again only after the cache has changed. */
   newestFirst(): readonly InspectionRecord[] {
-    if (this.#newest?.at !== this.#cache.changes) {
+    if (this.#newest?.at !== this.#changes()) {
       this.#newest = {
-        at: this.#cache.changes,
+        at: this.#changes(),
         records: this.all()
           .map((v) => v.record)
           .sort(newestFirst),
@@ -488,20 +715,20 @@ export class InspectionRecords {
 
   /** Every event of every inspection in the order appended (by stamp), sorted again only after the cache has changed. */
   eventsInOrder(): readonly EventView[] {
-    if (this.#ordered?.at !== this.#cache.changes) {
+    if (this.#ordered?.at !== this.#changes()) {
       const events = this.all()
         .flatMap((v) => this.events(v))
         .sort((a, b) => a.event.seq - b.event.seq);
-      this.#ordered = { at: this.#cache.changes, events };
+      this.#ordered = { at: this.#changes(), events };
     }
     return this.#ordered.events;
   }
 
   /** The indexes by capture token, media and event, made again only after the cache has changed. */
   #indexes() {
-    if (this.#index?.at === this.#cache.changes) return this.#index;
+    if (this.#index?.at === this.#changes()) return this.#index;
     const index = {
-      at: this.#cache.changes,
+      at: this.#changes(),
       tokens: new Map<string, string>(),
       media: new Map<string, string>(),
       events: new Map<string, string>(),
@@ -517,7 +744,11 @@ export class InspectionRecords {
     return index;
   }
 
-  /** The resource read as the store's data (kept for the object, which the cache replaces, never edits). */
+  /**
+   * An Inspection that holds the store's data itself (the capture annotation and status.store): as
+   * the archive keeps them, and as releases before the InspectionRecord wrote them. Kept for the
+   * object, which the cache replaces, never edits.
+   */
   view(o: InspectionResource): InspectionView | null {
     let v = this.#views.get(o);
     if (v !== undefined) return v;
@@ -526,8 +757,8 @@ export class InspectionRecords {
     if (!parsed?.success) v = null;
     else {
       const capture = parsed.data;
-      const store = o.status?.store ?? unmoved(capture);
-      v = { object: o, capture, store, record: recordOf(o, capture, store) };
+      const store = (o.status?.store as StoreStatus | undefined) ?? unmoved(capture);
+      v = { object: o, capture, store, record: recordOf(o, capture, store), inspection: o, shown: true };
     }
     this.#views.set(o, v);
     return v;
@@ -552,14 +783,33 @@ export class InspectionRecords {
     });
   }
 
-  /** Creates the resource of a new inspection; false when its name is taken. */
+  /**
+   * Creates a new inspection: its Inspection, then its record; false when the id is taken. An
+   * Inspection left without its record by a create cut off between the two is taken up by the next
+   * create of that id (the id of a retried create is the same: it comes from its Idempotency-Key).
+   */
   async create(r: InspectionRecord, capture: CaptureRecord): Promise<boolean> {
     const body = inspectionResource(r, this.namespace);
-    body.metadata!.annotations = { [CAPTURE_ANNOTATION]: JSON.stringify(capture) };
-    // Where there is an archive, nothing deletes the resource before its inspection is in it.
-    if (this.#archive) body.metadata!.finalizers = [ARCHIVE_FINALIZER];
+    // Where there is an archive, nothing deletes the inspection before it is in it.
+    const finalizers = this.#archive ? [ARCHIVE_FINALIZER] : undefined;
+    body.metadata!.finalizers = finalizers;
     try {
       this.#cache.wrote((await this.#api.createNamespacedCustomObject({ ...this.#where(), body })) as InspectionResource);
+    } catch (error) {
+      if (apiStatus(error) !== CONFLICT) throw error;
+      const there = await this.#fetch(body.metadata!.name!);
+      if (!there || !isDeepStrictEqual(requestOf(there.spec), requestOf(body.spec))) return false;
+    }
+    const kept: KeptRecord = {
+      apiVersion: `${INSPECTION_RECORD_RESOURCE.group}/${INSPECTION_RECORD_RESOURCE.version}`,
+      kind: INSPECTION_RECORD_RESOURCE.kind,
+      metadata: { name: body.metadata!.name, namespace: this.namespace, labels: body.metadata!.labels, finalizers },
+      spec: { request: requestOf(body.spec), capture },
+    };
+    try {
+      this.#kept.wrote(
+        (await this.#api.createNamespacedCustomObject({ ...this.#where(INSPECTION_RECORD_RESOURCE), body: kept })) as KeptRecord,
+      );
       return true;
     } catch (error) {
       if (apiStatus(error) === CONFLICT) return false;
@@ -568,46 +818,94 @@ export class InspectionRecords {
   }
 
   /**
-   * The api's write: `change` is given the inspection as it stands and answers the resource to
-   * write (its spec and annotations; status is not the api's) or nothing to write. Made again on
-   * the newer version after a 409. `missing` is the answer for an inspection that does not exist.
+   * The api's write: `change` is given the inspection as it stands and answers the capture record to
+   * write (status is not the api's) or nothing to write. Made again on the newer version after a
+   * 409. `missing` is the answer for an inspection that does not exist.
    */
   updateResource<R>(id: string, missing: R, change: (v: InspectionView) => Change<R>): Promise<R> {
-    return this.#update(id, missing, change, (body, name) => this.#api.replaceNamespacedCustomObject({ ...this.#where(), name, body }));
+    return this.#update(id, missing, change, async (v, { capture, cancel }) => {
+      const name = resourceName(id);
+      if (!v.kept) {
+        // Not moved to its record yet (a release before's): written where that release wrote it.
+        const annotations = { ...v.object.metadata?.annotations, [CAPTURE_ANNOTATION]: JSON.stringify(capture) };
+        const spec = cancel ? { ...v.object.spec, cancelRequested: true } : v.object.spec;
+        const body = { ...v.object, metadata: { ...v.object.metadata, annotations }, spec };
+        this.#cache.wrote((await this.#api.replaceNamespacedCustomObject({ ...this.#where(), name, body })) as InspectionResource);
+        return;
+      }
+      const body = { ...v.kept, spec: { ...v.kept.spec, capture } };
+      this.#kept.wrote(
+        (await this.#api.replaceNamespacedCustomObject({ ...this.#where(INSPECTION_RECORD_RESOURCE), name, body })) as KeptRecord,
+      );
+      // The intent is recorded; the spec says it too, for kubectl (what a kubectl user would set).
+      if (cancel) await this.#cancelOnInspection(name);
+    });
   }
 
-  /** The controller's write of status.store, the rest of the status made from the record it holds. */
+  /** Sets the Inspection's spec.cancelRequested, on the latest version (it only ever goes from unset to true). */
+  async #cancelOnInspection(name: string): Promise<void> {
+    const giveUpAt = Date.now() + CONFLICT_GIVE_UP_MS;
+    for (let o = this.#cache.get(this.namespace, name); ; o = await this.#fetch(name)) {
+      if (!o || o.spec.cancelRequested) return;
+      try {
+        const body = { ...o, spec: { ...o.spec, cancelRequested: true } };
+        this.#cache.wrote((await this.#api.replaceNamespacedCustomObject({ ...this.#where(), name, body })) as InspectionResource);
+        return;
+      } catch (error) {
+        const status = apiStatus(error);
+        if (status === NOT_FOUND) return;
+        if (status !== CONFLICT || Date.now() > giveUpAt) throw error;
+      }
+    }
+  }
+
+  /**
+   * The controller's write of the store status (the record's status subresource), then of the
+   * Inspection's status made from it (`show`). The record is what counts: a failed Inspection write
+   * is counted (showFailures) and made again by the upkeep, not the move's failure.
+   */
   updateStatus<R>(id: string, missing: R, change: (v: InspectionView) => { store?: StoreStatus; answer: R }): Promise<R> {
     return this.#update(
       id,
       missing,
       (v) => {
         const { store, answer } = change(v);
-        if (!store) return { answer };
-        const record = recordOf(v.object, v.capture, store);
-        const shown = desiredStatus(record, store.reconciledGeneration, v.object.status?.conditions, Date.now());
-        return { answer, write: { ...v.object, status: { ...shown, store } } };
+        return store ? { answer, write: store } : { answer };
       },
-      (body, name) => this.#api.replaceNamespacedCustomObjectStatus({ ...this.#where(), name, body }),
+      async (v, store) => {
+        const name = resourceName(id);
+        if (!v.kept) {
+          // Not moved to its record yet (a release before's): written where that release wrote it.
+          const record = recordOf(v.object, v.capture, store);
+          const shown = desiredStatus(record, store.reconciledGeneration, v.object.status?.conditions, Date.now());
+          const body = { ...v.object, status: { ...shown, store } };
+          this.#cache.wrote((await this.#api.replaceNamespacedCustomObjectStatus({ ...this.#where(), name, body })) as InspectionResource);
+          return;
+        }
+        const body = { ...v.kept, status: { store } };
+        this.#kept.wrote(
+          (await this.#api.replaceNamespacedCustomObjectStatus({ ...this.#where(INSPECTION_RECORD_RESOURCE), name, body })) as KeptRecord,
+        );
+        await this.show(id).catch(() => this.showFailures++);
+      },
     );
   }
 
-  async #update<R>(
+  async #update<R, W>(
     id: string,
     missing: R,
-    change: (v: InspectionView) => Change<R>,
-    replace: (body: InspectionResource, name: string) => Promise<unknown>,
+    change: (v: InspectionView) => { write?: W; answer: R },
+    write: (v: InspectionView, w: W) => Promise<void>,
   ): Promise<R> {
     const name = resourceName(id);
-    let object = this.#cache.get(this.namespace, name) ?? (await this.#fetch(name));
+    let v = this.byId(id) ?? (await this.#fetchView(name));
     const giveUpAt = Date.now() + CONFLICT_GIVE_UP_MS;
     for (let conflicts = 0; ; conflicts++) {
-      const v = object && this.view(object);
       if (!v) return missing;
-      const { write, answer } = change(v);
-      if (!write) return answer;
+      const { write: w, answer } = change(v);
+      if (w === undefined) return answer;
       try {
-        this.#cache.wrote((await replace(write, name)) as InspectionResource);
+        await write(v, w);
         return answer;
       } catch (error) {
         const status = apiStatus(error);
@@ -617,22 +915,34 @@ export class InspectionRecords {
         const pause = Math.min(10 * 2 ** conflicts, CONFLICT_PAUSE_MS);
         await new Promise((resolve) => setTimeout(resolve, Math.random() * pause));
         // The cache may not have the newer version yet: read it from the API server.
-        object = await this.#fetch(name);
+        v = await this.#fetchView(name);
       }
     }
   }
 
-  async #fetch(name: string): Promise<InspectionResource | undefined> {
+  /** The inspection as the API server has it now (its Inspection and record), not as the caches do. */
+  async #fetchView(name: string): Promise<InspectionView | null> {
+    const [inspection, kept] = await Promise.all([this.#fetch(name), this.#fetchKept(name)]);
+    if (inspection?.metadata?.annotations?.[CAPTURE_ANNOTATION] !== undefined) return this.view(inspection);
+    return kept ? this.#join(kept, inspection) : null;
+  }
+
+  /** The named object (an Inspection, or of `resource`) as the API server has it; undefined when there is none. */
+  async #fetch<T = InspectionResource>(name: string, resource: Resource = INSPECTION_RESOURCE): Promise<T | undefined> {
     try {
-      return (await this.#api.getNamespacedCustomObject({ ...this.#where(), name })) as InspectionResource;
+      return (await this.#api.getNamespacedCustomObject({ ...this.#where(resource), name })) as T;
     } catch (error) {
       if (apiStatus(error) === NOT_FOUND) return undefined;
       throw error;
     }
   }
 
-  #where() {
-    const { group, version, plural } = INSPECTION_RESOURCE;
+  #fetchKept(name: string): Promise<KeptRecord | undefined> {
+    return this.#fetch<KeptRecord>(name, INSPECTION_RECORD_RESOURCE);
+  }
+
+  #where(resource: Resource = INSPECTION_RESOURCE) {
+    const { group, version, plural } = resource;
     return { group, version, plural, namespace: this.namespace };
   }
 }

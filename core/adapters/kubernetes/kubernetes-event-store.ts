@@ -34,10 +34,10 @@ const pending = (e: EventView) => e.delivery.status === "pending";
 const published = (e: EventView) => e.delivery.publishedFrom === e.delivery.scheduleFrom;
 
 /**
- * The outbox of cluster mode, kept in the Inspection resources beside the moves that make the events
+ * The outbox of cluster mode, kept in the InspectionRecords beside the moves that make the events
  * (KubernetesInspectionStore appends them in the same write): the first event in the api's capture
- * annotation, the rest and every delivery in status.store, which only the controller writes. A
- * resend, asked for through the api, is recorded in the annotation and read as made until the
+ * record (the record's spec), the rest and every delivery in its status, which only the controller
+ * writes. A resend, asked for through the api, is recorded in the capture record and read as made until the
  * controller's next write of that delivery takes it in. Events are ordered by their stamp.
  */
 export class KubernetesEventStore implements EventStore {
@@ -133,7 +133,7 @@ export class KubernetesEventStore implements EventStore {
     });
   }
 
-  /** Asked for by the api, whose account may not write status: recorded in the capture annotation. */
+  /** Asked for by the api, whose account may not write status: recorded in the capture record. */
   async resend(scope: Scope, id: string, now: number): Promise<EventRecord | null> {
     const found = await this.#find(id);
     if (!found || !inScope(found, scope)) return null;
@@ -149,7 +149,7 @@ export class KubernetesEventStore implements EventStore {
         ...e,
         delivery: { ...e.delivery, status: "pending", nextAttemptAt: now, scheduleFrom: e.delivery.attemptCount, publishedFrom: null },
       });
-      return { answer: resent, write: withCapture(v, { ...v.capture, resends }) };
+      return { answer: resent, write: withCapture({ ...v.capture, resends }) };
     });
   }
 

@@ -18,10 +18,11 @@ import { eventStamp, type InspectionRecords, withCapture } from "./inspection-re
 
 /**
  * The inspection store of cluster mode: every inspection is an `Inspection` resource (its name the
- * id with `_` as `-`, labelled with account and environment), read through a list-watch cache and
- * written as compare-and-set replaces (core/adapters/kubernetes/inspection-records.ts). The api's
- * writes (create, intents, photos) go to the resource, the controller's (moves, retries, evidence)
- * to its status; each is atomic against every other write of that inspection, as the port asks.
+ * id with `_` as `-`, labelled with account and environment) and the store's own record beside it,
+ * an `InspectionRecord` of the same name, read through list-watch caches and written as
+ * compare-and-set replaces (core/adapters/kubernetes/inspection-records.ts). The api's writes
+ * (create, intents, photos) go to the record, the controller's (moves, retries, evidence) to its
+ * status; each is atomic against every other write of that inspection, as the port asks.
  * Lists, filters and the reconcile scan are answered from the cache, in the port's order; a read by
  * id that the cache misses asks the API server (another replica's create) and then the archive (an
  * inspection whose resource was pruned: InspectionRecords.prune).
@@ -118,11 +119,7 @@ export class KubernetesInspectionStore implements InspectionStore {
   recordCancelRequested(id: string, at: number): Promise<void> {
     return this.#records.updateResource(id, undefined, (v) => ({
       answer: undefined,
-      write: withCapture(
-        v,
-        { ...v.capture, cancelRequestedAt: v.capture.cancelRequestedAt ?? at, intents: v.capture.intents + 1 },
-        { ...v.object.spec, cancelRequested: true },
-      ),
+      write: withCapture({ ...v.capture, cancelRequestedAt: v.capture.cancelRequestedAt ?? at, intents: v.capture.intents + 1 }, true),
     }));
   }
 
@@ -130,14 +127,14 @@ export class KubernetesInspectionStore implements InspectionStore {
   #intent(id: string, change: (c: CaptureRecord) => Partial<CaptureRecord>): Promise<void> {
     return this.#records.updateResource(id, undefined, (v) => ({
       answer: undefined,
-      write: withCapture(v, { ...v.capture, ...change(v.capture), intents: v.capture.intents + 1 }),
+      write: withCapture({ ...v.capture, ...change(v.capture), intents: v.capture.intents + 1 }),
     }));
   }
 
   recordVinObserved(id: string, vin: string): Promise<void> {
     return this.#records.updateResource(id, undefined, (v) => ({
       answer: undefined,
-      write: withCapture(v, { ...v.capture, vinObserved: vin }),
+      write: withCapture({ ...v.capture, vinObserved: vin }),
     }));
   }
 
@@ -167,7 +164,7 @@ export class KubernetesInspectionStore implements InspectionStore {
         seq: eventStamp(),
       }));
       const capture = { ...v.capture, review, reviewEvents: [...(v.capture.reviewEvents ?? []), ...made], intents: v.capture.intents + 1 };
-      return { answer: after, write: withCapture(v, capture) };
+      return { answer: after, write: withCapture(capture) };
     });
   }
 
@@ -246,7 +243,7 @@ export class KubernetesInspectionStore implements InspectionStore {
       const photos = earlier ? v.capture.photos.map((x) => (x === earlier ? photo : x)) : [...v.capture.photos, photo];
       return {
         answer: { accepted: true, replaced: earlier ? { ...earlier.media } : null },
-        write: withCapture(v, { ...v.capture, photos }),
+        write: withCapture({ ...v.capture, photos }),
       };
     });
   }
