@@ -92,6 +92,8 @@ describe("the Inspection CRD on a real API server", () => {
     delete older.metadata.managedFields;
     delete older.status;
     expect((await k.kubectlResult(["replace", "-f", "-"], JSON.stringify(older))).code).toBe(0);
+    // Nor had that release the InspectionRecord kind, which the upgrade adds.
+    await k.kubectl("delete", "crd", "inspectionrecords.inspection.dev");
     expect((await apply(inspection("insp-before-upgrade"))).code).toBe(0);
     expect((await apply(inspection("insp-too-new", { review: "always" }))).code).not.toBe(0);
     // helm upgrade: the chart's CRD template, applied as Helm applies it.
@@ -103,11 +105,19 @@ describe("the Inspection CRD on a real API server", () => {
     );
     const upgraded = await k.kubectlResult(["apply", "--server-side", "--force-conflicts", "-f", "-"], rendered);
     expect(upgraded.code, upgraded.stderr).toBe(0);
-    await k.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    await k.kubectl(
+      "wait",
+      "--for=condition=Established",
+      "--timeout=60s",
+      "crd/inspections.inspection.dev",
+      "crd/inspectionrecords.inspection.dev",
+    );
     expect(await k.kubectl("get", "insp", "insp-before-upgrade", "-o", "jsonpath={.spec.reference}")).toBe("ref-insp-before-upgrade");
     expect((await apply(inspection("insp-after-upgrade", { review: "always" }))).code).toBe(0);
-    const kept = JSON.parse(await k.kubectl("get", "crd", "inspections.inspection.dev", "-o", "json"));
-    expect(kept.metadata.annotations["helm.sh/resource-policy"]).toBe("keep");
+    for (const crd of ["inspections.inspection.dev", "inspectionrecords.inspection.dev"]) {
+      const kept = JSON.parse(await k.kubectl("get", "crd", crd, "-o", "json"));
+      expect(kept.metadata.annotations["helm.sh/resource-policy"], crd).toBe("keep");
+    }
   });
 
   it("refuses a spec the schema refuses", async () => {
