@@ -14,6 +14,7 @@ import type { Services } from "../runtime/services.ts";
 import { isExterior, type SuggestedCloseup } from "../schemas/capture.ts";
 import type { Quality } from "../schemas/report.ts";
 import type { DecodedVehicle } from "../vin/vin-decoder.ts";
+import { awaitController } from "./await-controller.ts";
 import type { PhotoIndex } from "./photo-index.ts";
 
 /*
@@ -21,9 +22,6 @@ import type { PhotoIndex } from "./photo-index.ts";
  * the capture token alone and usable while the inspection is created or in_progress and before its
  * expires_at. Each throws ApiError on a client's mistake.
  */
-
-/** How long opening and submitting wait for the controller to apply the move before answering. */
-const MOVE_WAIT_MS = 5_000;
 
 const linkInactive = (state: string) =>
   new ApiError("capture_link_inactive", `This capture link is no longer active: the inspection is ${state}.`);
@@ -75,13 +73,7 @@ export async function openSession(s: Services, token: string): Promise<CaptureSe
   let inspection = await openCapture(s, token);
   if (inspection.status === "created") {
     await s.inspections.recordOpened(inspection.id, s.clock.now());
-    s.signals.nudgeController(inspection.id);
-    inspection = await s.signals.waitFor(
-      inspection.id,
-      async () => (await s.inspections.getById(inspection.id))!,
-      (r) => r.status !== "created",
-      MOVE_WAIT_MS,
-    );
+    inspection = await awaitController(s, inspection.id, (r) => r.status !== "created");
   }
   const [photos, branding] = await Promise.all([s.inspections.photos(inspection.id), s.keys.branding(inspection.accountId)]);
   return { inspection, photos, branding };
@@ -222,13 +214,7 @@ export async function submitCapture(s: Services, token: string): Promise<void> {
   const now = s.clock.now();
   if (inspection.status === "created") await s.inspections.recordOpened(inspection.id, now);
   await s.inspections.recordSubmitRequested(inspection.id, now);
-  s.signals.nudgeController(inspection.id);
-  const after = await s.signals.waitFor(
-    inspection.id,
-    async () => (await s.inspections.getById(inspection.id))!,
-    (r) => !isCaptureOpen(r.status),
-    MOVE_WAIT_MS,
-  );
+  const after = await awaitController(s, inspection.id, (r) => !isCaptureOpen(r.status));
   if (!isCaptureOpen(after.status) && after.status !== "processing" && after.status !== "completed" && after.status !== "failed")
     throw linkInactive(after.status);
   // Not moved yet (no controller leads this moment: a failover): the submit intent is durable and

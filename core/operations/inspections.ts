@@ -8,10 +8,8 @@ import type { CreateInspectionBody } from "../schemas/inspection.ts";
 import type { Services } from "../runtime/services.ts";
 import { eventPayload } from "../views/inspection-view.ts";
 import { checkNotifyUrl } from "../net/notify-url.ts";
+import { awaitController } from "./await-controller.ts";
 import { type CapturePlan, DEFAULT_CAPTURE_PLAN } from "../domain/capture-plan.ts";
-
-/** How long a cancel waits for the controller's verdict before answering 503 (the intent stays recorded). */
-const CANCEL_WAIT_MS = 5_000;
 
 /** What the /v1 API and the dashboard do alike; each throws ApiError on a client's mistake. */
 export async function findInspection(s: Services, scope: Scope, id: string): Promise<InspectionRecord> {
@@ -153,13 +151,7 @@ export async function cancelInspection(s: Services, scope: Scope, id: string): P
   if (!isCancelable(current.status)) throw notCancelable(current);
   // The controller owns status: record the intent, then report its verdict.
   await s.inspections.recordCancelRequested(current.id, s.clock.now());
-  s.signals.nudgeController(current.id);
-  const after = await s.signals.waitFor(
-    current.id,
-    () => findInspection(s, scope, current.id),
-    (r) => isTerminal(r.status),
-    CANCEL_WAIT_MS,
-  );
+  const after = await awaitController(s, current.id, (r) => isTerminal(r.status));
   if (after.status === "canceled") return after;
   if (isTerminal(after.status)) throw notCancelable(after);
   throw new ApiError("service_unavailable", "The cancellation is recorded but not yet confirmed; retry the request to see its outcome.");
