@@ -6,16 +6,15 @@ import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DETECTION_QUEUE } from "../../core/adapters/nats/detection-queue.ts";
 import { DETECTION_JOB_LABEL, parseJobTemplate } from "../../operator/detection-job-scaler.ts";
-import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
 import { createKey } from "../../bin/commands/keys.ts";
 import { chartJobTemplate, kubeClients, openDetectionQueue } from "../helpers/detection-queue.ts";
 import { type NatsServer, startNatsServer, startVersityGw, type VersityGw } from "../helpers/go-servers.ts";
-import { carPhotos } from "../helpers/photos.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { freePort, VALID_VIN } from "../helpers/service.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
+import { captureBase, photograph, submit } from "../helpers/walkaround.ts";
 
 const NAMESPACE = "default";
 const BOUNDS = { minParallelism: 0, maxParallelism: 4, inspectionsPerPod: 2 };
@@ -259,13 +258,9 @@ describe("detection Jobs scaled with the detection queue", () => {
       const created = await api("/v1/inspections", { method: "POST", body: JSON.stringify({ vehicle: { vin: VALID_VIN } }) });
       const made = await created.json();
       expect(created.status, JSON.stringify(made)).toBe(201);
-      const base = made.capture_url.replace("/c/", "/capture/v1/");
-      const photos = carPhotos(REQUIRED_ANGLES.length);
-      for (const [i, angle] of REQUIRED_ANGLES.entries()) {
-        const put = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[i], headers: { "content-type": "image/jpeg" } });
-        expect(put.status, angle).toBe(200);
-      }
-      expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
+      const capture = captureBase(made.capture_url);
+      await photograph(capture);
+      await submit(capture);
       // The submitted inspection's detection job is queued, and a Job made for it.
       const [job] = await until("a detection Job", jobs, (j) => j.length > 0, 30_000);
       expect(job!.spec!.parallelism).toBe(1);

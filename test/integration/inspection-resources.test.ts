@@ -18,13 +18,12 @@ import { sampleInspection } from "../contract/fixtures.ts";
 import { DEFAULT_STEPS } from "../../core/domain/capture-plan.ts";
 import { createKey } from "../../bin/commands/keys.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
-import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
-import { carPhotos } from "../helpers/photos.ts";
 import { freePort, VALID_VIN } from "../helpers/service.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 import { sample } from "../helpers/prometheus.ts";
+import { photograph, submit } from "../helpers/walkaround.ts";
 
 const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
 const RETENTION_S = 15;
@@ -89,13 +88,9 @@ describe("Inspection resources kept by the service", () => {
     const r = await k.kubectlResult(["get", "inspection", name, "-o", "json"]);
     return r.code === 0 ? JSON.parse(r.stdout) : null;
   };
-  const submit = async (capture: string) => {
-    const photos = carPhotos(REQUIRED_ANGLES.length);
-    for (const [i, angle] of REQUIRED_ANGLES.entries()) {
-      const put = await fetch(`${capture}/photos/${angle}`, { method: "PUT", body: photos[i], headers: { "content-type": "image/jpeg" } });
-      expect(put.status, angle).toBe(200);
-    }
-    expect((await fetch(`${capture}/submit`, { method: "POST" })).status).toBe(202);
+  const submitted = async (base: string) => {
+    await photograph({ base });
+    await submit({ base });
   };
 
   /** The resource once it shows the inspection completed, graded as photos with no damage model are. */
@@ -134,7 +129,7 @@ describe("Inspection resources kept by the service", () => {
     ]);
     expect(made.status.observedGeneration).toBe(made.metadata.generation);
 
-    await submit(capture);
+    await submitted(capture);
     const done = await completed(name);
     expect(done.status.conditions.find((c: { type: string }) => c.type === "ReportReady")).toMatchObject({
       status: "True",
@@ -223,7 +218,7 @@ describe("Inspection resources kept by the service", () => {
         }
       }),
     ]);
-    await submit(capture);
+    await submitted(capture);
     await storm;
     await completed(name);
     // It stays so: the storm is over and nothing writes it back.
