@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { DashboardClient } from "../helpers/dashboard-client.ts";
 import { freshPhotos } from "../helpers/photos.ts";
-import { startService, submitAndWait, type TestService, VALID_VIN } from "../helpers/service.ts";
+import { startService, type TestService, VALID_VIN } from "../helpers/service.ts";
+import { create, walkaround } from "../helpers/walkaround.ts";
 
 /**
  * The review in the dashboard (issue 29, item 3) over HTTP as a browser without scripts uses it:
@@ -14,24 +14,8 @@ import { startService, submitAndWait, type TestService, VALID_VIN } from "../hel
  */
 /** An inspection walked through the capture API and completed with photos of its own (freshPhotos); its VIN confirmed only when told. */
 async function completed(svc: TestService, key: string, o: { confirmVin?: boolean; reference?: string } = {}): Promise<string> {
-  const res = await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, reference: o.reference } });
-  expect(res.status).toBe(201);
-  const made = (await res.json()) as { id: string; capture_url: string };
-  const base = `${svc.url}/capture/v1/${made.capture_url.split("/c/")[1]}`;
-  const photos = await freshPhotos();
-  for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-    const put = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[i]!, headers: { "content-type": "image/jpeg" } });
-    expect(put.status).toBe(200);
-  }
-  if (o.confirmVin) {
-    const vin = await fetch(`${base}/vin`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ vin: VALID_VIN }),
-    });
-    expect(vin.status).toBe(200);
-  }
-  expect((await submitAndWait(svc, key, base, made.id)).status).toBe("completed");
+  const made = await create(svc, key, { reference: o.reference });
+  expect((await walkaround(svc, key, made, { photos: await freshPhotos(), confirmVin: o.confirmVin === true })).status).toBe("completed");
   return made.id;
 }
 

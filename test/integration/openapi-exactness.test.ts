@@ -9,7 +9,8 @@ import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos } from "../helpers/photos.ts";
-import { startService, submitAndWait, type TestService, VALID_VIN } from "../helpers/service.ts";
+import { startService, type TestService, VALID_VIN } from "../helpers/service.ts";
+import { walkaround } from "../helpers/walkaround.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
 /**
@@ -57,13 +58,8 @@ const matches = (pattern: string, value: string) => new RegExp(pattern, "u").tes
 /** A completed inspection made through the capture API, without models. */
 async function completed(): Promise<{ id: string; media: string }> {
   const made = await (await create({ vehicle: { vin: VALID_VIN } })).json();
-  const base = `${svc.url}/capture/v1/${made.capture_token}`;
-  const photos = carPhotos(REQUIRED_ANGLES.length);
-  for (const [i, angle] of REQUIRED_ANGLES.entries()) {
-    const put = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[i]!, headers: { "content-type": "image/jpeg" } });
-    expect(put.status).toBe(200);
-  }
-  expect((await submitAndWait(svc, key, base, made.id)).status).toBe("completed");
+  const capture = { id: made.id, token: made.capture_token, base: `${svc.url}/capture/v1/${made.capture_token}` };
+  expect((await walkaround(svc, key, capture, { confirmVin: false })).status).toBe("completed");
   const report = await (await svc.api(key, `/v1/inspections/${made.id}/report`)).json();
   return { id: made.id, media: report.photos[0].media_id };
 }

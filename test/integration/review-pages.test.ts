@@ -2,36 +2,27 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_MODELS } from "../../core/runtime/config.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import type { ReviewReason } from "../../core/schemas/report.ts";
 import { REVIEW_REASON_WORDS } from "../../core/views/review-words.ts";
 import { DashboardClient } from "../helpers/dashboard-client.ts";
 import { readPdf } from "../helpers/pdf-text.ts";
-import { carPhotos, DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
-import { startService, submitAndWait, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
+import { DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
+import { startService, type TestService, withModels } from "../helpers/service.ts";
+import { create, walkaround } from "../helpers/walkaround.ts";
 
 /**
  * The review as people read it (issue 29, "Honest pages"): the dashboard's inspection page, the
  * shared report (/r/<token>) and the PDF say "Needs review" and why while a person should look,
  * and once one has, who and when, with each finding marked as the review decided it.
  */
-const photos = carPhotos(9);
-
 /** The angles the customer photographed a damaged car at, and the photos. */
 type Damaged = { angle: string; file: string }[];
 
 /** An inspection of the test environment, walked through the capture API with the VIN left unconfirmed, completed. */
 async function completedInspection(svc: TestService, key: string, damaged: Damaged, extra: Record<string, unknown> = {}) {
-  const res = await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, ...extra } });
-  expect(res.status).toBe(201);
-  const made = (await res.json()) as { id: string; capture_url: string };
-  const base = `${svc.url}/capture/v1/${made.capture_url.split("/c/")[1]}`;
-  for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-    const file = damaged.find((d) => d.angle === angle)?.file;
-    const body = file ? readFileSync(join(DAMAGE_VALID, "images", file)) : photos[i]!;
-    expect((await fetch(`${base}/photos/${angle}`, { method: "PUT", body, headers: { "content-type": "image/jpeg" } })).status).toBe(200);
-  }
-  expect((await submitAndWait(svc, key, base, made.id)).status).toBe("completed");
+  const made = await create(svc, key, extra);
+  const over = damaged.map((d) => ({ angle: d.angle, bytes: readFileSync(join(DAMAGE_VALID, "images", d.file)) }));
+  expect((await walkaround(svc, key, made, { over, confirmVin: false })).status).toBe("completed");
   return made.id;
 }
 

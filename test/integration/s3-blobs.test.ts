@@ -3,15 +3,16 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { evidenceBlobKey, photoBlobKey } from "../../core/domain/blob-keys.ts";
 import { DEFAULT_MODELS } from "../../core/runtime/config.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { startVersityGw, type VersityGw } from "../helpers/go-servers.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
-import { startService, submitAndWait, VALID_VIN, withModels, type TestService } from "../helpers/service.ts";
+import { startService, submitAndWait, withModels, type TestService } from "../helpers/service.ts";
+import { create, photograph } from "../helpers/walkaround.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
 /** A damaged car (a shattered windscreen the shipped model finds), so the inspection has evidence photos. */
 const DAMAGED_FRONT = join(DATASETS, "car-damage/valid/images/000314_jpg.rf.6514763b42e3ef194ced547bc7176592.jpg");
-const ANGLES = [...EXTERIOR_ANGLES, "vin"];
+const ANGLES: readonly string[] = REQUIRED_ANGLES;
 const fill = carPhotos(ANGLES.length);
 const photoFor = (angle: string) => (angle === "front" ? readFileSync(DAMAGED_FRONT) : fill[ANGLES.indexOf(angle)]!);
 
@@ -38,8 +39,8 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("blobs in S3", () => {
   /** An inspection with its capture link opened, and uploads through it. */
   async function openCapture() {
     const key = await svc.key();
-    const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
-    const base = made.capture_url.replace("/c/", "/capture/v1/");
+    const made = await create(svc, key);
+    const { base } = made;
     await fetch(base);
     const upload = (angle: string) =>
       fetch(`${base}/photos/${angle}`, { method: "PUT", body: photoFor(angle), headers: { "content-type": "image/jpeg" } });
@@ -48,19 +49,15 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("blobs in S3", () => {
       expect((await submitAndWait(svc, key, base, made.id)).status).toBe("completed");
       return (await svc.api(key, `/v1/inspections/${made.id}/report`)).json();
     };
-    return { key, id: made.id as string, upload, session, complete };
+    return { key, id: made.id, base, upload, session, complete };
   }
 
   const inBucket = (key: string) => join(s3.bucketDir, key);
 
   it("keeps photos, model inputs and evidence in the bucket, serves them, and writes none under DATA_DIR", async () => {
-    const { key, id, upload, complete } = await openCapture();
-    const media: Record<string, string> = {};
-    for (const angle of ANGLES) {
-      const answer = await upload(angle);
-      expect(answer.status).toBe(200);
-      media[angle] = (await answer.json()).media_id;
-    }
+    const { key, id, base, complete } = await openCapture();
+    const uploaded = await photograph({ base }, { photos: photoFor });
+    const media = Object.fromEntries(ANGLES.map((angle) => [angle, uploaded[angle].media_id as string]));
     // Model inputs were stored on upload, in S3 too.
     expect(readdirSync(inBucket(`model-inputs/${id}`)).length).toBeGreaterThan(0);
     const report = await complete();
