@@ -13,6 +13,9 @@ import { cancelInspection, createdUnder, createInspection, findInspection } from
 import { completedReport } from "../../core/operations/reports.ts";
 import { submitReview } from "../../core/operations/reviews.ts";
 import { ReviewBody } from "../../core/schemas/review.ts";
+import { compileJson, fastSuccessSerializer } from "../plugins/fast-serializer.ts";
+
+const inspectionJson = compileJson(Inspection);
 
 export const inspectionRoutes =
   (s: Services): FastifyPluginAsyncZod =>
@@ -20,13 +23,13 @@ export const inspectionRoutes =
     const view = (r: InspectionRecord): Inspection =>
       inspectionView(r, s.config.publicUrl, isCaptureOpen(r.status) ? s.captureLinks.link(r.id) : null);
     // A read by id hands out the same record until it changes (the store's read cache), so the
-    // body shown for it is kept with it, encoded by the response schema once; lists and creates get
-    // new records each time and skip this.
+    // body shown for it is kept with it, serialized once; lists and creates get new records each
+    // time and skip this.
     const bodies = new WeakMap<InspectionRecord, string>();
     const bodyOfFound = (r: InspectionRecord): string => {
       let body = bodies.get(r);
       if (body === undefined) {
-        body = JSON.stringify(z.encode(Inspection, view(r)));
+        body = inspectionJson(view(r));
         bodies.set(r, body);
       }
       return body;
@@ -45,6 +48,7 @@ export const inspectionRoutes =
           body: CreateInspectionBody,
           response: { 201: Inspection, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody, 422: ErrorBody, ...commonErrorResponses },
         },
+        serializerCompiler: fastSuccessSerializer,
         config: {
           // A create whose key reads in flight but whose inspection exists (derived from the key) took effect.
           idempotentEffect: async (request) => {
@@ -54,7 +58,7 @@ export const inspectionRoutes =
             if (!made) return null;
             return {
               statusCode: 201,
-              body: JSON.stringify(z.encode(Inspection, view(made))),
+              body: inspectionJson(view(made)),
               headers: { location: `/v1/inspections/${made.id}` },
             };
           },
@@ -88,6 +92,7 @@ export const inspectionRoutes =
           querystring: InspectionListQuery,
           response: { 200: InspectionList, ...commonErrorResponses },
         },
+        serializerCompiler: fastSuccessSerializer,
       },
       async (request) => {
         const { limit, cursor, status, reference, vin } = request.query;
@@ -115,6 +120,7 @@ export const inspectionRoutes =
           body: z.strictObject({}).nullish(),
           response: { 200: Inspection, 409: ErrorBody, 422: ErrorBody, 503: ErrorBody, ...commonErrorResponses },
         },
+        serializerCompiler: fastSuccessSerializer,
       },
       async (request) => view(await cancelInspection(s, request.scope, request.params.id)),
     );
