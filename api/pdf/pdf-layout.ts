@@ -1,5 +1,5 @@
 /** The condition report's page, type and colours, and the few drawing steps its sections share (report-pdf.ts). */
-import { formatTimestamp } from "../../core/runtime/time.ts";
+import { createRequire } from "node:module";
 
 export const MARGIN = 48;
 export const BOTTOM_MARGIN = 64;
@@ -14,6 +14,30 @@ export const GRADE_COLOURS = { none: "#15803d", minor: "#a16207", moderate: "#c2
 
 export type Doc = PDFKit.PDFDocument;
 
+/**
+ * The type: Noto Sans (SIL Open Font License 1.1, from the @expo-google-fonts/noto-sans package),
+ * embedded and subset by pdfkit, in place of the PDF's standard Helvetica, whose WinAnsi encoding
+ * has no ą, ł, ő, œ… Noto Sans covers Latin (with its extensions and Vietnamese), Greek and
+ * Cyrillic, not CJK, Arabic, Hebrew, Thai and other scripts: docs/capture-and-dashboard.md, and
+ * test/unit/report-messages.test.ts checks every character the catalogues print.
+ */
+const fontFile = (style: string) => createRequire(import.meta.url).resolve(`@expo-google-fonts/noto-sans/${style}/NotoSans_${style}.ttf`);
+export const FONT_FILES = { regular: fontFile("400Regular"), bold: fontFile("700Bold") } as const;
+export const FONT = "NotoSans";
+export const BOLD = "NotoSans-Bold";
+
+/** Whose report it is (core/domain/branding.ts): the account's name, logo and accent colour, or the product's own look. */
+export type Look = {
+  /** Above the title and in every footer. */
+  name: string;
+  /** The PNG the service stored, or null. */
+  logo: Buffer | null;
+  /** Section headings. */
+  heading: string;
+  /** The rules under them. */
+  rule: string;
+};
+
 export function collect(doc: Doc): Promise<Buffer> {
   const chunks: Buffer[] = [];
   doc.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -23,25 +47,21 @@ export function collect(doc: Doc): Promise<Buffer> {
   });
 }
 
-export const words = (s: string) => s.replaceAll("_", " ");
-export const when = (ms: number | null) => formatTimestamp(ms)?.replace("T", " ").replace("Z", " UTC") ?? "—";
-export const percent = (c: number) => `${Math.round(c * 100)}%`;
-
 /** Starts a new page unless `height` more points fit above the bottom margin. */
 export function room(doc: Doc, height: number): void {
   if (doc.y + height > doc.page.height - doc.page.margins.bottom) doc.addPage();
 }
 
-export function section(doc: Doc, title: string, keepWith = 60): void {
+export function section(doc: Doc, look: Look, title: string, keepWith = 60): void {
   doc.moveDown(1.2);
   room(doc, keepWith + 24);
-  doc.font("Helvetica-Bold").fontSize(13).fillColor(INK).text(title, MARGIN);
+  doc.font(BOLD).fontSize(13).fillColor(look.heading).text(title, MARGIN);
   const y = doc.y + 2;
   doc
     .moveTo(MARGIN, y)
     .lineTo(MARGIN + CONTENT_WIDTH, y)
     .lineWidth(0.5)
-    .strokeColor(RULE)
+    .strokeColor(look.rule)
     .stroke();
   doc.y = y + 8;
 }
@@ -50,9 +70,9 @@ export function fields(doc: Doc, rows: [string, string, string?][]): void {
   doc.fontSize(10);
   for (const [label, value, colour] of rows) {
     const y = doc.y;
-    doc.font("Helvetica").fillColor(MUTED).text(label, MARGIN, y, { width: LABEL_WIDTH });
+    doc.font(FONT).fillColor(MUTED).text(label, MARGIN, y, { width: LABEL_WIDTH });
     doc
-      .font("Helvetica-Bold")
+      .font(BOLD)
       .fillColor(colour ?? INK)
       .text(value, MARGIN + LABEL_WIDTH, y, { width: CONTENT_WIDTH - LABEL_WIDTH });
     doc.moveDown(0.3);

@@ -2,7 +2,7 @@ import { completedReport } from "../operations/reports.ts";
 import type { Scope } from "../ports/records.ts";
 import { type Comparison, type Finding, Report } from "../schemas/report.ts";
 import type { Services } from "../runtime/services.ts";
-import { formatTimestamp } from "../runtime/time.ts";
+import { ENGLISH, findingWords, type ReportWords } from "./report-words.ts";
 
 /**
  * How a handover's comparison (report.comparison) reads to people, the same on the dashboard, a
@@ -41,20 +41,18 @@ export async function loadBaseline(s: Pick<Services, "inspections" | "blobs">, s
   return { id, reference: record.reference, completedAt: record.completedAt, report };
 }
 
-const words = (s: string) => s.replaceAll("_", " ");
+/** "2026-11-23 14:05 UTC" in English: minutes are what a desk compares; the dashboard writes times the same way. */
+export const minuteWords = (ms: number, w: ReportWords = ENGLISH) => w.minutes(ms);
 
-/** "2026-11-23 14:05 UTC": minutes are what a desk compares; the dashboard writes times the same way. */
-export const minuteWords = (ms: number) => `${formatTimestamp(ms)!.replace("T", " ").slice(0, 16)} UTC`;
-
-export const baselineWhen = (b: Baseline) => (b.completedAt === null ? "the baseline" : minuteWords(b.completedAt));
+export const baselineWhen = (b: Baseline, w: ReportWords = ENGLISH) =>
+  b.completedAt === null ? w.t("since.the_baseline") : minuteWords(b.completedAt, w);
 
 /** "dent on the front bumper, minor". */
-export const findingWords = (f: Pick<Finding, "type" | "part" | "severity">) =>
-  `${words(f.type)}${f.part ? ` on the ${words(f.part)}` : ""}, ${f.severity}`;
+export { findingWords };
 
 /** Each finding the comparison weighed, by id, with its mark ("New", "Worse than at …", "Was there at …"). */
-export function sinceOf(c: Comparison, baseline: Baseline): Map<string, Since> {
-  const when = baselineWhen(baseline);
+export function sinceOf(c: Comparison, baseline: Baseline, w: ReportWords = ENGLISH): Map<string, Since> {
+  const when = baselineWhen(baseline, w);
   const then = new Map((baseline.report?.findings ?? []).map((f) => [f.id, f]));
   const worse = new Map(c.worsened.map((p) => [p.finding, p.baseline_finding]));
   const since = new Map<string, Since>();
@@ -63,26 +61,37 @@ export function sinceOf(c: Comparison, baseline: Baseline): Map<string, Since> {
     since.set(
       id,
       was === undefined
-        ? { kind: "new", mark: "New", was: null }
-        : { kind: "worsened", mark: `Worse than at ${when}`, was: then.get(was) ?? null },
+        ? { kind: "new", mark: w.t("since.mark_new"), was: null }
+        : { kind: "worsened", mark: w.t("since.mark_worse", { when }), was: then.get(was) ?? null },
     );
   }
   for (const p of c.preexisting)
-    since.set(p.finding, { kind: "preexisting", mark: `Was there at ${when}`, was: then.get(p.baseline_finding) ?? null });
+    since.set(p.finding, { kind: "preexisting", mark: w.t("since.mark_was", { when }), was: then.get(p.baseline_finding) ?? null });
   return since;
 }
 
 /** The "New since <date>" summary of a compared report: its new findings (the worse ones with what they were), and what was there before. */
-export function newSince(report: Pick<Report, "comparison" | "findings">, baseline: Baseline | null): NewSince | null {
+export function newSince(
+  report: Pick<Report, "comparison" | "findings">,
+  baseline: Baseline | null,
+  w: ReportWords = ENGLISH,
+): NewSince | null {
   const c = report.comparison;
   if (!c || !baseline) return null;
-  const when = baselineWhen(baseline);
-  const since = sinceOf(c, baseline);
+  const when = baselineWhen(baseline, w);
+  const since = sinceOf(c, baseline, w);
   const items: NewItem[] = [];
   for (const [i, finding] of report.findings.entries()) {
     const s = since.get(finding.id);
     if (!s || s.kind === "preexisting") continue;
-    items.push({ n: i + 1, finding, kind: s.kind, words: findingWords(finding), mark: s.mark, was: s.was ? findingWords(s.was) : null });
+    items.push({
+      n: i + 1,
+      finding,
+      kind: s.kind,
+      words: findingWords(finding, w),
+      mark: s.mark,
+      was: s.was ? findingWords(s.was, w) : null,
+    });
   }
-  return { title: `New since ${when}`, when, baseline, items, preexisting: c.preexisting.length, notSeen: c.not_seen.length };
+  return { title: w.t("since.title", { when }), when, baseline, items, preexisting: c.preexisting.length, notSeen: c.not_seen.length };
 }

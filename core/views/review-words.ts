@@ -1,27 +1,21 @@
-import type { Finding, ReviewReason } from "../schemas/report.ts";
+import { REVIEW_REASONS, type Finding, type ReviewReason } from "../schemas/report.ts";
+import { ENGLISH, type ReportWords } from "./report-words.ts";
 
 /**
  * How a report's review reads to people, the same on the dashboard, a shared link and the PDF:
- * reasons in plain words, and the mark a finding carries once a person has decided it.
+ * reasons in plain words, and the mark a finding carries once a person has decided it. The words
+ * are the report catalogues' (report-words.ts); English where no language is given (the dashboard).
  */
-export const REVIEW_REASON_WORDS: Record<ReviewReason, string> = {
-  damage_suspected: "Damage suspected that the models could not place",
-  low_confidence: "A finding the models are not sure of",
-  photo_problems_kept: "A photo with quality problems was kept",
-  vin_unconfirmed: "The VIN was not confirmed on the vehicle",
-  vehicle_inconsistent: "The photos may not all show the same vehicle",
-  photos_reused: "A photo was sent before, or taken before the link was made",
-  policy: "Your account or this inspection asks for review of every report",
-};
+export const REVIEW_REASON_WORDS = Object.fromEntries(REVIEW_REASONS.map((r) => [r, ENGLISH.reason(r)])) as Record<ReviewReason, string>;
 
-export const reviewReasonWords = (reasons: readonly ReviewReason[]) => reasons.map((r) => REVIEW_REASON_WORDS[r]);
+export const reviewReasonWords = (reasons: readonly ReviewReason[], w: ReportWords = ENGLISH) => reasons.map((r) => w.reason(r));
 
 /** A finding's mark: who placed it, or what the review decided of it; null for a model's finding nobody decided. */
-export function findingMark(f: Pick<Finding, "source" | "review">): string | null {
-  if (f.source === "reviewer") return "Added by reviewer";
-  if (f.review === "rejected") return "Rejected by reviewer";
-  if (f.review === "changed") return "Changed by reviewer";
-  if (f.review === "confirmed") return "Confirmed by reviewer";
+export function findingMark(f: Pick<Finding, "source" | "review">, w: ReportWords = ENGLISH): string | null {
+  if (f.source === "reviewer") return w.t("mark.added");
+  if (f.review === "rejected") return w.t("mark.rejected");
+  if (f.review === "changed") return w.t("mark.changed");
+  if (f.review === "confirmed") return w.t("mark.confirmed");
   return null;
 }
 

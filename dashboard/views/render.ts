@@ -2,9 +2,31 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { Eta } from "eta";
 import type { Environment } from "../../core/domain/ids.ts";
 import { formatTimestamp } from "../../core/runtime/time.ts";
+import { ENGLISH, type Params, type ReportKey, type ReportWords } from "../../core/views/report-words.ts";
 
 /** Server-rendered pages: Eta escapes every `<%= %>` by default; `<%~ %>` is kept for markup the server made. */
 const eta = new Eta({ views: import.meta.dirname, cache: process.env.NODE_ENV !== "development" });
+const escapeHtml = (value: unknown): string => eta.config.escapeFunction(value);
+
+/** Where a value given as markup goes in a message while the rest of it is escaped: characters no message or value holds. */
+const SLOT = (i: number) => `\u{F0000}${i}\u{F0001}`;
+
+/**
+ * A catalogue message as HTML: its words and every plain value escaped, and the values given as
+ * `{ html }` (markup the template made, its own values escaped) put in as they are, wherever the
+ * language's word order places them ("Inspection <span>…</span>, reference …").
+ */
+function html(w: ReportWords, key: ReportKey, params: Record<string, string | number | { html: string }>): string {
+  const markup: string[] = [];
+  const plain: Params = {};
+  for (const [name, value] of Object.entries(params)) {
+    if (typeof value === "object") {
+      plain[name] = SLOT(markup.length);
+      markup.push(value.html);
+    } else plain[name] = value;
+  }
+  return markup.reduce((out, piece, i) => out.replace(escapeHtml(SLOT(i)), piece), escapeHtml(w.t(key, plain)));
+}
 
 /** What every template may use besides its own data. */
 const helpers = {
@@ -13,6 +35,10 @@ const helpers = {
     ms === null || ms === undefined ? "—" : `${formatTimestamp(ms)!.replace("T", " ").slice(0, 16)} UTC`,
   percent: (x: number | null | undefined) => (x === null || x === undefined ? "—" : `${Math.round(x * 100)}%`),
   label: (value: string | null | undefined) => (value ? value.replaceAll("_", " ") : "—"),
+  /** The report's words (report-partial.eta, new-since.eta): English on the dashboard; a shared link's page gives its reader's language. */
+  words: ENGLISH,
+  escapeHtml,
+  html,
   /** A column's name as a card shows it below a tablet's width (cards.css), hidden from screen readers, which read the column's header. Markup: `<%~ it.cellLabel("Created") %>`. */
   cellLabel: (words: string) => `<span class="cell-label" aria-hidden="true">${words}</span>`,
 };

@@ -9,7 +9,7 @@ import { newInspection, startService, type TestService, VALID_VIN, withModels } 
 import { create, walkaround } from "../helpers/walkaround.ts";
 
 /**
- * GET /v1/inspections/:id/report.pdf: the condition report as a PDF, read back with pdf-lib (pages,
+ * GET /v1/inspections/:id/report.pdf: the condition report as a PDF, read back with pdf-lib and PDF.js (pages,
  * embedded photos, the text on the pages), and refused as the JSON report is.
  */
 
@@ -145,8 +145,8 @@ describe("the condition report as PDF, without findings, and refused", () => {
     const text = (await readPdf((await getPdf(svc, key, id)).bytes)).text.join("\n");
     expect(text).toContain("Grade\nNeeds review: the models placed no damage\n");
     expect(text).toContain("Review\nNeeds review\n");
-    // Each reason a line of its own, after a bullet (WinAnsi's, which this reading does not decode).
-    expect(text).toMatch(/Needs review before acting on this grade:\n. {2}The VIN was not confirmed on the vehicle\n/);
+    // Each reason a line of its own, after a bullet.
+    expect(text).toMatch(/Needs review before acting on this grade:\n• +The VIN was not confirmed on the vehicle\n/);
     expect(text).not.toMatch(/Grade\nnone/);
     expect(text).not.toContain("No damage found");
   }, 60_000);

@@ -171,7 +171,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("the review on the inspectio
     expect(pdf).toContain(`Review\nReviewed by ${by} on ${at.replace("T", " ").replace("Z", " UTC")}\n`);
     expect(pdf).toContain(`\nReviewed by ${by} on `);
     expect(pdf).toContain(`Note: "${note}"\nSent for review because:\n`);
-    for (const reason of reasons) expect(pdf).toContain(`  ${reason}\n`);
+    for (const reason of reasons) expect(pdf).toContain(`• ${reason}\n`);
     expect(pdf).toContain(`Grade\n${reviewed.grade}\nFindings\n${counted}, and 1 rejected by the reviewer (not counted)\n`);
     for (const mark of ["Rejected by reviewer", "Changed by reviewer", "Added by reviewer"]) expect(pdf).toContain(`\n${mark}\n`);
     expect(pdf).toContain(`Finding 1: ${rejected.type.replaceAll("_", " ")}`);
