@@ -8,7 +8,7 @@ import { BUS_STREAMS } from "../../core/adapters/nats/nats-bus.ts";
 import { connectNats } from "../../core/adapters/nats/nats-connection.ts";
 import { DEFAULT_MODELS, loadConfig } from "../../core/runtime/config.ts";
 import { METRIC } from "../../core/runtime/metrics.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { WEBHOOK_GROUP } from "../../operator/bus-webhook-dispatcher.ts";
 import { startNatsServer, startVersityGw, type NatsServer, type VersityGw } from "../helpers/go-servers.ts";
 import { prometheusRuleMetrics } from "../helpers/chart.ts";
@@ -16,13 +16,13 @@ import { carPhotos, DATASETS } from "../helpers/photos.ts";
 import { sample } from "../helpers/prometheus.ts";
 import { freePort, VALID_VIN, withModels } from "../helpers/service.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
+import { captureBase, photograph, submit } from "../helpers/walkaround.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
 /** A shattered windscreen the shipped model finds, so the report has a finding and an evidence photo. */
 const DAMAGED_FRONT = join(DATASETS, "car-damage/valid/images/000314_jpg.rf.6514763b42e3ef194ced547bc7176592.jpg");
-const ANGLES = [...EXTERIOR_ANGLES, "vin"];
-const fill = carPhotos(ANGLES.length);
-const photoFor = (angle: string) => (angle === "front" ? readFileSync(DAMAGED_FRONT) : fill[ANGLES.indexOf(angle)]!);
+const fill = carPhotos(REQUIRED_ANGLES.length);
+const photoFor = (angle: string, i: number) => (angle === "front" ? readFileSync(DAMAGED_FRONT) : fill[i]!);
 const RETRY_SCHEDULE_MS = [2_000, 2_000, 2_000];
 
 /**
@@ -106,19 +106,10 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("cluster mode: api, operator
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect((await again.json()).id).toBe(made.id);
 
-    const base = made.capture_url.replace("/c/", "/capture/v1/");
-    expect((await fetch(base)).status).toBe(200);
-    for (const angle of ANGLES) {
-      const put = await fetch(`${base}/photos/${angle}`, {
-        method: "PUT",
-        body: photoFor(angle),
-        headers: { "content-type": "image/jpeg" },
-      });
-      expect(put.status, angle).toBe(200);
-    }
+    const capture = captureBase(made.capture_url);
+    await photograph(capture, { open: true, photos: photoFor });
     // 202 once the submission is recorded, whether or not a controller has moved it yet.
-    const submit = await fetch(`${base}/submit`, { method: "POST" });
-    expect(submit.status).toBe(202);
+    await submit(capture);
     const submittedAt = Date.now();
     const deliveries = () =>
       receiver.received.filter((r) => JSON.parse(r.body).type === "inspection.completed" && JSON.parse(r.body).data.id === made.id);
@@ -142,7 +133,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("cluster mode: api, operator
     expect(photo.status).toBe(200);
     expect(photo.headers.get("content-type")).toBe("image/jpeg");
     // Photos and evidence are objects in the bucket; nothing went under DATA_DIR/blobs.
-    expect(readdirSync(join(s3.bucketDir, "photos", id)).length).toBeGreaterThanOrEqual(ANGLES.length);
+    expect(readdirSync(join(s3.bucketDir, "photos", id)).length).toBeGreaterThanOrEqual(REQUIRED_ANGLES.length);
     expect(existsSync(join(dataDir, "blobs"))).toBe(false);
     // Detection ran in an inference process, not in the operator.
     const ranDetection = processes.filter((p) => workloadOf.get(p) === "inference" && p.logs.some((l) => l.inspection_id === id));
