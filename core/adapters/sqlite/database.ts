@@ -258,16 +258,21 @@ function changesTo(text: string): string | null {
  * out a statement that may change stored rows counts as a change to its table for changeStamp(),
  * before it runs.
  */
-export function sql(db: Database, text: string): StatementSync {
+export function sql(db: Database, text: string, options: { arrays?: boolean } = {}): StatementSync {
   let cache = statementCaches.get(db);
   if (!cache) {
     cache = new Map();
     statementCaches.set(db, cache);
   }
-  let prepared = cache.get(text);
+  // `arrays`: rows as arrays of the columns in order (cheaper than objects with a property each); a
+  // statement of its own, as the setting is the statement's.
+  const key = options.arrays ? `[]${text}` : text;
+  let prepared = cache.get(key);
   if (!prepared) {
-    prepared = { stmt: db.prepare(text), changes: changesTo(text), writes: !/^\s*SELECT\b/i.test(text) };
-    cache.set(text, prepared);
+    const stmt = db.prepare(text);
+    if (options.arrays) stmt.setReturnArrays(true);
+    prepared = { stmt, changes: changesTo(text), writes: !/^\s*SELECT\b/i.test(text) };
+    cache.set(key, prepared);
   }
   if (prepared.writes) commitOtherGroups(db);
   if (prepared.changes !== null) changed(db, prepared.changes);

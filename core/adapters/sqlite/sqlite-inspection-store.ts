@@ -22,45 +22,105 @@ type Row = Record<string, string | number | null>;
 /** The statuses in which the capture link works, taken from the state machine. */
 const CAPTURE_OPEN = STATUSES.filter(isCaptureOpen);
 
-function toRecord(r: Row): InspectionRecord {
+/**
+ * The columns an inspection record is made of, in the order toRecord reads them. Rows come back as
+ * arrays (setReturnArrays): SQLite's rows as objects, 36 named properties each, cost a list of 100
+ * as much as its query (657 µs against 600 a page, bench in the commit).
+ */
+const COLUMNS = `id, account_id, livemode, status, reference, vin, make, model, year, notify_url, expires_at, created_at,
+  updated_at, submitted_at, completed_at, canceled_at, summary_findings, summary_grade, summary_needs_review,
+  summary_new_findings, failure_code, failure_message, capture, review_policy, baseline_inspection, review, opened_at,
+  submit_requested_at, cancel_requested_at, vin_observed, processing_attempts, processing_due_at, needs_reconcile`;
+const SELECT = `SELECT ${COLUMNS} FROM inspections`;
+
+/** A stored capture plan as JSON, parsed once for every row that holds the same text (most hold the same few). */
+const plans = new Map<string, CapturePlan>();
+function storedPlan(text: string | null): CapturePlan {
+  if (text === null) return DEFAULT_CAPTURE_PLAN;
+  let plan = plans.get(text);
+  if (plan === undefined) {
+    plan = Object.freeze(JSON.parse(text) as CapturePlan);
+    if (plans.size >= 1_000) plans.delete(plans.keys().next().value!);
+    plans.set(text, plan);
+  }
+  return plan;
+}
+
+type Value = string | number | null;
+function toRecord(row: unknown): InspectionRecord {
+  const [
+    id,
+    accountId,
+    livemode,
+    status,
+    reference,
+    vin,
+    make,
+    model,
+    year,
+    notifyUrl,
+    expiresAt,
+    createdAt,
+    updatedAt,
+    submittedAt,
+    completedAt,
+    canceledAt,
+    summaryFindings,
+    summaryGrade,
+    summaryNeedsReview,
+    summaryNewFindings,
+    failureCode,
+    failureMessage,
+    capture,
+    reviewPolicy,
+    baselineInspection,
+    review,
+    openedAt,
+    submitRequestedAt,
+    cancelRequestedAt,
+    vinObserved,
+    processingAttempts,
+    processingDueAt,
+    needsReconcile,
+  ] = row as Value[];
   return {
-    id: r.id as string,
-    accountId: r.account_id as string,
-    livemode: r.livemode === 1,
-    status: r.status as Status,
-    reference: r.reference as string | null,
-    vin: r.vin as string,
-    make: r.make as string | null,
-    model: r.model as string | null,
-    year: r.year as number | null,
-    notifyUrl: r.notify_url as string | null,
-    expiresAt: r.expires_at as number,
-    createdAt: r.created_at as number,
-    updatedAt: r.updated_at as number,
-    submittedAt: r.submitted_at as number | null,
-    completedAt: r.completed_at as number | null,
-    canceledAt: r.canceled_at as number | null,
+    id: id as string,
+    accountId: accountId as string,
+    livemode: livemode === 1,
+    status: status as Status,
+    reference: reference as string | null,
+    vin: vin as string,
+    make: make as string | null,
+    model: model as string | null,
+    year: year as number | null,
+    notifyUrl: notifyUrl as string | null,
+    expiresAt: expiresAt as number,
+    createdAt: createdAt as number,
+    updatedAt: updatedAt as number,
+    submittedAt: submittedAt as number | null,
+    completedAt: completedAt as number | null,
+    canceledAt: canceledAt as number | null,
     summary:
-      r.summary_grade === null
+      summaryGrade === null
         ? null
         : {
-            findings: r.summary_findings as number,
-            grade: r.summary_grade as never,
-            needs_review: r.summary_needs_review === 1,
-            new_findings: (r.summary_new_findings as number | null) ?? null,
+            findings: summaryFindings as number,
+            grade: summaryGrade as never,
+            needs_review: summaryNeedsReview === 1,
+            new_findings: (summaryNewFindings as number | null) ?? null,
           },
-    failure: r.failure_code === null ? null : { code: r.failure_code as never, message: r.failure_message as string },
-    capture: r.capture === null || r.capture === undefined ? DEFAULT_CAPTURE_PLAN : (JSON.parse(r.capture as string) as CapturePlan),
-    reviewPolicy: (r.review_policy as ReviewPolicy | null) ?? null,
-    baselineInspectionId: (r.baseline_inspection as string | null) ?? null,
-    review: r.review === null || r.review === undefined ? null : (JSON.parse(r.review as string) as ReviewRecord),
-    openedAt: r.opened_at as number | null,
-    submitRequestedAt: r.submit_requested_at as number | null,
-    cancelRequestedAt: r.cancel_requested_at as number | null,
-    vinObserved: r.vin_observed as string | null,
-    processingAttempts: r.processing_attempts as number,
-    processingDueAt: r.processing_due_at as number | null,
-    reconcileGeneration: r.needs_reconcile as number,
+    failure: failureCode === null ? null : { code: failureCode as never, message: failureMessage as string },
+    capture: storedPlan(capture as string | null),
+    reviewPolicy: (reviewPolicy as ReviewPolicy | null) ?? null,
+    baselineInspectionId: (baselineInspection as string | null) ?? null,
+    review: review === null || review === undefined ? null : (JSON.parse(review as string) as ReviewRecord),
+    openedAt: openedAt as number | null,
+    submitRequestedAt: submitRequestedAt as number | null,
+    cancelRequestedAt: cancelRequestedAt as number | null,
+    vinObserved: vinObserved as string | null,
+    processingAttempts: processingAttempts as number,
+    processingDueAt: processingDueAt as number | null,
+    reconcileGeneration: needsReconcile as number,
   };
 }
 
@@ -107,6 +167,11 @@ export class SqliteInspectionStore implements InspectionStore {
     return sql(this.#db, text);
   }
 
+  /** A statement whose rows are inspection records' arrays (SELECT); toRecord reads them. */
+  #records(text: string): StatementSync {
+    return sql(this.#db, text, { arrays: true });
+  }
+
   create(r: InspectionRecord, captureTokenHash: string, event: EventFactory): Promise<void> {
     return groupCommit(this.#db, () => {
       this.#sql(
@@ -148,14 +213,14 @@ export class SqliteInspectionStore implements InspectionStore {
   /** The synchronous read under the port's promises, for use inside a transaction. */
   #read(id: string): InspectionRecord | null {
     return this.#byId.get(id, () => {
-      const row = this.#sql("SELECT * FROM inspections WHERE id = ?").get(id);
-      return row ? toRecord(row as Row) : null;
+      const row = this.#records(`${SELECT} WHERE id = ?`).get(id);
+      return row ? toRecord(row) : null;
     });
   }
 
   async getByCaptureTokenHash(hash: string): Promise<InspectionRecord | null> {
-    const row = this.#sql("SELECT * FROM inspections WHERE capture_token_hash = ?").get(hash);
-    return row ? toRecord(row as Row) : null;
+    const row = this.#records(`${SELECT} WHERE capture_token_hash = ?`).get(hash);
+    return row ? toRecord(row) : null;
   }
 
   async list(scope: Scope, f: ListFilter): Promise<InspectionRecord[]> {
@@ -185,10 +250,10 @@ export class SqliteInspectionStore implements InspectionStore {
       params.push(Math.ceil(f.createdBefore / 1000));
     }
     params.push(f.limit);
-    const rows = this.#sql(
-      `SELECT * FROM inspections INDEXED BY ${pageIndex(f)} WHERE ${where.join(" AND ")} ORDER BY created_s DESC, id DESC LIMIT ?`,
+    const rows = this.#records(
+      `${SELECT} INDEXED BY ${pageIndex(f)} WHERE ${where.join(" AND ")} ORDER BY created_s DESC, id DESC LIMIT ?`,
     ).all(...params);
-    return rows.map((r) => toRecord(r as Row));
+    return rows.map(toRecord);
   }
 
   async countByStatus(): Promise<Map<Status, number>> {
@@ -198,13 +263,9 @@ export class SqliteInspectionStore implements InspectionStore {
 
   async changedSince(after: { updatedAt: number; id: string } | null, limit: number): Promise<InspectionRecord[]> {
     const rows = after
-      ? this.#sql("SELECT * FROM inspections WHERE (updated_at, id) > (?, ?) ORDER BY updated_at, id LIMIT ?").all(
-          after.updatedAt,
-          after.id,
-          limit,
-        )
-      : this.#sql("SELECT * FROM inspections ORDER BY updated_at, id LIMIT ?").all(limit);
-    return (rows as Row[]).map(toRecord);
+      ? this.#records(`${SELECT} WHERE (updated_at, id) > (?, ?) ORDER BY updated_at, id LIMIT ?`).all(after.updatedAt, after.id, limit)
+      : this.#records(`${SELECT} ORDER BY updated_at, id LIMIT ?`).all(limit);
+    return rows.map(toRecord);
   }
 
   async recordOpened(id: string, at: number): Promise<void> {
@@ -228,13 +289,13 @@ export class SqliteInspectionStore implements InspectionStore {
   }
 
   async needingReconcile(now: number, limit: number): Promise<InspectionRecord[]> {
-    const rows = this.#sql(
-      `SELECT * FROM inspections WHERE needs_reconcile > 0
-       UNION SELECT * FROM inspections WHERE status IN ('created', 'in_progress') AND expires_at <= ?
-       UNION SELECT * FROM inspections WHERE status = 'processing' AND (processing_due_at IS NULL OR processing_due_at <= ?)
+    const rows = this.#records(
+      `${SELECT} WHERE needs_reconcile > 0
+       UNION ${SELECT} WHERE status IN ('created', 'in_progress') AND expires_at <= ?
+       UNION ${SELECT} WHERE status = 'processing' AND (processing_due_at IS NULL OR processing_due_at <= ?)
        LIMIT ?`,
     ).all(now, now, limit);
-    return rows.map((r) => toRecord(r as Row));
+    return rows.map(toRecord);
   }
 
   async clearReconcile(id: string, generation: number): Promise<void> {
