@@ -24,8 +24,8 @@ const CAPTURE_OPEN = STATUSES.filter(isCaptureOpen);
 
 /**
  * The columns an inspection record is made of, in the order toRecord reads them. Rows come back as
- * arrays (setReturnArrays): SQLite's rows as objects, 36 named properties each, cost a list of 100
- * as much as its query (657 µs against 600 a page, bench in the commit).
+ * arrays (setReturnArrays): rows as objects, 36 named properties each, were more than half of what
+ * reading a list page cost (figures in the commit that made this).
  */
 const COLUMNS = `id, account_id, livemode, status, reference, vin, make, model, year, notify_url, expires_at, created_at,
   updated_at, submitted_at, completed_at, canceled_at, summary_findings, summary_grade, summary_needs_review,
