@@ -31,6 +31,8 @@ export type ControllerOptions = {
   publicUrl: string;
   pollMs: number;
   maxProcessingAttempts: number;
+  /** Waits between processing attempts (PROCESSING_RETRY_SCHEDULE_MS); the last is repeated for any attempt after. */
+  processingRetryScheduleMs: readonly number[];
   /** How long stop() waits for detection already started before abandoning what is unfinished (see stop). */
   shutdownGraceMs: number;
   /**
@@ -50,8 +52,6 @@ export type ControllerOptions = {
   reviewPolicyOf?: (r: InspectionRecord) => Promise<ReviewPolicy>;
 };
 
-/** Waits between processing attempts: 5 s, then 30 s. */
-const PROCESSING_RETRY_MS = [5_000, 30_000];
 /** EXIF times carry no zone and are read as UTC: a photo counts as taken before its link only beyond any zone's offset. */
 const ANY_TIME_ZONE_MS = 14 * 3_600_000;
 
@@ -358,7 +358,8 @@ export class Controller {
       });
       return;
     }
-    const wait = PROCESSING_RETRY_MS[Math.min(attempts - 1, PROCESSING_RETRY_MS.length - 1)]!;
+    const schedule = this.#o.processingRetryScheduleMs;
+    const wait = schedule[Math.min(attempts - 1, schedule.length - 1)]!;
     await this.#o.store.scheduleProcessingRetry(r.id, attempts, this.#o.clock.now() + wait);
     this.#retrying.add(r.id);
   }

@@ -62,6 +62,7 @@ export async function startOperator(
     publicUrl: config.publicUrl,
     pollMs: config.controllerPollMs,
     maxProcessingAttempts: config.processingMaxAttempts,
+    processingRetryScheduleMs: config.processingRetryScheduleMs,
     shutdownGraceMs: config.shutdownGraceMs,
     settled: async (r) => s.modelInputs.delete(r.id, await s.inspections.photos(r.id)),
     metrics: s.metrics,

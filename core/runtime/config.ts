@@ -35,6 +35,12 @@ export const DEFAULT_DETECTION_THRESHOLDS: Readonly<Record<string, number>> = {
 
 /** The contract's retry schedule: after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (8 attempts in all). */
 export const DEFAULT_RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+/**
+ * Waits between detection attempts: 5 s, then 30 s, the last repeated for any attempt after
+ * (PROCESSING_MAX_ATTEMPTS says how many there are). A failure the model or its node caused rarely
+ * lasts, so the first retry comes soon.
+ */
+export const DEFAULT_PROCESSING_RETRY_SCHEDULE_MS = [5_000, 30_000];
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -58,6 +64,7 @@ const EnvSchema = z.object({
   CONTROLLER_POLL_MS: z.coerce.number().int().positive().default(500),
   DETECTION_THREADS: z.coerce.number().int().positive().default(1),
   PROCESSING_MAX_ATTEMPTS: z.coerce.number().int().positive().default(3),
+  PROCESSING_RETRY_SCHEDULE_MS: retrySchedule.optional(),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().nonnegative().default(10_000),
   // How long a detection job may go without word from its inference worker before it goes to another.
   // Cluster mode: how long an operator's lease lasts without renewal before a standby takes over.
@@ -168,6 +175,8 @@ export type Config = {
   controllerPollMs: number;
   detectionThreads: number;
   processingMaxAttempts: number;
+  /** Waits between detection attempts; the last is repeated for any attempt after. */
+  processingRetryScheduleMs: number[];
   /** How long a stop waits for running detection before leaving it to the next start. */
   shutdownGraceMs: number;
   /** Cluster mode: a job whose inference worker sent no word for this long (it died) is delivered to another. */
@@ -278,6 +287,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     controllerPollMs: e.CONTROLLER_POLL_MS,
     detectionThreads: e.DETECTION_THREADS,
     processingMaxAttempts: e.PROCESSING_MAX_ATTEMPTS,
+    processingRetryScheduleMs: e.PROCESSING_RETRY_SCHEDULE_MS ?? DEFAULT_PROCESSING_RETRY_SCHEDULE_MS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     inferenceAckWaitMs: e.INFERENCE_ACK_WAIT_MS,
     metricsPort: e.METRICS_PORT ?? DEFAULT_METRICS_PORT,

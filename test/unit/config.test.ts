@@ -88,3 +88,14 @@ describe("configuration: detection as Kubernetes Jobs, and the operator's lease"
     expect(() => loadConfig(env)).toThrow(message);
   });
 });
+
+describe("configuration: retry schedules", () => {
+  it("waits 5 s, then 30 s, between detection attempts unless PROCESSING_RETRY_SCHEDULE_MS says otherwise", () => {
+    expect(loadConfig({}).processingRetryScheduleMs).toEqual([5_000, 30_000]);
+    expect(loadConfig({ PROCESSING_RETRY_SCHEDULE_MS: "1000,60000,600000" }).processingRetryScheduleMs).toEqual([1_000, 60_000, 600_000]);
+  });
+
+  it.each(["5s", "1000,", ""])("refuses PROCESSING_RETRY_SCHEDULE_MS=%j at boot", (value) => {
+    expect(() => loadConfig({ PROCESSING_RETRY_SCHEDULE_MS: value })).toThrow(/PROCESSING_RETRY_SCHEDULE_MS/);
+  });
+});

@@ -8,6 +8,7 @@ import { reportBlobKey } from "../../core/domain/blob-keys.ts";
 import type { DetectionResult, DetectionRunner } from "../../core/ports/detection-runner.ts";
 import type { InspectionStore } from "../../core/ports/inspection-store.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
+import { DEFAULT_PROCESSING_RETRY_SCHEDULE_MS } from "../../core/runtime/config.ts";
 import { METRIC, Metrics } from "../../core/runtime/metrics.ts";
 import { Signals } from "../../core/runtime/signals.ts";
 import { Controller } from "../../operator/controller.ts";
@@ -50,6 +51,7 @@ function setup() {
       publicUrl: "http://localhost",
       pollMs: 60_000,
       maxProcessingAttempts: 2,
+      processingRetryScheduleMs: DEFAULT_PROCESSING_RETRY_SCHEDULE_MS,
       shutdownGraceMs: 0,
       ...more,
     });
@@ -263,6 +265,27 @@ describe("Controller.reconcile(id)", () => {
     await settle();
     expect(await statusOf(r.id)).toBe("failed");
     expect((await store.getById(r.id))!.failure).toMatchObject({ code: "processing_error" });
+  });
+
+  it("waits between detection attempts as its retry schedule says, the last wait repeated", async () => {
+    const { clock, store, runner, controllerOver, make } = setup();
+    const controller = controllerOver(store, runner, { maxProcessingAttempts: 4, processingRetryScheduleMs: [1_000, 2_000] });
+    const r = await make();
+    await store.recordSubmitRequested(r.id, clock.t);
+    await controller.reconcile(r.id);
+    for (const [attempt, wait] of [1_000, 2_000, 2_000].entries()) {
+      runner.calls[attempt]!.reject(new Error("model crashed"));
+      await settle();
+      expect(await store.getById(r.id)).toMatchObject({
+        status: "processing",
+        processingAttempts: attempt + 1,
+        processingDueAt: clock.t + wait,
+      });
+      expect(await controller.reconcile(r.id)).toEqual({ requeueAfterMs: wait });
+      clock.t += wait;
+      await controller.reconcile(r.id);
+      expect(runner.calls).toHaveLength(attempt + 2);
+    }
   });
 
   it("answers 'again at once' when another writer moved the inspection between its read and its move", async () => {
