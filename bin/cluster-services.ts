@@ -83,11 +83,17 @@ export async function workloadServices(config: Config, log: Logger, workload: st
  * offers its DATA_DIR's secret (so capture links made before the switch to cluster mode keep working)
  * and the first writer wins; every other replica takes the stored one.
  */
-async function sharedSecret(nats: Nats, offered: Buffer): Promise<Buffer> {
+export async function sharedSecret(nats: Nats, offered: Buffer): Promise<Buffer> {
   const kv = await natsCall("the shared secret", () => nats.kvm.create("secrets", { history: 1 }));
   await firstWriter(kv.create("capture-link", offered.toString("base64")));
-  const entry = await kv.get("capture-link");
-  const stored = entry?.operation === "PUT" ? entry.string() : null;
+  const stored = await readSharedSecret(nats);
   if (!stored) throw new Error("the shared secret could not be read back from NATS KV");
-  return Buffer.from(stored, "base64");
+  return stored;
+}
+
+/** The shared secret where a workload (or `migrate`) has stored one; null: none yet. */
+export async function readSharedSecret(nats: Nats): Promise<Buffer | null> {
+  const kv = await natsCall("the shared secret", () => nats.kvm.create("secrets", { history: 1 }));
+  const entry = await kv.get("capture-link");
+  return entry?.operation === "PUT" ? Buffer.from(entry.string(), "base64") : null;
 }

@@ -14,6 +14,7 @@ import { start } from "./commands/start.ts";
 import { createUser, readPassword, UserCreationError } from "./commands/users.ts";
 import { ListenError, listen } from "./commands/webhooks-listen.ts";
 import { DemoError, demo } from "./commands/demo.ts";
+import { configFile, MigrationRefused, migrateInstallation } from "./commands/migrate.ts";
 
 const USAGE = `usage: vehicle-inspection <command>
 
@@ -38,6 +39,10 @@ const USAGE = `usage: vehicle-inspection <command>
                                            (a receiver on this machine), signed with the account's secret;
                                            BASE is the service (default http://localhost:$PORT)
   users create --email ADDRESS [--account NAME]   create a dashboard user; the password is read from standard input
+  migrate --from EMBEDDED.env --to CLUSTER.env [--allow-other-data]
+                                           copy a stopped embedded installation into a cluster one before its
+                                           workloads start (each file: the environment of that mode, KEY=value
+                                           lines); a re-run copies only what is missing; prints counts
   eval --data DIR [--model PATH]           score the damage detector on a YOLO-format folder; prints JSON last
   eval-product [--datasets DIR] [--fold N] the whole pipeline on clean cars, whole cars and close-ups; prints JSON last
                                            (--fold 1 to ${FOLDS - 1}: whole cars from a fifth the models were trained on,
@@ -86,6 +91,9 @@ async function main(argv: string[]): Promise<number> {
       "drawn-photos": { type: "boolean" },
       "forward-to": { type: "string" },
       url: { type: "string" },
+      from: { type: "string" },
+      to: { type: "string" },
+      "allow-other-data": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -93,6 +101,16 @@ async function main(argv: string[]): Promise<number> {
   if (values.help || !command) {
     console.log(USAGE);
     return command || values.help ? 0 : 2;
+  }
+  if (command === "migrate") {
+    // Two configurations, each from its file: this process's environment is neither installation's.
+    if (!values.from || !values.to)
+      throw new UsageError("migrate needs --from FILE (the embedded configuration) and --to FILE (the cluster's)");
+    await migrateInstallation(configFile(values.from, "source (--from)"), configFile(values.to, "target (--to)"), {
+      allowOtherData: values["allow-other-data"] ?? false,
+      print: (line) => console.log(line),
+    });
+    return 0;
   }
   const config = loadConfig();
   switch (`${command} ${sub ?? ""}`.trim()) {
@@ -185,7 +203,12 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exitCode = code;
   },
   (error) => {
-    if (error instanceof UserCreationError || error instanceof ListenError || error instanceof DemoError) {
+    if (
+      error instanceof UserCreationError ||
+      error instanceof ListenError ||
+      error instanceof DemoError ||
+      error instanceof MigrationRefused
+    ) {
       console.error(`vehicle-inspection: ${error.message}`);
       process.exitCode = 1;
     } else if (

@@ -12,6 +12,9 @@ export type ApiKeyRecord = {
   revokedAt: number | null;
 };
 
+/** An account as stored: API keys, webhook secrets, users and inspections name it by id. */
+export type AccountRecord = { id: string; name: string; createdAt: number };
+
 /** An account and environment's webhook signing secrets; times are Unix milliseconds. */
 export type WebhookSecretRecord = {
   secret: string;
@@ -78,4 +81,19 @@ export interface KeyStore {
   setBranding(accountId: string, branding: Branding): Promise<void>;
   /** The account's id, the account made on first use (as createKey and webhookSecret do). */
   accountId(accountName: string, now: number): Promise<string>;
+
+  // Migration (bin/commands/migrate.ts): what another store holds, copied with its ids and hashes.
+  /** Every account, oldest first, then by id. */
+  accounts(): Promise<AccountRecord[]>;
+  /**
+   * Makes the account under the id another store gave it, where its name has none yet. The id the
+   * name has after the call: another id means the name was taken there, and nothing was written.
+   */
+  adoptAccount(account: AccountRecord): Promise<string>;
+  /** The stored hash of every key, revoked ones too, by key id (the keys themselves are never stored). */
+  keyHashes(): Promise<Map<string, string>>;
 }
+
+/** `accounts()`'s order. */
+export const accountsByCreation = (a: AccountRecord, b: AccountRecord) =>
+  a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);

@@ -940,6 +940,31 @@ for (const adapter of KEY_ADAPTERS) {
       expect((await keys.list()).map((x) => x.id)).toEqual(["key_1"]);
     });
 
+    it("lists accounts and key hashes, and adopts an account under the id another store gave it", async () => {
+      const { keys, reopenKeys } = await adapter.make();
+      const made = await keys.createKey("acme", "test", "hash-a", "abcd", "key_a", 10);
+      await keys.createKey("acme", "live", "hash-b", "efgh", "key_b", 11);
+      await keys.revoke("key_b", 12);
+      expect(await keys.adoptAccount({ id: "acct_moved", name: "globex", createdAt: 5 })).toBe("acct_moved");
+      // Adopted again: the same id, nothing written twice. A name taken: its own id, not the one offered.
+      expect(await keys.adoptAccount({ id: "acct_moved", name: "globex", createdAt: 5 })).toBe("acct_moved");
+      expect(await keys.adoptAccount({ id: "acct_other", name: "acme", createdAt: 1 })).toBe(made.accountId);
+      const other = await reopenKeys();
+      expect(await other.accounts()).toEqual([
+        { id: "acct_moved", name: "globex", createdAt: 5 },
+        { id: made.accountId, name: "acme", createdAt: 10 },
+      ]);
+      expect(await other.keyHashes()).toEqual(
+        new Map([
+          ["key_a", "hash-a"],
+          ["key_b", "hash-b"],
+        ]),
+      );
+      // The adopted account is the one keys made by its name go to.
+      expect((await other.createKey("globex", "test", "hash-c", "ijkl", "key_c", 13)).accountId).toBe("acct_moved");
+      expect(await other.accountId("globex", 14)).toBe("acct_moved");
+    });
+
     it("keeps a review policy per account and environment, when_unsure until set", async () => {
       const { keys, reopenKeys } = await adapter.make();
       const accountId = await keys.accountId(`acme-${newId("acct")}`, 1);

@@ -1,7 +1,16 @@
 import { type Branding, NO_BRANDING } from "../../domain/branding.ts";
 import { DEFAULT_REVIEW_POLICY, type ReviewPolicy } from "../../domain/review.ts";
 import type { Environment } from "../../domain/ids.ts";
-import { type ApiKeyRecord, byCreation, type KeyStore, newestFirst, signingAt, type WebhookSecretRecord } from "../../ports/key-store.ts";
+import {
+  type AccountRecord,
+  accountsByCreation,
+  type ApiKeyRecord,
+  byCreation,
+  type KeyStore,
+  newestFirst,
+  signingAt,
+  type WebhookSecretRecord,
+} from "../../ports/key-store.ts";
 import { constraint, pairKey, snapshot, type MemoryState } from "./memory-state.ts";
 
 /** Accounts, API key hashes and webhook secrets in memory. */
@@ -47,6 +56,23 @@ export class MemoryKeyStore implements KeyStore {
     if (!key) return false;
     if (key.revokedAt === null) this.#state.apiKeys.set(keyId, snapshot({ ...key, revokedAt: now }));
     return true;
+  }
+
+  async accounts(): Promise<AccountRecord[]> {
+    return [...this.#state.accounts].map(([name, a]) => ({ id: a.id, name, createdAt: a.createdAt })).sort(accountsByCreation);
+  }
+
+  async adoptAccount(a: AccountRecord): Promise<string> {
+    const held = this.#state.accounts.get(a.name);
+    if (held) return held.id;
+    constraint(!this.#state.accountNames.has(a.id), "accounts.id");
+    this.#state.accounts.set(a.name, { id: a.id, createdAt: a.createdAt });
+    this.#state.accountNames.set(a.id, a.name);
+    return a.id;
+  }
+
+  async keyHashes(): Promise<Map<string, string>> {
+    return new Map([...this.#state.keyHashes].map(([hash, id]) => [id, hash]));
   }
 
   async reviewPolicy(accountId: string, livemode: boolean): Promise<ReviewPolicy> {

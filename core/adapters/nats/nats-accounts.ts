@@ -2,7 +2,9 @@ import type { KV, Kvm } from "@nats-io/kv";
 import { newId } from "../../domain/ids.ts";
 import { firstWriter, natsCall, storedValue } from "./nats-connection.ts";
 
-type Account = { id: string; name: string; createdAt: number };
+import type { AccountRecord } from "../../ports/key-store.ts";
+
+type Account = AccountRecord;
 
 /** KV keys allow only `[-/_=.a-zA-Z0-9]`: names, hashes and ids are base64url-encoded into one token. */
 export const kvToken = (s: string) => Buffer.from(s).toString("base64url");
@@ -37,5 +39,23 @@ export class NatsAccounts {
     }
     this.#ids.set(name, account.id);
     return account.id;
+  }
+
+  /** Every account, in no order. */
+  async all(): Promise<Account[]> {
+    const names: string[] = [];
+    for await (const k of await this.#kv.keys()) names.push(k);
+    const stored = await Promise.all(names.map(async (k) => storedValue<Account>(await this.#kv.get(k))));
+    return stored.filter((a): a is Account => a !== null);
+  }
+
+  /** Makes the account under the id given, where its name has none: the id the name then has. */
+  async adopt(account: Account): Promise<string> {
+    const k = kvToken(account.name);
+    const made = await firstWriter(this.#kv.create(k, JSON.stringify(account)));
+    const id = made ? account.id : storedValue<Account>(await this.#kv.get(k))?.id;
+    if (!id) throw new Error(`account ${account.name} was removed while it was being made`);
+    this.#ids.set(account.name, id);
+    return id;
   }
 }

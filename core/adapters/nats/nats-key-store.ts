@@ -6,7 +6,16 @@ import { ClosedConnectionError, type QueuedIterator } from "@nats-io/transport-n
 import { storeUnavailable } from "../../domain/errors.ts";
 import type { Environment } from "../../domain/ids.ts";
 import { kvToken, NatsAccounts } from "./nats-accounts.ts";
-import { type ApiKeyRecord, byCreation, type KeyStore, newestFirst, signingAt, type WebhookSecretRecord } from "../../ports/key-store.ts";
+import {
+  type AccountRecord,
+  accountsByCreation,
+  type ApiKeyRecord,
+  byCreation,
+  type KeyStore,
+  newestFirst,
+  signingAt,
+  type WebhookSecretRecord,
+} from "../../ports/key-store.ts";
 import { firstWriter, natsCall, storedValue } from "./nats-connection.ts";
 
 type Held = { record: ApiKeyRecord | null; revision: number };
@@ -145,6 +154,26 @@ export class NatsKeyStore implements KeyStore {
 
   async accountId(accountName: string, now: number): Promise<string> {
     return natsCall(WHAT, () => this.#accounts.id(accountName, now));
+  }
+
+  async accounts(): Promise<AccountRecord[]> {
+    return natsCall(WHAT, async () => (await this.#accounts.all()).sort(accountsByCreation));
+  }
+
+  async adoptAccount(account: AccountRecord): Promise<string> {
+    return natsCall(WHAT, () => this.#accounts.adopt(account));
+  }
+
+  /** From the `api-key-ids` bucket, which holds each key id's hash. */
+  async keyHashes(): Promise<Map<string, string>> {
+    return natsCall(WHAT, async () => {
+      const ids: string[] = [];
+      for await (const k of await this.#keyIds.keys()) ids.push(k);
+      const hashes = await Promise.all(ids.map(async (k) => [k, await this.#keyIds.get(k)] as const));
+      return new Map(
+        hashes.filter(([, e]) => e?.operation === "PUT").map(([k, e]) => [Buffer.from(k, "base64url").toString(), e!.string()]),
+      );
+    });
   }
 
   async webhookSecret(accountName: string, env: Environment, make: () => string, now: number): Promise<string> {

@@ -2,7 +2,7 @@ import { type Branding, NO_BRANDING, type StoredLogo } from "../../domain/brandi
 import { DEFAULT_REVIEW_POLICY, type ReviewPolicy } from "../../domain/review.ts";
 import type { Environment } from "../../domain/ids.ts";
 import { newId } from "../../domain/ids.ts";
-import { type ApiKeyRecord, type KeyStore, signingAt, type WebhookSecretRecord } from "../../ports/key-store.ts";
+import { type AccountRecord, type ApiKeyRecord, type KeyStore, signingAt, type WebhookSecretRecord } from "../../ports/key-store.ts";
 import { sql, transaction, type Database } from "./database.ts";
 import { ReadCache } from "./read-cache.ts";
 
@@ -97,6 +97,26 @@ export class SqliteKeyStore implements KeyStore {
 
   async accountId(accountName: string, now: number): Promise<string> {
     return transaction(this.#db, () => this.#account(accountName, now));
+  }
+
+  async accounts(): Promise<AccountRecord[]> {
+    return sql(this.#db, "SELECT id, name, created_at FROM accounts ORDER BY created_at, id")
+      .all()
+      .map((r) => ({ id: (r as Row).id as string, name: (r as Row).name as string, createdAt: (r as Row).created_at as number }));
+  }
+
+  async adoptAccount(a: AccountRecord): Promise<string> {
+    return transaction(this.#db, () => {
+      sql(this.#db, "INSERT INTO accounts (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING").run(a.id, a.name, a.createdAt);
+      const row = sql(this.#db, "SELECT id FROM accounts WHERE name = ?").get(a.name) as Row | undefined;
+      if (!row) throw new Error("constraint failed: accounts.id");
+      return row.id as string;
+    });
+  }
+
+  async keyHashes(): Promise<Map<string, string>> {
+    const rows = sql(this.#db, "SELECT id, hash FROM api_keys").all() as Row[];
+    return new Map(rows.map((r) => [r.id as string, r.hash as string]));
   }
 
   async webhookSecret(accountName: string, env: Environment, make: () => string, now: number): Promise<string> {
