@@ -3,11 +3,12 @@ import { join } from "node:path";
 import sharp from "sharp";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import en from "../../capture/page/messages/en.json" with { type: "json" };
 import { launchShowing, phonePage, shot } from "../helpers/browser.ts";
 import { carPhotos, SUGGESTS_CLOSEUPS } from "../helpers/photos.ts";
-import { newInspection, startService, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
+import { newInspection, startService, type TestService, withModels } from "../helpers/service.ts";
+import { confirmVin, photograph } from "../helpers/walkaround.ts";
 
 /**
  * The capture page's "Any damage?" step on a phone, with the models on: the camera shows a damaged
@@ -48,13 +49,11 @@ it("asks for the close-ups the upload suggested, each skippable, then one of a p
   const { id, token } = await newInspection(svc, key);
   const base = `${svc.url}/capture/v1/${token}`;
   // The walkaround is done but for the rear left corner, which the page then opens at.
-  const clean = carPhotos(9);
-  for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-    if (angle === "rear_left") continue;
-    await fetch(`${base}/photos/${angle}`, { method: "PUT", body: clean[i]!, headers: { "content-type": "image/jpeg" } });
-  }
+  const clean = carPhotos(REQUIRED_ANGLES.length);
+  const angles = REQUIRED_ANGLES.filter((a) => a !== "rear_left");
+  await photograph({ base }, { angles, photos: angles.map((a) => clean[REQUIRED_ANGLES.indexOf(a)]!) });
   // Its VIN confirmed too (else the page asks for it once the steps are done).
-  await fetch(`${base}/vin`, { method: "POST", body: JSON.stringify({ vin: VALID_VIN }), headers: { "content-type": "application/json" } });
+  await confirmVin({ base });
   await page.goto(`${svc.url}/c/${token}`);
   await expect.poll(() => heading(page).textContent()).toBe("Rear left corner");
   await expect.poll(() => page.getByRole("button", { name: "Take photo" }).count()).toBe(1);

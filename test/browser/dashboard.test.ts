@@ -5,10 +5,10 @@ import type { Browser, BrowserContextOptions, Page } from "playwright-core";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUser } from "../../bin/commands/users.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { axeViolations, DASHBOARD_ARTIFACTS, DESKTOP, launch, PHONE, shot, watchedPage } from "../helpers/browser.ts";
-import { carPhotos, DATASETS } from "../helpers/photos.ts";
+import { DATASETS } from "../helpers/photos.ts";
 import { startService, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
+import { captureBase, confirmVin, photograph, submit } from "../helpers/walkaround.ts";
 import { type Received, until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
 /**
@@ -108,17 +108,14 @@ const api = (key: string, path: string, init?: RequestInit & { json?: unknown })
 
 /** The customer's walkaround through the capture API: two damaged angles, the VIN confirmed, sent. */
 async function capture(captureUrl: string) {
-  const base = captureUrl.replace("/c/", "/capture/v1/");
-  const fill = carPhotos(9);
-  await fetch(base);
-  for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-    const body = DAMAGED[angle] ? readFileSync(join(DATASETS, "car-damage/valid/images", DAMAGED[angle])) : fill[i]!;
-    const res = await fetch(`${base}/photos/${angle}`, { method: "PUT", body, headers: { "content-type": "image/jpeg" } });
-    expect(res.status, angle).toBe(200);
-  }
-  const vin = JSON.stringify({ vin: VALID_VIN });
-  expect((await fetch(`${base}/vin`, { method: "POST", body: vin, headers: { "content-type": "application/json" } })).status).toBe(200);
-  expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
+  const m = captureBase(captureUrl);
+  const over = Object.entries(DAMAGED).map(([angle, file]) => ({
+    angle,
+    bytes: readFileSync(join(DATASETS, "car-damage/valid/images", file)),
+  }));
+  await photograph(m, { open: true, over });
+  await confirmVin(m);
+  await submit(m);
 }
 
 /** Every image in `selector` is scrolled to and has loaded (lazy ones included). */

@@ -3,11 +3,11 @@ import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUser } from "../../bin/commands/users.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { DESKTOP, launch, PHONE, auditDashboardPage, watchedPage } from "../helpers/browser.ts";
 import { readPdf } from "../helpers/pdf-text.ts";
-import { carPhotos, DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
-import { startService, submitAndWait, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
+import { DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
+import { startService, type TestService, withModels } from "../helpers/service.ts";
+import { create, walkaround } from "../helpers/walkaround.ts";
 
 /**
  * The review in the dashboard (issue 29, item 3) in Debian's Chromium, at a laptop's width and on a
@@ -20,7 +20,6 @@ import { startService, submitAndWait, type TestService, VALID_VIN, withModels } 
 const ACCOUNT = "acme";
 const PASSWORD = "a long enough dashboard password";
 const DOCS = join(import.meta.dirname, "../../docs");
-const photos = carPhotos(9);
 
 let svc: TestService;
 let browser: Browser;
@@ -30,16 +29,9 @@ const inspections = new Map<string, string>();
 
 /** An inspection with the damaged photos at their angles, its VIN left unconfirmed (so it waits for a person), completed. */
 async function damagedInspection(reference: string): Promise<string> {
-  const res = await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, reference } });
-  expect(res.status).toBe(201);
-  const made = (await res.json()) as { id: string; capture_url: string };
-  const base = `${svc.url}/capture/v1/${made.capture_url.split("/c/")[1]}`;
-  for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-    const file = DAMAGED_CASES.find((d) => d.angle === angle)?.file;
-    const body = file ? readFileSync(join(DAMAGE_VALID, "images", file)) : photos[i]!;
-    expect((await fetch(`${base}/photos/${angle}`, { method: "PUT", body, headers: { "content-type": "image/jpeg" } })).status).toBe(200);
-  }
-  expect((await submitAndWait(svc, key, base, made.id)).status).toBe("completed");
+  const made = await create(svc, key, { reference });
+  const over = DAMAGED_CASES.map((d) => ({ angle: d.angle, bytes: readFileSync(join(DAMAGE_VALID, "images", d.file)) }));
+  expect((await walkaround(svc, key, made, { over, confirmVin: false })).status).toBe("completed");
   return made.id;
 }
 
