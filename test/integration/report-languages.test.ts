@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -25,6 +25,8 @@ const ACCENT = "#7c2d12";
 const NAME = "Żółć Ubezpieczenia";
 
 const fill = carPhotos(9);
+/** The PDFs read here, kept for a person to look at. */
+const ARTIFACTS = join(import.meta.dirname, "../../test-artifacts/report-languages");
 
 describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("the report in the customer's language, in the account's branding", () => {
   let svc: TestService;
@@ -76,15 +78,18 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("the report in the customer'
   }, 240_000);
   afterAll(() => svc?.close());
 
-  const pdfOf = async (res: Response) => {
+  const pdfOf = async (res: Response, name: string) => {
     expect([res.status, res.headers.get("content-type")]).toEqual([200, "application/pdf"]);
-    return readPdf(Buffer.from(await res.arrayBuffer()));
+    const bytes = Buffer.from(await res.arrayBuffer());
+    mkdirSync(ARTIFACTS, { recursive: true });
+    writeFileSync(join(ARTIFACTS, `${name}.pdf`), bytes);
+    return readPdf(bytes);
   };
 
   it("prints the PDF in Polish, every diacritic, in the account's name, logo and accent colour", async () => {
     const report = await (await svc.api(acme, `/v1/inspections/${polish}/report`)).json();
     expect(report.findings.map((f: { type: string }) => f.type)).toContain("glass_shatter");
-    const pdf = await pdfOf(await svc.api(acme, `/v1/inspections/${polish}/report.pdf`));
+    const pdf = await pdfOf(await svc.api(acme, `/v1/inspections/${polish}/report.pdf`), "pl-branded");
     const text = pdf.text.join("\n");
     for (const heading of [
       "Raport stanu pojazdu",
@@ -120,7 +125,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("the report in the customer'
   }, 60_000);
 
   it("prints the PDF in German (capture.locale de-AT), in the product's own look where the account set no branding", async () => {
-    const pdf = await pdfOf(await svc.api(globex, `/v1/inspections/${german}/report.pdf`));
+    const pdf = await pdfOf(await svc.api(globex, `/v1/inspections/${german}/report.pdf`), "de");
     const text = pdf.text.join("\n");
     for (const heading of ["Zustandsbericht", "Fahrzeug", "FIN-Prüfung", "Ergebnis", "Befunde", "Belegfotos", "Aufgenommene Fotos (9)"])
       expect(text, heading).toContain(`\n${heading}\n`);
@@ -180,7 +185,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("the report in the customer'
     // A language without a catalogue is passed over: the inspection's.
     expect(await (await fetch(`${polishLink}?lang=ja`)).text()).toContain('<html lang="pl">');
     // The PDF of the page's language.
-    const pdf = await pdfOf(await fetch(`${polishLink}/report.pdf?lang=fr`));
+    const pdf = await pdfOf(await fetch(`${polishLink}/report.pdf?lang=fr`), "fr-shared");
     expect(pdf.text.join("\n")).toContain("\nRapport d’état\n");
 
     // Globex's inspection names de-AT: German whatever the browser says, unless the reader chooses.
