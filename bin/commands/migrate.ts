@@ -4,6 +4,7 @@ import { parseEnv } from "node:util";
 import { blobStoreFrom } from "../../core/adapters/blob-store-from.ts";
 import { connectNats } from "../../core/adapters/nats/nats-connection.ts";
 import { commitGroup, openDatabase } from "../../core/adapters/sqlite/database.ts";
+import { moveLegacyReports } from "../../core/adapters/sqlite/legacy-reports.ts";
 import { SqliteEventStore } from "../../core/adapters/sqlite/sqlite-event-store.ts";
 import { SqliteInspectionStore } from "../../core/adapters/sqlite/sqlite-inspection-store.ts";
 import { SqliteKeyStore } from "../../core/adapters/sqlite/sqlite-key-store.ts";
@@ -35,17 +36,28 @@ export function configFile(path: string, role: string): Config {
 
 type Opened = Installation & { close(): Promise<void> };
 
-/** The embedded installation, read through its SQLite store and blob store; nothing is made in it. */
-function embeddedInstallation(config: Config): Opened {
+/**
+ * The embedded installation, read through its SQLite store and blob store. Nothing is made in it;
+ * reports an earlier version kept as rows are moved to its blob store first, as its own next start
+ * would move them, so they are copied with the other blobs.
+ */
+async function embeddedInstallation(config: Config): Promise<Opened> {
   if (config.natsUrl || config.inspectionStore !== "sqlite")
     throw new MigrationRefused("the source must be an embedded installation (no NATS_URL, INSPECTION_STORE=sqlite)");
   const db = openDatabase(config.dataDir);
+  const blobs = blobStoreFrom(config.blobs);
+  try {
+    await moveLegacyReports(db, blobs);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
   return {
     inspections: new SqliteInspectionStore(db),
     events: new SqliteEventStore(db),
     keys: new SqliteKeyStore(db),
     users: new SqliteUserStore(db),
-    blobs: blobStoreFrom(config.blobs),
+    blobs,
     secret: async () => {
       try {
         return readFileSync(join(config.dataDir, "capture-link.key"));
@@ -115,7 +127,7 @@ export async function migrateInstallation(
   to: Config,
   options: { allowOtherData: boolean; print: (line: string) => void },
 ): Promise<MigrationCounts> {
-  const source = embeddedInstallation(from);
+  const source = await embeddedInstallation(from);
   try {
     const target = await clusterInstallation(to);
     try {

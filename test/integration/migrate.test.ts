@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api } from "../../bin/commands/api.ts";
@@ -204,6 +205,12 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
       // Step 1 of the documented migration: the embedded service stops.
       await service.close();
     }
+    // The report kept as a row, as versions before reports were blobs kept it: migrate moves it too.
+    const reportFile = join(embeddedDir, "blobs", "reports", `${ids.completed}.json`);
+    const db = new DatabaseSync(join(embeddedDir, "inspections.db"));
+    db.prepare("INSERT INTO reports (inspection_id, body) VALUES (?, ?)").run(ids.completed, readFileSync(reportFile, "utf8"));
+    db.close();
+    rmSync(reportFile);
 
     const files = dir("vi-migrate-config-");
     fromFile = join(files, "embedded.env");
