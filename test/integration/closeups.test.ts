@@ -4,9 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { modelInputBlobKey } from "../../core/domain/blob-keys.ts";
 import { VEHICLE_PARTS } from "../../core/domain/closeups.ts";
 import { modelInputSizes } from "../../inference/detection/model-input.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
 import { newInspection, startService, submitAndWait, withModels, type TestService } from "../helpers/service.ts";
+import { create, photograph, walkaround } from "../helpers/walkaround.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
 /**
@@ -15,7 +16,6 @@ import { until } from "../helpers/webhook-receiver.ts";
  * an exterior photo's upload suggests, from the whole-photo judgement and the parts model.
  */
 const photos = carPhotos(10);
-const WALKAROUND = [...EXTERIOR_ANGLES, "vin"];
 
 const put = (base: string, path: string, bytes: Buffer) =>
   fetch(`${base}${path}`, { method: "PUT", body: bytes, headers: { "content-type": "image/jpeg" } });
@@ -107,17 +107,15 @@ describe("close-ups, without models", () => {
   });
 
   it("submits without close-ups; a close-up is in the report's photos with angle closeup and its part", async () => {
-    const without = await newInspection(svc, key);
-    for (const [i, angle] of WALKAROUND.entries()) await put(captureBase(svc, without.token), `/photos/${angle}`, photos[i]!);
-    expect((await submitAndWait(svc, key, captureBase(svc, without.token), without.id)).status).toBe("completed");
+    const without = await create(svc, key);
+    expect((await walkaround(svc, key, without, { confirmVin: false })).status).toBe("completed");
 
-    const { id, token } = await newInspection(svc, key);
-    const base = captureBase(svc, token);
-    for (const [i, angle] of WALKAROUND.entries()) await put(base, `/photos/${angle}`, photos[i]!);
-    const closeup = await (await put(base, "/closeups/3?part=left_mirror", photos[9]!)).json();
+    const made = await create(svc, key);
+    const { id, base } = made;
+    const { "closeup-3": closeup } = await photograph(made, { closeups: [{ n: 3, part: "left_mirror", bytes: photos[9]! }] });
     expect((await submitAndWait(svc, key, base, id)).status).toBe("completed");
     const report = await (await svc.api(key, `/v1/inspections/${id}/report`)).json();
-    expect(report.photos).toHaveLength(WALKAROUND.length + 1);
+    expect(report.photos).toHaveLength(REQUIRED_ANGLES.length + 1);
     expect(report.photos.find((p: any) => p.media_id === closeup.media_id)).toMatchObject({ angle: "closeup", part: "left_mirror" });
     expect(report.photos.filter((p: any) => p.angle !== "closeup").every((p: any) => p.part === null)).toBe(true);
     // Once submitted, close-ups are refused like any photo.
@@ -167,10 +165,9 @@ describe("close-ups, with the models", () => {
   });
 
   it("stores a close-up's model inputs on upload, processing takes it with its part, and they are deleted once settled", async () => {
-    const { id, token } = await newInspection(svc, key);
-    const base = captureBase(svc, token);
-    for (const [i, angle] of WALKAROUND.entries()) await put(base, `/photos/${angle}`, photos[i]!);
-    const closeup = await (await put(base, "/closeups/1?part=hood", readFileSync(DAMAGED))).json();
+    const made = await create(svc, key);
+    const { id, base } = made;
+    const { "closeup-1": closeup } = await photograph(made, { closeups: [{ n: 1, part: "hood", bytes: readFileSync(DAMAGED) }] });
     const sizes = modelInputSizes(svc.config.models);
     expect(sizes).toHaveLength(3); // damage, parts, judgement
     const inputs = sizes.map((size) => svc.blobPath(modelInputBlobKey(id, closeup.media_id, size)));
