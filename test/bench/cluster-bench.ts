@@ -12,7 +12,7 @@ import { join } from "node:path";
 import autocannon from "autocannon";
 import { createKey } from "../../bin/commands/keys.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { buildGoServers, startNatsServer, startVersityGw } from "../helpers/go-servers.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
 import { freePort, VALID_VIN, withModels } from "../helpers/service.ts";
@@ -22,7 +22,7 @@ import { WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
 const INSPECTIONS = Number(process.env.BENCH_INSPECTIONS ?? 8);
 const API_SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const ANGLES = [...EXTERIOR_ANGLES, "vin"];
+const ANGLES: readonly string[] = REQUIRED_ANGLES;
 const DAMAGED_FRONT = readFileSync(join(DATASETS, "car-damage/valid/images/000314_jpg.rf.6514763b42e3ef194ced547bc7176592.jpg"));
 const fill = carPhotos(ANGLES.length);
 const photoFor = (angle: string) => (angle === "front" ? DAMAGED_FRONT : fill[ANGLES.indexOf(angle)]!);

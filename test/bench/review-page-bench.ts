@@ -16,7 +16,7 @@ import type { Page } from "playwright-core";
 import { createKey } from "../../bin/commands/keys.ts";
 import { createUser } from "../../bin/commands/users.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { DESKTOP, launch } from "../helpers/browser.ts";
 import { carPhotos, DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
 import { startServiceProcess } from "../helpers/service-process.ts";
@@ -84,7 +84,7 @@ async function completedInspection(key: string): Promise<string> {
   };
   const base = made.capture_url.replace("/c/", "/capture/v1/");
   const photos = carPhotos(9);
-  for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
+  for (const [i, angle] of REQUIRED_ANGLES.entries()) {
     const file = DAMAGED_CASES.find((d) => d.angle === angle)?.file;
     const photo = file ? readFileSync(join(DAMAGE_VALID, "images", file)) : photos[i]!;
     const put = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photo, headers: { "content-type": "image/jpeg" } });

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../bin/commands/keys.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { startNatsServer, startVersityGw, type NatsServer, type VersityGw } from "../helpers/go-servers.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { carPhotos } from "../helpers/photos.ts";
@@ -12,7 +12,7 @@ import { freePort, VALID_VIN } from "../helpers/service.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
-const ANGLES = [...EXTERIOR_ANGLES, "vin"];
+const ANGLES: readonly string[] = REQUIRED_ANGLES;
 const photos = carPhotos(ANGLES.length);
 const WALKAROUNDS = 6;
 /** A create with a fresh key this often, from the start until NATS is back. */
