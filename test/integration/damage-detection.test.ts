@@ -10,10 +10,11 @@ import { detectPhotos } from "../../inference/detection/detect-photos.ts";
 import { fit } from "../../inference/detection/letterbox.ts";
 import { loadModels } from "../../inference/detection/load-models.ts";
 import { BlobModelInputStore, modelInputSizes } from "../../inference/detection/model-input.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { EXTERIOR_ANGLES, REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
 import { carPhotos, DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
-import { startService, submitAndWait, VALID_VIN, withModels } from "../helpers/service.ts";
+import { startService, submitAndWait, withModels } from "../helpers/service.ts";
+import { create, photograph } from "../helpers/walkaround.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
 /** The files in a directory; none where it is gone (an S3 server drops a prefix's directory with its last object). */
@@ -28,8 +29,8 @@ type Uploaded = { media_id: string; width: number; height: number };
 /** An inspection with its capture link opened, and a way to upload a photo through it. */
 async function openCapture(svc: Awaited<ReturnType<typeof startService>>) {
   const key = await svc.key();
-  const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
-  const base = made.capture_url.replace("/c/", "/capture/v1/");
+  const made = await create(svc, key);
+  const { base } = made;
   await fetch(base);
   const upload = async (angle: string, body: Buffer): Promise<Uploaded> =>
     (await fetch(`${base}/photos/${angle}`, { method: "PUT", body, headers: { "content-type": "image/jpeg" } })).json();
@@ -42,16 +43,12 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
   it("reports findings of the right type on the right photo, with a severity and an evidence photo", async () => {
     const svc = await startService(withModels);
     try {
-      const { key, made, upload, complete } = await openCapture(svc);
-      const fill = carPhotos(9);
-      const uploaded: Record<string, Uploaded> = {};
+      const { key, made, base, upload, complete } = await openCapture(svc);
+      const fill = carPhotos(REQUIRED_ANGLES.length);
       // A first take of the front, retaken below with the damaged photo.
       const firstTake = (await upload("front", fill[0]!)).media_id;
-      for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-        const damaged = CASES.find((c) => c.angle === angle);
-        const body = damaged ? readFileSync(join(VALID, "images", damaged.file)) : fill[i]!;
-        uploaded[angle] = await upload(angle, body);
-      }
+      const over = CASES.map((c) => ({ angle: c.angle, bytes: readFileSync(join(VALID, "images", c.file)) }));
+      const uploaded: Record<string, Uploaded> = await photograph({ base }, { photos: fill, over });
       const media = Object.fromEntries(Object.entries(uploaded).map(([angle, u]) => [angle, u.media_id]));
       // Each exterior photo's pixels were stored on upload for the three models' sizes; the first take's
       // went with it, and the VIN photo, never searched for damage, got none.
@@ -116,10 +113,9 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
     // before the model was trained with whole-car negatives, it was graded severe.
     const svc = await startService(withModels);
     try {
-      const { key, made, upload, complete } = await openCapture(svc);
-      const clean = carPhotos(8);
-      for (const [i, angle] of EXTERIOR_ANGLES.entries()) await upload(angle, clean[i]!);
-      await upload("vin", clean[0]!);
+      const { key, made, base, complete } = await openCapture(svc);
+      const clean = carPhotos(EXTERIOR_ANGLES.length);
+      await photograph({ base }, { photos: [...clean, clean[0]!] });
       await complete();
       const report = await (await svc.api(key, `/v1/inspections/${made.id}/report`)).json();
       expect(report.findings).toEqual([]);
