@@ -20,8 +20,12 @@ import { sendPhoto } from "../../core/net/send-photo.ts";
 
 const TokenParams = z.object({ token: z.string().max(512) });
 const MediaParams = TokenParams.extend({ mediaId: z.string().max(64) });
-/** The reader's choice of language (the page's language links); one without a catalogue is passed over, as a browser's would be. */
-const LanguageQuery = z.object({ lang: z.string().max(35).optional() });
+/**
+ * The reader's choice of language (the page's language links); one without a catalogue is passed
+ * over, as a browser's would be, and so is one that is no language tag at all (too long, repeated):
+ * the report is there to be read, not refused.
+ */
+const LanguageQuery = z.object({ lang: z.string().max(35).optional().catch(undefined) });
 
 /**
  * The language a shared report is read in, as a product's hosted pages choose one: the reader's own
@@ -124,9 +128,10 @@ export const sharedReportRoutes =
         s.keys.branding(inspection.accountId),
         completedReport(s, inspection),
       ]);
-      // The account's accent colour (a #rrggbb the settings checked) in the page's own stylesheet,
-      // allowed by its hash: the CSP's style-src takes no inline style otherwise.
-      const accentStyle = branding.accentColor ? `:root{--accent:${branding.accentColor}}` : null;
+      // The account's accent colour in the page's own stylesheet, allowed by its hash: the CSP's
+      // style-src takes no inline style otherwise. Only a #rrggbb goes in, whatever a store holds.
+      const accentStyle =
+        branding.accentColor && /^#[0-9a-f]{6}$/i.test(branding.accentColor) ? `:root{--accent:${branding.accentColor}}` : null;
       if (accentStyle)
         reply.header(
           "content-security-policy",

@@ -182,8 +182,12 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("the report in the customer'
     expect(chosen).toContain("<h1>Zustandsbericht</h1>");
     expect(chosen).toContain("<td>Glasbruch</td>");
     expect(chosen).toContain('aria-current="page">Deutsch</a>');
-    // A language without a catalogue is passed over: the inspection's.
-    expect(await (await fetch(`${polishLink}?lang=ja`)).text()).toContain('<html lang="pl">');
+    // A language without a catalogue is passed over, and so is what is no language tag: the inspection's.
+    for (const query of ["?lang=ja", `?lang=${"x".repeat(200)}`, "?lang=de&lang=fr"]) {
+      const res = await fetch(`${polishLink}${query}`);
+      expect(res.status, query).toBe(200);
+      expect(await res.text(), query).toContain('<html lang="pl">');
+    }
     // The PDF of the page's language.
     const pdf = await pdfOf(await fetch(`${polishLink}/report.pdf?lang=fr`), "fr-shared");
     expect(pdf.text.join("\n")).toContain("\nRapport d’état\n");
