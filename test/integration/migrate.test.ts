@@ -200,6 +200,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
       const media = [...shown.photos.map((p) => p.media_id), ...shown.findings.map((f) => f.evidence_url.match(/media\/([^/]+)\//)![1]!)];
       for (const m of media)
         photoBytes.set(m, Buffer.from(await (await get(embeddedUrl, testKey, `/v1/media/${m}/full.jpg`)).arrayBuffer()));
+      before.set("/v1/webhook_secret", await answer(embeddedUrl, testKey, "/v1/webhook_secret"));
       secretsBefore = { test: await webhookSecret(embedded, "test", "acme"), globex: await webhookSecret(embedded, "live", "globex") };
     } finally {
       // Step 1 of the documented migration: the embedded service stops.
@@ -314,8 +315,10 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
         const config = loadConfig(cluster.env);
         expect(await webhookSecret(config, "test", "acme")).toBe(secretsBefore.test);
         expect(await webhookSecret(config, "live", "globex")).toBe(secretsBefore.globex);
-        const rotated = (await (await get(clusterUrl, testKey, "/v1/webhook_secret")).json()) as Record<string, unknown>;
-        expect(JSON.stringify(rotated)).toMatch(/previous/);
+        // The rotated-out secret too: it still signs until the end of its overlap, the same instant.
+        const secrets = before.get("/v1/webhook_secret")!;
+        expect(JSON.parse(secrets).previous_secret_expires_at).toMatch(/^20\d\d-/);
+        expect(await answer(clusterUrl, testKey, "/v1/webhook_secret")).toBe(secrets);
         const person = new DashboardClient(clusterUrl);
         expect((await person.signIn("owner@acme.test", PASSWORD)).status).toBe(303);
         expect((await person.get(`/dashboard/test/inspections/${ids.completed}`)).status).toBe(200);
