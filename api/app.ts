@@ -13,6 +13,7 @@ import { ApiError } from "../core/domain/errors.ts";
 import { newId } from "../core/domain/ids.ts";
 import type { Services } from "../core/runtime/services.ts";
 import type { Nats } from "../core/adapters/nats/nats-connection.ts";
+import { capturesPlugin } from "../capture/plugins/captures.ts";
 import { captureRoutes } from "../capture/routes/capture-routes.ts";
 import { pageRoutes } from "../capture/routes/page-routes.ts";
 import { dashboardRoutes } from "../dashboard/dashboard-routes.ts";
@@ -111,6 +112,8 @@ export async function buildApp(s: Services) {
     transformObject: (input) =>
       completeDocument(jsonSchemaTransformObject(input) as Parameters<typeof completeDocument>[0], s.config.publicUrl),
   });
+  // The application's own plugins: decorators the route plugins below declare as dependencies.
+  await app.register(capturesPlugin, { services: s });
 
   const failedAuth = new FailedAuthLimiter({
     limit: s.config.rateLimit.failedAuthPerMinute,
@@ -154,7 +157,7 @@ export async function buildApp(s: Services) {
       keyGenerator: (request) => `${request.ip}:${(request.params as { token?: string }).token ?? ""}`,
       errorResponseBuilder: (_request, context) => new ApiError("rate_limited", `Too many requests; retry after ${context.after}.`),
     });
-    await capture.register(captureRoutes(s));
+    await capture.register(captureRoutes);
   });
   await app.register(pageRoutes(s));
   await app.register(dashboardRoutes(s), { prefix: DASHBOARD_PREFIX });
