@@ -3,9 +3,9 @@ import { dirname } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { photoBlobKey } from "../../core/domain/blob-keys.ts";
-import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos } from "../helpers/photos.ts";
-import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { startService, type TestService } from "../helpers/service.ts";
+import { create, photograph } from "../helpers/walkaround.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
 /*
@@ -55,16 +55,10 @@ type Problems = { lost: string[]; deleted: string[]; leftover: string[] };
 type RoundResult = { n: number; problems: Problems; retake: Outcome; odometer: Outcome };
 
 async function round(n: number): Promise<RoundResult> {
-  const created = await (
-    await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, reference: `race-${n}` } })
-  ).json();
-  const token = created.capture_url.split("/").pop() as string;
-  const first = new Map<string, string>();
-  for (const [i, angle] of REQUIRED_ANGLES.entries()) {
-    const res = await outcome(await upload(token, angle, photos[i]!));
-    expect(res.status, angle).toBe(200);
-    first.set(angle, res.mediaId!);
-  }
+  const created = await create(svc, key, { reference: `race-${n}` });
+  const { token } = created;
+  const uploaded = await photograph(created, { photos });
+  const first = new Map<string, string>(Object.entries(uploaded).map(([angle, photo]) => [angle, photo.media_id]));
 
   const [retake, odometer, submit] = await Promise.all([
     upload(token, "front", photos[9]!).then(outcome),
