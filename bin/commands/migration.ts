@@ -307,12 +307,14 @@ async function copyInspection(
   }
 
   // Photos while the capture is open in the target (before any intent or move closes it).
-  const photosThere = new Set((await to.inspections.photos(r.id)).map((p) => p.mediaId));
+  // By angle and slot, not media: a photo the target took since (a retake there) is never replaced by the source's.
+  const slotOf = (p: { angle: string; slot: number | null }) => `${p.angle}/${p.slot ?? 0}`;
+  const photosThere = new Set((await to.inspections.photos(r.id)).map(slotOf));
   for (const p of (await from.inspections.photos(r.id)).sort((a, b) => a.capturedAt - b.capturedAt)) {
     const media = await from.inspections.getMedia(scope, p.mediaId);
     if (!media) throw new Error(`the source's photo ${p.mediaId} of ${r.id} has no media record`);
     await copyBlob(from.blobs, to.blobs, photoBlobKey(r.id, p.mediaId), count);
-    if (photosThere.has(p.mediaId)) {
+    if (photosThere.has(slotOf(p))) {
       count("photos", false);
       continue;
     }
@@ -323,12 +325,18 @@ async function copyInspection(
   }
 
   there = (await to.inspections.getById(r.id))!;
-  if (r.openedAt !== null && there.openedAt === null) await to.inspections.recordOpened(r.id, r.openedAt);
-  if (r.vinObserved !== null && there.vinObserved === null) await to.inspections.recordVinObserved(r.id, r.vinObserved);
-  if (r.submitRequestedAt !== null && there.submitRequestedAt === null)
-    await to.inspections.recordSubmitRequested(r.id, r.submitRequestedAt);
-  if (r.cancelRequestedAt !== null && there.cancelRequestedAt === null)
-    await to.inspections.recordCancelRequested(r.id, r.cancelRequestedAt);
+  const intents = [
+    r.openedAt !== null && there.openedAt === null && (() => to.inspections.recordOpened(r.id, r.openedAt!)),
+    r.vinObserved !== null && there.vinObserved === null && (() => to.inspections.recordVinObserved(r.id, r.vinObserved!)),
+    r.submitRequestedAt !== null &&
+      there.submitRequestedAt === null &&
+      (() => to.inspections.recordSubmitRequested(r.id, r.submitRequestedAt!)),
+    r.cancelRequestedAt !== null &&
+      there.cancelRequestedAt === null &&
+      (() => to.inspections.recordCancelRequested(r.id, r.cancelRequestedAt!)),
+  ].filter((record) => record !== false);
+  for (const record of intents) await record();
+  if (intents.length > 0) wrote = true;
 
   // Each move with the events it sent, in their order; a review's events after the completion.
   const sent = new Set((await to.events.forInspection(scope, r.id)).map((e) => e.id));
@@ -350,8 +358,12 @@ async function copyInspection(
     wrote = true;
   }
 
+  // The controller's bookkeeping only where the target is where the source was and has none of its
+  // own: a target whose workloads have run since (a re-run after the switch) keeps theirs.
   there = (await to.inspections.getById(r.id))!;
-  if (r.processingAttempts !== there.processingAttempts || r.processingDueAt !== there.processingDueAt) {
+  const untouched = there.processingAttempts === 0 && there.processingDueAt === null;
+  const differs = r.processingAttempts !== there.processingAttempts || r.processingDueAt !== there.processingDueAt;
+  if (there.status === r.status && (wrote || untouched) && differs) {
     await to.inspections.scheduleProcessingRetry(r.id, r.processingAttempts, r.processingDueAt ?? 0);
     wrote = true;
   }
@@ -370,9 +382,11 @@ async function copyInspection(
   // The photos' scaled model inputs: what detection reads for an inspection still to be processed.
   await copyBlobs(from.blobs, to.blobs, folderOf(modelInputBlobKey(r.id, "x", 1)), count);
 
-  // No intent the source had not reconciled yet is left for the target's controller to act on again.
+  // The intents just recorded were reconciled in the source: none is left for the target's
+  // controller to act on again. Only those: an intent the target's own users made stays due.
   there = (await to.inspections.getById(r.id))!;
-  if (r.reconcileGeneration === 0 && there.reconcileGeneration !== 0) await to.inspections.clearReconcile(r.id, there.reconcileGeneration);
+  if (intents.length > 0 && r.reconcileGeneration === 0 && there.reconcileGeneration !== 0)
+    await to.inspections.clearReconcile(r.id, there.reconcileGeneration);
 
   for (const e of events) count("events", !heldBefore.has(e.id));
   await copyDeliveries(from.events, to.events, scope, events, count);

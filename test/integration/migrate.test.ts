@@ -18,7 +18,7 @@ import { DashboardClient } from "../helpers/dashboard-client.ts";
 import { startNatsServer, startVersityGw } from "../helpers/go-servers.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
-import { freePort, type TestService, VALID_VIN } from "../helpers/service.ts";
+import { freePort, submitAndWait, type TestService, VALID_VIN } from "../helpers/service.ts";
 import { create, photograph, walkaround } from "../helpers/walkaround.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
@@ -328,18 +328,25 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
         expect(session.status, await session.clone().text()).toBe(200);
         const left = ANGLES.filter((a) => a !== "front" && a !== "rear");
         await photograph({ base: link }, { angles: left, photos: left.map((a) => fill[ANGLES.indexOf(a)]!) });
-        expect(
-          (
-            await fetch(`${link}/vin`, {
-              method: "POST",
-              headers: { "content-type": "application/json" },
-              body: JSON.stringify({ vin: VALID_VIN }),
-            })
-          ).status,
-        ).toBe(200);
+        const vin = await fetch(`${link}/vin`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ vin: VALID_VIN }),
+        });
+        expect(vin.status).toBe(200);
+        // Submitted there, its report finds the photos sent in the embedded installation's walkaround
+        // through the photo index the command copied.
+        const svc = { url: clusterUrl, api: (k: string, path: string) => callApi(clusterUrl, k, path) } as TestService;
+        expect((await submitAndWait(svc, testKey, link, ids.open)).status).toBe("completed");
+        const report = (await (await get(clusterUrl, testKey, `/v1/inspections/${ids.open}/report`)).json()) as {
+          integrity: { reused_photos: { inspection: string | null; reason: string }[] };
+        };
+        expect(report.integrity.reused_photos).toContainEqual(
+          expect.objectContaining({ inspection: ids.completed, reason: "sent_before" }),
+        );
       });
 
-      it("copies nothing on a second run, and says so", async () => {
+      it("copies nothing on a second run, and says so, though the cluster has moved an inspection on since", async () => {
         const again = await runMigrate("--from", fromFile, "--to", toFile);
         expect(again.code, again.stderr).toBe(0);
         expect(again.stdout).toMatch(/^nothing to copy: the target already holds everything the source has$/m);
