@@ -2,6 +2,7 @@ import { evidenceBlobKey, modelInputBlobKey, photoBlobKey, photoIndexFolder, rep
 import { CaptureLinks } from "../../core/domain/capture-links.ts";
 import type { EventType, Status } from "../../core/domain/state-machine.ts";
 import { REVIEW_REQUIRED, REVIEWED, STATUSES } from "../../core/domain/state-machine.ts";
+import { DEFAULT_REVIEW_POLICY } from "../../core/domain/review.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
 import type { EventStore } from "../../core/ports/event-store.ts";
 import type { InspectionStore, TransitionPatch } from "../../core/ports/inspection-store.ts";
@@ -154,16 +155,23 @@ export async function migrate(
     if ((await to.keys.adoptAccount(a)) !== a.id) throw new MigrationRefused(`the target's account "${a.name}" has another id`);
     count("accounts", !before);
     for (const livemode of [false, true]) {
-      count("webhookSecrets", await copyWebhookSecret(from.keys, to.keys, a.id, livemode));
+      const copied = await copyWebhookSecret(from.keys, to.keys, a.id, livemode);
+      if (copied !== null) count("webhookSecrets", copied);
+      // Settings the source changed, where the target still has the default (a policy set in the
+      // cluster since stays; a policy has no time to compare).
       const policy = await from.keys.reviewPolicy(a.id, livemode);
-      const changed = (await to.keys.reviewPolicy(a.id, livemode)) !== policy;
-      if (changed) await to.keys.setReviewPolicy(a.id, livemode, policy);
-      count("accountSettings", changed);
+      if (policy === DEFAULT_REVIEW_POLICY) continue;
+      const there = await to.keys.reviewPolicy(a.id, livemode);
+      if (there === DEFAULT_REVIEW_POLICY) await to.keys.setReviewPolicy(a.id, livemode, policy);
+      count("accountSettings", there === DEFAULT_REVIEW_POLICY);
     }
+    // The later branding of the two stands.
     const branding = await from.keys.branding(a.id);
-    const brandingChanged = JSON.stringify(await to.keys.branding(a.id)) !== JSON.stringify(branding);
-    if (brandingChanged) await to.keys.setBranding(a.id, branding);
-    count("accountSettings", brandingChanged);
+    if (branding.updatedAt > 0) {
+      const newer = branding.updatedAt > (await to.keys.branding(a.id)).updatedAt;
+      if (newer) await to.keys.setBranding(a.id, branding);
+      count("accountSettings", newer);
+    }
     for (const u of await from.users.listUsers(a.id)) {
       const there = await to.users.findByEmail(u.email);
       if (there && there.id !== u.id) throw new MigrationRefused(`the target has another user with the email ${u.email}`);
@@ -235,10 +243,10 @@ async function refuseOtherData(
     );
 }
 
-/** The secret and any rotated-out one still signing, with their times: true when copied. */
-async function copyWebhookSecret(from: KeyStore, to: KeyStore, accountId: string, livemode: boolean): Promise<boolean> {
+/** The secret and any rotated-out one still signing, with their times: true when copied, false when there already, null when the source has none. */
+async function copyWebhookSecret(from: KeyStore, to: KeyStore, accountId: string, livemode: boolean): Promise<boolean | null> {
   const s = await storedWebhookSecret(from, accountId, livemode);
-  if (!s) return false;
+  if (!s) return null;
   const there = await storedWebhookSecret(to, accountId, livemode);
   if (there) {
     if (there.secret !== s.secret) throw new MigrationRefused(`the target's account ${accountId} has another webhook secret`);

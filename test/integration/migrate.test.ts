@@ -169,6 +169,17 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
       ids.open = open.id;
       openBase = open.base;
       await photograph(open, { open: true, angles: ["front", "rear"], photos: [fill[0]!, fill[1]!] });
+      // The account's branding, set in the dashboard, as the customer's capture page shows it.
+      const owner = new DashboardClient(embeddedUrl);
+      expect((await owner.signIn("owner@acme.test", PASSWORD)).status).toBe(303);
+      const branding = new FormData();
+      branding.set("display_name", "Acme Fleet");
+      branding.set("accent_color", "#1a4d8f");
+      branding.set("logo", new File([], "", { type: "application/octet-stream" }));
+      expect((await owner.postMultipart("/dashboard/test/settings/branding", branding, "/dashboard/test/settings")).status).toBe(303);
+      const shownAccount = ((await (await fetch(open.base)).json()) as { account: { display_name: string } }).account;
+      expect(shownAccount.display_name).toBe("Acme Fleet");
+      before.set("account", JSON.stringify(shownAccount));
       const canceled = await create(svc, testKey, { notify_url: receiver.url, reference: "called off" });
       ids.canceled = canceled.id;
       const cancel = await callApi(embeddedUrl, testKey, `/v1/inspections/${canceled.id}/cancel`, { method: "POST" });
@@ -283,6 +294,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
         expect(line("accounts")).toEqual([2, 0]);
         expect(line("apiKeys")).toEqual([2, 0]);
         expect(line("users")).toEqual([1, 0]);
+        expect(line("accountSettings")).toEqual([1, 0]);
         expect(line("inspections")).toEqual([4, 0]);
         expect(line("photos")[0]).toBe(ANGLES.length + 2);
         expect(line("evidence")[0]).toBeGreaterThan(0);
@@ -326,6 +338,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
         const link = `${clusterUrl}/capture/v1/${openBase.split("/capture/v1/")[1]}`;
         const session = await fetch(link);
         expect(session.status, await session.clone().text()).toBe(200);
+        expect(JSON.stringify(((await session.json()) as { account: unknown }).account)).toBe(before.get("account"));
         const left = ANGLES.filter((a) => a !== "front" && a !== "rear");
         await photograph({ base: link }, { angles: left, photos: left.map((a) => fill[ANGLES.indexOf(a)]!) });
         const vin = await fetch(`${link}/vin`, {
