@@ -5,10 +5,11 @@ import sharp from "sharp";
 import { afterAll, describe, expect, it } from "vitest";
 import { createKey } from "../../bin/commands/keys.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos } from "../helpers/photos.ts";
 import { freePort, VALID_VIN } from "../helpers/service.ts";
 import { type ServiceProcess, startServiceProcess } from "../helpers/service-process.ts";
+import { captureBase, photograph, submit } from "../helpers/walkaround.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
 describe("crash and restart", () => {
@@ -44,7 +45,7 @@ describe("crash and restart", () => {
       });
     // Large photos, so detection is still running when the process is killed.
     const photos = await Promise.all(
-      carPhotos(9).map((p) => sharp(p).resize(2800, 2100, { fit: "fill" }).jpeg({ quality: 95 }).toBuffer()),
+      carPhotos(REQUIRED_ANGLES.length).map((p) => sharp(p).resize(2800, 2100, { fit: "fill" }).jpeg({ quality: 95 }).toBuffer()),
     );
 
     child = await startServiceProcess(env);
@@ -57,13 +58,9 @@ describe("crash and restart", () => {
         })
       ).json();
       ids.push(inspection.id);
-      const base = `${inspection.capture_url.replace("/c/", "/capture/v1/")}`;
-      await fetch(base);
-      for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-        const res = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[i]!, headers: { "content-type": "image/jpeg" } });
-        expect(res.status).toBe(200);
-      }
-      expect((await fetch(`${base}/submit`, { method: "POST" })).status).toBe(202);
+      const capture = captureBase(inspection.capture_url);
+      await photograph(capture, { open: true, photos });
+      await submit(capture);
     }
     const before = await Promise.all(ids.map(async (id) => (await (await api(`/v1/inspections/${id}`)).json()).status));
     expect(before).toContain("processing");

@@ -8,10 +8,11 @@ import { createKey } from "../../bin/commands/keys.ts";
 import { databaseFile } from "../../core/adapters/sqlite/database.ts";
 import { reportBlobKey } from "../../core/domain/blob-keys.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
-import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
+import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos } from "../helpers/photos.ts";
 import { freePort, VALID_VIN } from "../helpers/service.ts";
 import { type ServiceProcess, startServiceProcess } from "../helpers/service-process.ts";
+import { captureBase, photograph } from "../helpers/walkaround.ts";
 
 /** What only the database knows: the attempts counted against the inspection. */
 function stored(dataDir: string, id: string): { status: string; attempts: number; report: boolean } {
@@ -72,19 +73,15 @@ describe("a restart is not a failure", () => {
     };
     // Larger than the dataset's photos, so that detection takes a while.
     const photos = await Promise.all(
-      carPhotos(9).map((p) => sharp(p).resize(1600, 1200, { fit: "fill" }).jpeg({ quality: 90 }).toBuffer()),
+      carPhotos(REQUIRED_ANGLES.length).map((p) => sharp(p).resize(1600, 1200, { fit: "fill" }).jpeg({ quality: 90 }).toBuffer()),
     );
     const service = await startService();
     const bases: string[] = [];
     const ids: string[] = [];
     for (let n = 0; n < count; n++) {
       const made = await (await api("/v1/inspections", { method: "POST", body: JSON.stringify({ vehicle: { vin: VALID_VIN } }) })).json();
-      const base = made.capture_url.replace("/c/", "/capture/v1/");
-      await fetch(base);
-      for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-        const res = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[i]!, headers: { "content-type": "image/jpeg" } });
-        expect(res.status).toBe(200);
-      }
+      const { base } = captureBase(made.capture_url);
+      await photograph({ base }, { open: true, photos });
       bases.push(base);
       ids.push(made.id);
     }
