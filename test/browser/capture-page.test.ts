@@ -9,8 +9,9 @@ import type { Browser, Page } from "playwright-core";
 import { PAGE_DIST } from "../../capture/routes/page-routes.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { launch, phonePage, shot } from "../helpers/browser.ts";
-import { carPhoto, carPhotos } from "../helpers/photos.ts";
+import { carPhoto } from "../helpers/photos.ts";
 import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { photograph } from "../helpers/walkaround.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 import { vinPlate, writeY4m } from "../helpers/y4m.ts";
 
@@ -263,14 +264,7 @@ describe("VIN confirmation", () => {
       const page = await phonePage(browser);
       const { id, token } = await newInspection();
       // The exterior photos are already in (as if taken earlier): the page resumes at the VIN step.
-      await fetch(`${svc.url}/capture/v1/${token}`);
-      for (const [i, angle] of EXTERIOR_ANGLES.entries()) {
-        await fetch(`${svc.url}/capture/v1/${token}/photos/${angle}`, {
-          method: "PUT",
-          body: carPhotos(8)[i]!,
-          headers: { "content-type": "image/jpeg" },
-        });
-      }
+      await photograph({ base: `${svc.url}/capture/v1/${token}` }, { open: true, angles: EXTERIOR_ANGLES });
       await page.goto(`${svc.url}/c/${token}`);
       await expect.poll(() => heading(page).textContent()).toBe("VIN");
       await page.getByRole("button", { name: "Take photo" }).click();
@@ -299,14 +293,7 @@ describe("VIN confirmation after a reload", () => {
       const page = await phonePage(browser);
       const { token } = await newInspection();
       // Every photo is in, the VIN's too, but the customer reloaded before confirming it.
-      await fetch(`${svc.url}/capture/v1/${token}`);
-      for (const [i, angle] of [...EXTERIOR_ANGLES, "vin"].entries()) {
-        await fetch(`${svc.url}/capture/v1/${token}/photos/${angle}`, {
-          method: "PUT",
-          body: carPhotos(9)[i]!,
-          headers: { "content-type": "image/jpeg" },
-        });
-      }
+      await photograph({ base: `${svc.url}/capture/v1/${token}` }, { open: true });
       await page.goto(`${svc.url}/c/${token}`);
       await expect.poll(() => heading(page).textContent()).toBe("VIN");
       await expect.poll(() => page.locator(".status").textContent()).toContain("Your VIN photo is in");
