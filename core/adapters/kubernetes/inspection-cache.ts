@@ -9,6 +9,17 @@ type Resource = { readonly group: string; readonly version: string; readonly plu
 export const INSPECTION_RELIST_MS = 5 * 60_000;
 
 /**
+ * An object without its managedFields, which no reader here needs and which the API server sends
+ * with every object: about as much again as the fields they describe (server-side apply's record
+ * of who set what). A write made from a held object leaves them out, and the API server keeps them.
+ */
+export function withoutManagedFields<T extends KubernetesObject>(o: T): T {
+  if (!o.metadata?.managedFields) return o;
+  const { managedFields: _, ...metadata } = o.metadata;
+  return { ...o, metadata };
+}
+
+/**
  * A namespace's Inspection resources (or, given `resource`, another kind of the service's, as its
  * InspectionRecords), listed and watched through `kc` (the projector and the Kubernetes inspection
  * store read them).
@@ -23,6 +34,7 @@ export function inspectionCache<T extends KubernetesObject = InspectionResource>
   const { group, version, plural } = resource;
   return new ResourceCache<T>({
     relistMs: INSPECTION_RELIST_MS,
+    transform: withoutManagedFields,
     ...options,
     list: async () => {
       const listed = (await api.listNamespacedCustomObject({ group, version, plural, namespace })) as {

@@ -914,10 +914,18 @@ export class InspectionRecords {
         this.conflicts++;
         const pause = Math.min(10 * 2 ** conflicts, CONFLICT_PAUSE_MS);
         await new Promise((resolve) => setTimeout(resolve, Math.random() * pause));
-        // The cache may not have the newer version yet: read it from the API server.
-        v = await this.#fetchView(name);
+        // The cache may not have the newer version yet: read it from the API server. A record's write
+        // met a newer record, not a newer Inspection: only the record is read again.
+        v = v.kept ? await this.#refetchKept(name, v) : await this.#fetchView(name);
       }
     }
+  }
+
+  /** The inspection with its record as the API server has it now, and its Inspection as the cache does (or as `v` had it). */
+  async #refetchKept(name: string, v: InspectionView): Promise<InspectionView | null> {
+    const kept = await this.#fetchKept(name);
+    if (!kept) return this.#fetchView(name);
+    return this.#join(kept, this.#cache.get(this.namespace, name) ?? v.inspection);
   }
 
   /** The inspection as the API server has it now (its Inspection and record), not as the caches do. */
