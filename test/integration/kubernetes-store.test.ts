@@ -235,7 +235,7 @@ describe("the Kubernetes inspection store beyond its contract", () => {
     await store.create(r, tokenHash, event());
     await store.putPhoto(...photoOf(r.id, "front"));
     await store.transition(r.id, "created", "in_progress", Date.now(), {}, event("inspection.in_progress"));
-    return { namespace, store, r, name: r.id.replace("_", "-") };
+    return { namespace, records: a, store, r, name: r.id.replace("_", "-") };
   };
 
   it("keeps the store's bookkeeping out of kubectl describe: no capture record, no token hash, no status.store (issue 31)", async () => {
@@ -315,6 +315,22 @@ describe("the Kubernetes inspection store beyond its contract", () => {
     await oldStore.transition(r.id, "in_progress", "canceled", Date.now(), { canceledAt: Date.now() }, event("inspection.canceled"));
     expect((await oldStore.getById(r.id))?.status).toBe("canceled");
     expect(await k.kubectl("get", "inspection", name, "-n", old, "-o", "jsonpath={.status.phase}")).toBe("canceled");
+  });
+
+  it("archives a record whose Inspection was deleted past its finalizer, and still serves it (issue 31)", async () => {
+    const { namespace, records: a, store, r, name } = await photographed("gone-token-hash");
+    // Its finalizer taken off by hand and the Inspection deleted: the record is all that is left.
+    await k.kubectl("patch", "inspection", name, "-n", namespace, "--type=merge", "-p", '{"metadata":{"finalizers":null}}');
+    await k.kubectl("delete", "inspection", name, "-n", namespace);
+    const gone = await until(
+      "the Inspection gone from the cache",
+      async () => a.prunable(Date.now(), 24 * 3600_000),
+      (due) => due.some((v) => v.record.id === r.id),
+    );
+    expect(await a.prune(gone.find((v) => v.record.id === r.id)!)).toBe(true);
+    expect((await k.kubectlResult(["get", "inspectionrecord", name, "-n", namespace])).code).not.toBe(0);
+    expect(await store.getById(r.id)).toMatchObject({ id: r.id, status: "in_progress" });
+    expect(await store.photos(r.id)).toHaveLength(1);
   });
 
   it("keeps an Inspection's size bounded however often its events are resent: old attempts move to the archive, all still listed (issue 31)", async () => {
