@@ -20,7 +20,7 @@ import { Signals } from "../core/runtime/signals.ts";
 import { systemClock, type Clock } from "../core/runtime/time.ts";
 import { VinDecoder } from "../core/vin/vin-decoder.ts";
 import { BlobModelInputStore, modelInputSizes } from "../inference/detection/model-input.ts";
-import { UploadChecker } from "../inference/quality/upload-checker.ts";
+import { UploadCheckPool } from "../inference/quality/upload-check-pool.ts";
 
 /** The secret capture tokens are derived from: made once per data directory, readable by its owner only. */
 function captureSecret(dataDir: string): Buffer {
@@ -73,7 +73,7 @@ export function embeddedServices(
   const vin = new VinDecoder(join(config.dataDir, "vpic"), { onError: (err) => log.warn({ err }, "VIN decoding failed") });
   const { partsModel, judgeModel } = config.models;
   const uploadChecks = partsModel
-    ? new UploadChecker(
+    ? new UploadCheckPool(
         { partsModel, judgeModel },
         {
           provider: config.models.provider,

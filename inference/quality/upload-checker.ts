@@ -16,7 +16,8 @@ import { vehiclePaint } from "./vehicle-paint.ts";
  * paint where its panels show (core/domain/same-vehicle.ts).
  */
 export type UploadVerdict = { wrongAngle: boolean | null; suggestedCloseups: SuggestedCloseup[]; paint: Paint | null };
-const UNCHECKED: UploadVerdict = { wrongAngle: null, suggestedCloseups: [], paint: null };
+/** The verdict of checks that could not run: the photo is taken without them. */
+export const UNCHECKED: UploadVerdict = { wrongAngle: null, suggestedCloseups: [], paint: null };
 
 /**
  * The checks on an exterior photo's upload: the parts model once, for the angle check

@@ -6,31 +6,17 @@
  * photos stretched to 1600 × 1200), with the judge on and off, interleaved; p50 and p99 of each,
  * and the difference. A benchmark: it prints, it asserts nothing.
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import sharp from "sharp";
 import { loadConfig } from "../../core/runtime/config.ts";
 import { scaleForModels } from "../../inference/detection/letterbox.ts";
 import { modelInputSizes } from "../../inference/detection/model-input.ts";
 import { UploadChecker } from "../../inference/quality/upload-checker.ts";
-import { DATASETS } from "../helpers/photos.ts";
+import { phoneSizedPhotos } from "../helpers/photos.ts";
 
 const PHOTOS = Number(process.env.BENCH_PHOTOS ?? 40);
 const ROUNDS = 3;
 const { models } = loadConfig();
 if (!models.partsModel || !models.judgeModel) throw new Error("the parts and judge models are needed (PARTS_MODEL, JUDGE_MODEL)");
-const dir = join(DATASETS, "car-damage-severity/images");
-const photos = await Promise.all(
-  readdirSync(dir)
-    .sort()
-    .slice(0, PHOTOS)
-    .map((f) =>
-      sharp(readFileSync(join(dir, f)))
-        .resize(1600, 1200, { fit: "fill" })
-        .jpeg({ quality: 85 })
-        .toBuffer(),
-    ),
-);
+const photos = await phoneSizedPhotos(PHOTOS);
 const onError = (error: unknown) => {
   throw error;
 };

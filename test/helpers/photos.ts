@@ -67,6 +67,21 @@ export async function freshPhotos(): Promise<Buffer[]> {
   return photos;
 }
 
+/** The first `count` car-damage-severity photos stretched to 1600 × 1200 JPEGs: 2 MP, as a phone sends (the upload benchmarks). */
+export function phoneSizedPhotos(count: number): Promise<Buffer[]> {
+  return Promise.all(
+    readdirSync(SEVERITY_IMAGES)
+      .sort()
+      .slice(0, count)
+      .map((f) =>
+        sharp(readFileSync(join(SEVERITY_IMAGES, f)))
+          .resize(1600, 1200, { fit: "fill" })
+          .jpeg({ quality: 85 })
+          .toBuffer(),
+      ),
+  );
+}
+
 /**
  * A real photo with no car in it: trees and a roof edge, the strip above the car in a car-parts
  * test photo. The damage model alone sees a "scratch" in it (0.47); the parts model
