@@ -224,6 +224,7 @@ describe("the Helm chart", () => {
     const docs = render("publicUrl=https://inspect.example.com");
     expect(docs.map((d: any) => d.kind).sort()).toEqual([
       "CustomResourceDefinition",
+      "CustomResourceDefinition",
       "Role",
       "RoleBinding",
       "Service",
@@ -231,10 +232,11 @@ describe("the Helm chart", () => {
       "ServiceAccount",
       "StatefulSet",
     ]);
-    // The CRD with the release (upgraded with it, kept on uninstall), unless the platform team applies it.
-    expect(docs.find((d: any) => d.kind === "CustomResourceDefinition").metadata.annotations).toEqual({
-      "helm.sh/resource-policy": "keep",
-    });
+    // The CRDs (Inspection and its InspectionRecord) with the release (upgraded with it, kept on
+    // uninstall), unless the platform team applies them.
+    const crds = docs.filter((d: any) => d.kind === "CustomResourceDefinition");
+    expect(crds.map((d: any) => d.metadata.name).sort()).toEqual(["inspectionrecords.inspection.dev", "inspections.inspection.dev"]);
+    for (const crd of crds) expect(crd.metadata.annotations).toEqual({ "helm.sh/resource-policy": "keep" });
     expect(
       render("publicUrl=https://inspect.example.com", "crds.install=false").some((d: any) => d.kind === "CustomResourceDefinition"),
     ).toBe(false);
