@@ -5,10 +5,8 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
-import { carPhotos } from "../helpers/photos.ts";
 import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
-import { until } from "../helpers/webhook-receiver.ts";
+import { walkaround } from "../helpers/walkaround.ts";
 
 /**
  * schemathesis fuzzes every operation of /v1 and the capture API from the service's own OpenAPI
@@ -63,18 +61,8 @@ beforeAll(async () => {
   // A completed inspection, so the report, media and events answer 200 with real bodies; with a
   // notify_url (nothing listens there), so its events can be resent.
   const done = await create("http://127.0.0.1:9/hook");
-  const base = `${svc.url}/capture/v1/${done.capture_token}`;
-  const photos = carPhotos(REQUIRED_ANGLES.length);
-  for (const [i, angle] of REQUIRED_ANGLES.entries()) {
-    await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[i]!, headers: { "content-type": "image/jpeg" } });
-  }
-  await fetch(`${base}/submit`, { method: "POST" });
-  await until(
-    "completed",
-    async () => (await svc.api(key, `/v1/inspections/${done.id}`)).json(),
-    (r: { status: string }) => r.status === "completed",
-    30_000,
-  );
+  const capture = { id: done.id, token: done.capture_token, base: `${svc.url}/capture/v1/${done.capture_token}` };
+  expect((await walkaround(svc, key, capture, { confirmVin: false })).status).toBe("completed");
   const report = await (await svc.api(key, `/v1/inspections/${done.id}/report`)).json();
   const events = await (await svc.api(key, "/v1/events?limit=1")).json();
   const open = await create();
