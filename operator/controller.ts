@@ -228,7 +228,7 @@ export class Controller {
     const observe = (outcome: string) => this.#o.metrics?.detectionSeconds.observe({ outcome }, (performance.now() - started) / 1000);
     let result: DetectionResult;
     try {
-      result = await this.#o.runner.detect(r.id, media, r.processingAttempts);
+      result = await this.#o.runner.detect(r.id, media, r.processingAttempts, { locale: r.capture.locale });
     } catch (error) {
       observe("failed");
       throw error;

@@ -47,6 +47,9 @@ export class DetectionInterrupted extends Error {
   }
 }
 
+/** `locale`: the language the evidence photos' labels are written in, the report's (capture.locale); English without one. */
+export type DetectOptions = { locale?: string | null };
+
 /**
  * Runs detection and grading over an inspection's photos. Embedded: worker threads in the process.
  * Cluster: a NATS JetStream work queue, consumed by `vehicle-inspection inference` processes.
@@ -57,7 +60,7 @@ export interface DetectionRunner {
    * the same after a restart: a runner that queues the work elsewhere (NATS) knows from it that a
    * job it finds queued, or a result it finds stored, is this try's rather than an earlier one's.
    */
-  detect(inspectionId: string, photos: PhotoToInspect[], attempt?: number): Promise<DetectionResult>;
+  detect(inspectionId: string, photos: PhotoToInspect[], attempt?: number, options?: DetectOptions): Promise<DetectionResult>;
   /** Rejects detection not started yet, and stops what runs at its next safe point (DetectionInterrupted). */
   close(): Promise<void>;
 }

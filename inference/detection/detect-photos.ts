@@ -15,6 +15,8 @@ import { CLOSEUP } from "../../core/domain/closeups.ts";
 import { isSearched } from "../../core/schemas/capture.ts";
 import type { DetectedType } from "../../core/ports/detection-runner.ts";
 import type { Quality } from "../../core/schemas/report.ts";
+import { chooseLocale } from "../../core/domain/locales.ts";
+import { type ReportWords, reportWords } from "../../core/views/report-words.ts";
 import { drawEvidence } from "../evidence/draw-evidence.ts";
 import { detectImages } from "./detect-images.ts";
 import { BlobModelInputStore } from "./model-input.ts";
@@ -99,7 +101,9 @@ export async function detectPhotos(
   photos: PhotoToInspect[],
   models: Models,
   stopping: () => boolean = () => false,
+  locale: string | null = null,
 ): Promise<DetectionResult> {
+  const words = reportWords(chooseLocale([locale]));
   const checkpoint = () => {
     if (stopping()) throw new DetectionInterrupted();
   };
@@ -212,8 +216,7 @@ export async function detectPhotos(
   const detections: Detection[] = [];
   for (const { photo: s, box, ...d } of seenOnce(placed, closeups)) {
     checkpoint();
-    const label = [d.type.replace("_", " "), d.part, `${Math.round(d.confidence * 100)}%`].filter(Boolean).join(" · ");
-    const drawn = await drawEvidence(s.bytes, box, label, d.type);
+    const drawn = await drawEvidence(s.bytes, box, evidenceLabel(d, words), d.type);
     const mediaId = newId("med");
     const blobKey = evidenceBlobKey(inspectionId, mediaId);
     await blobs.put(blobKey, drawn.jpeg, "image/jpeg");
@@ -269,3 +272,10 @@ export function seenOnce<D extends Pick<Detection, "mediaId" | "type" | "part">>
     d.type === "damage_suspected" ? !d.part || c.part === d.part : d.part !== null && c.part === d.part && c.type === d.type;
   return detections.filter((d) => closeups.has(d.mediaId) || !close.some((c) => explains(c, d)));
 }
+
+/**
+ * What an evidence photo's label says ("dent · front bumper · 87%"), in the report's language: the
+ * label is drawn into the photo, so the PDF and the share page in Polish show it in Polish too.
+ */
+export const evidenceLabel = (d: Pick<Detection, "type" | "part" | "confidence">, words: ReportWords): string =>
+  [words.damage(d.type), d.part ? words.part(d.part) : null, words.percent(d.confidence)].filter(Boolean).join(" · ");

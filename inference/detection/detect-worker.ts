@@ -14,6 +14,10 @@ const models = loadModels(data.models);
 // A load failure surfaces on each task (and fails the inspection with its reason), not as a crash.
 models.catch(() => {});
 
-export default async function detect(task: { inspectionId: string; photos: PhotoToInspect[] }): Promise<DetectionResult> {
-  return detectPhotos(blobs, task.inspectionId, task.photos, await models, stopping);
+export default async function detect(task: {
+  inspectionId: string;
+  photos: PhotoToInspect[];
+  locale: string | null;
+}): Promise<DetectionResult> {
+  return detectPhotos(blobs, task.inspectionId, task.photos, await models, stopping, task.locale);
 }

@@ -1,6 +1,6 @@
 import { Piscina } from "piscina";
 import type { BlobStoreConfig } from "../../core/runtime/config.ts";
-import type { DetectionResult, DetectionRunner, PhotoToInspect } from "../../core/ports/detection-runner.ts";
+import type { DetectionResult, DetectionRunner, DetectOptions, PhotoToInspect } from "../../core/ports/detection-runner.ts";
 import type { ModelConfig } from "./load-models.ts";
 
 /** The longest timer Node keeps: closing never gives up on a thread that is still inferring (see close). */
@@ -23,8 +23,8 @@ export class WorkerPoolRunner implements DetectionRunner {
     });
   }
 
-  detect(inspectionId: string, photos: PhotoToInspect[]): Promise<DetectionResult> {
-    return this.#pool.run({ inspectionId, photos }) as Promise<DetectionResult>;
+  detect(inspectionId: string, photos: PhotoToInspect[], _attempt?: number, options?: DetectOptions): Promise<DetectionResult> {
+    return this.#pool.run({ inspectionId, photos, locale: options?.locale ?? null }) as Promise<DetectionResult>;
   }
 
   /**

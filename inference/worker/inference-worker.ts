@@ -195,7 +195,7 @@ class Worker {
     const beat = setInterval(() => msg.working(), this.#heartbeatMs);
     let outcome: DetectionJobResult;
     try {
-      const result = await this.#p.runner.detect(job.inspectionId, job.photos);
+      const result = await this.#p.runner.detect(job.inspectionId, job.photos, undefined, { locale: job.locale });
       outcome = { jobId: job.jobId, worker: this.#p.name, ok: true, result };
     } catch (error) {
       if (error instanceof DetectionInterrupted || this.#interrupting) {

@@ -99,7 +99,8 @@ export async function detectionQueueDepth(jsm: JetStreamManager): Promise<number
  * A job: one attempt at one inspection's detection. `jobId` is `<inspection id>.<attempt>`, the
  * same for the same attempt whoever publishes it, so it is the message id of the job and of its result.
  */
-export type DetectionJob = { jobId: string; inspectionId: string; photos: PhotoToInspect[] };
+/** `locale`: the evidence labels' language (DetectOptions); absent from jobs queued by older versions. */
+export type DetectionJob = { jobId: string; inspectionId: string; photos: PhotoToInspect[]; locale?: string | null };
 
 /** What a job came to; `worker` names the process that ran it (host name and pid). */
 export type DetectionJobResult = { jobId: string; worker: string } & ({ ok: true; result: DetectionResult } | { ok: false; error: string });

@@ -1,7 +1,13 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { type Msg, nuid, type Subscription } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import { DetectionInterrupted, type DetectionResult, type DetectionRunner, type PhotoToInspect } from "../../ports/detection-runner.ts";
+import {
+  DetectionInterrupted,
+  type DetectionResult,
+  type DetectionRunner,
+  type DetectOptions,
+  type PhotoToInspect,
+} from "../../ports/detection-runner.ts";
 import { DETECTION_QUEUE, type DetectionJob, type DetectionJobResult, ensureDetectionStreams, jobIdFor } from "./detection-queue.ts";
 import type { Nats } from "./nats-connection.ts";
 
@@ -49,7 +55,7 @@ export class NatsDetectionRunner implements DetectionRunner {
     return new NatsDetectionRunner(nats, jsm, options);
   }
 
-  async detect(inspectionId: string, photos: PhotoToInspect[], attempt?: number): Promise<DetectionResult> {
+  async detect(inspectionId: string, photos: PhotoToInspect[], attempt?: number, options?: DetectOptions): Promise<DetectionResult> {
     if (this.#closed) throw new DetectionInterrupted();
     // Without an attempt number the job is this call's alone: nothing found later can be taken for it.
     const jobId = jobIdFor(inspectionId, attempt ?? `once-${nuid.next()}`);
@@ -61,7 +67,14 @@ export class NatsDetectionRunner implements DetectionRunner {
         if (!error) this.#received(waiter, msg);
       },
     });
-    const waiter: Waiter = { inspectionId, jobId, job: { jobId, inspectionId, photos }, sub, resolve, reject };
+    const waiter: Waiter = {
+      inspectionId,
+      jobId,
+      job: { jobId, inspectionId, photos, locale: options?.locale ?? null },
+      sub,
+      resolve,
+      reject,
+    };
     this.#waiting.add(waiter);
     try {
       await this.#nats.nc.flush();
