@@ -195,10 +195,13 @@ for (const adapter of ADAPTERS) {
       );
       // Never before the lease ran out, and within the lease time of the holder's last renewal (so of
       // its stop) give or take the server's expiry lag and a round trip. A standby that tried every
-      // third of the lease took up to TTL + TTL/3 after the last renewal (TTL + TTL/4 here).
+      // third of the lease took up to TTL + TTL/3 after the last renewal (TTL + TTL/4 here): the
+      // slack stays under that gap, and wide enough for a round trip on a loaded machine (a full run
+      // on two busy cores measured TTL + 332 ms against the real kube-apiserver).
+      const SLACK_MS = TTL_MS / 6;
       expect(takenAt - renewedAt).toBeGreaterThanOrEqual(TTL_MS - 50);
-      expect(takenAt - renewedAt).toBeLessThanOrEqual(TTL_MS + 300);
-      expect(takenAt - killedAt).toBeLessThanOrEqual(TTL_MS + 300);
+      expect(takenAt - renewedAt).toBeLessThanOrEqual(TTL_MS + SLACK_MS);
+      expect(takenAt - killedAt).toBeLessThanOrEqual(TTL_MS + SLACK_MS);
       await b.lease.release();
       await b.cut();
       await a.lease.release();
