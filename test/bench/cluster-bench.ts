@@ -75,8 +75,7 @@ async function embedded(): Promise<Setup> {
 async function cluster(workers: number, kubernetes = false): Promise<Setup> {
   const [nats, s3, plane] = await Promise.all([startNatsServer(), startVersityGw(), kubernetes ? startControlPlane() : null]);
   if (plane) {
-    await plane.kubectl("apply", "--server-side", "-f", join(import.meta.dirname, "../../crds/inspections.yaml"));
-    await plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    await plane.installCrds();
     await plane.kubectl("create", "namespace", "bench");
   }
   const { env: base, url, dataDir } = await baseEnv();

@@ -14,7 +14,6 @@
  */
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { join } from "node:path";
 import { promisify } from "node:util";
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { inspectionCache } from "../../core/adapters/kubernetes/inspection-cache.ts";
@@ -30,7 +29,6 @@ import { sampleInspection } from "../contract/fixtures.ts";
 import { startControlPlane } from "../helpers/kube-control-plane.ts";
 
 const N = Number(process.env.BENCH_INSPECTIONS ?? 10_000);
-const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
 const ANGLES = ["front", "front_left", "left", "rear_left", "rear", "rear_right", "right", "front_right", "vin", "odometer"];
 const MB = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 
@@ -149,14 +147,7 @@ async function walkaround(
 
 const k = await startControlPlane();
 try {
-  await k.kubectl("apply", "--server-side", "-f", CRD);
-  await k.kubectl(
-    "wait",
-    "--for=condition=Established",
-    "--timeout=60s",
-    "crd/inspections.inspection.dev",
-    "crd/inspectionrecords.inspection.dev",
-  );
+  await k.installCrds();
   const kc = new KubeConfig();
   kc.loadFromFile(k.kubeconfig);
   const core = kc.makeApiClient(CoreV1Api);

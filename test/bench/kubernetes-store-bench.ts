@@ -23,7 +23,6 @@ import { sampleInspection } from "../contract/fixtures.ts";
 import { startControlPlane } from "../helpers/kube-control-plane.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "500,2000").split(",").map(Number);
-const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
 const scope = { accountId: "acct_a", livemode: false };
 const event = () => ({ id: newId("evt"), type: "inspection.created", data: JSON.stringify({ padding: "x".repeat(800) }) });
 
@@ -60,8 +59,7 @@ async function measure(inspections: InspectionStore, events: EventStore, ids: st
 const k = await startControlPlane();
 const rows: string[] = [];
 try {
-  await k.kubectl("apply", "--server-side", "-f", CRD);
-  await k.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+  await k.installCrds();
   const kc = new KubeConfig();
   kc.loadFromFile(k.kubeconfig);
   for (const n of SIZES) {

@@ -6,7 +6,6 @@
  * store already holding the same number of inspections, timed until every resource shows its
  * inspection's phase. Prints both, and their ratio. A benchmark: it asserts nothing.
  */
-import { join } from "node:path";
 import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { MemoryInspectionStore } from "../../core/adapters/memory/memory-inspection-store.ts";
@@ -21,12 +20,10 @@ import { sampleInspection } from "../contract/fixtures.ts";
 import { startControlPlane } from "../helpers/kube-control-plane.ts";
 
 const N = Number(process.env.BENCH_INSPECTIONS ?? 300);
-const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
 
 const k = await startControlPlane();
 try {
-  await k.kubectl("apply", "--server-side", "-f", CRD);
-  await k.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+  await k.installCrds();
   await k.kubectl("create", "namespace", "bench-raw");
   await k.kubectl("create", "namespace", "bench-projector");
   const kc = new KubeConfig();

@@ -41,8 +41,6 @@ import { IDEMPOTENCY_RETENTION_MS } from "../../api/plugins/idempotency.ts";
 import { startNatsServer, startVersityGw, type NatsServer, type VersityGw } from "../helpers/go-servers.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
 
-const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
-
 /**
  * One contract suite per port, run against every adapter of it: the cluster adapters beside the
  * embedded ones (S3's for blobs, NATS KV's for the ports it serves, the Kubernetes custom
@@ -105,8 +103,7 @@ let namespaces = 0;
 const startKube = async () => {
   kube ??= (async () => {
     const plane = await startControlPlane();
-    await plane.kubectl("apply", "--server-side", "-f", CRD);
-    await plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    await plane.installCrds();
     const kc = new KubeConfig();
     kc.loadFromFile(plane.kubeconfig);
     return { plane, kc };

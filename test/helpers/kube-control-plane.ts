@@ -24,8 +24,15 @@ export type ControlPlane = {
   kubectl(...args: string[]): Promise<string>;
   /** The same, resolving with the exit code and both streams, for what should fail. */
   kubectlResult(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }>;
+  /**
+   * The repository's CRDs (crds/inspections.yaml: Inspection and InspectionRecord) applied server-side,
+   * resolving once every one of them is Established, as the stores need before their first write.
+   */
+  installCrds(): Promise<void>;
   close(): Promise<void>;
 };
+
+const CRDS = join(import.meta.dirname, "../../crds/inspections.yaml");
 
 const READY_TIMEOUT_MS = 90_000;
 
@@ -234,15 +241,20 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     await close();
     throw error;
   }
+  const kubectl = async (...args: string[]) => {
+    const r = await kubectlResult(args);
+    if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.stderr}`);
+    return r.stdout;
+  };
   return {
     server,
     etcdUrl,
     kubeconfig,
     kubectlResult,
-    async kubectl(...args) {
-      const r = await kubectlResult(args);
-      if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.stderr}`);
-      return r.stdout;
+    kubectl,
+    async installCrds() {
+      await kubectl("apply", "--server-side", "-f", CRDS);
+      await kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", CRDS);
     },
     close,
   };

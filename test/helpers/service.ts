@@ -148,8 +148,7 @@ let namespaces = 0;
 async function kubeNamespace(): Promise<string> {
   controlPlane ??= (async () => {
     const plane = await startControlPlane();
-    await plane.kubectl("apply", "--server-side", "-f", join(import.meta.dirname, "../../crds/inspections.yaml"));
-    await plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    await plane.installCrds();
     process.env.KUBECONFIG = plane.kubeconfig;
     return plane;
   })();

@@ -26,7 +26,6 @@ const CREATE_EVERY_MS = 100;
  * failed create retried with its Idempotency-Key as a client would. Afterwards: one inspection per
  * key, every walkaround completed, each of its events delivered, none twice.
  */
-const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
 const NAMESPACE = "faults";
 
 /** The store of record: the SQLite file the processes of one machine share, or the Inspection resources of a real kube-apiserver. */
@@ -72,8 +71,7 @@ describe.each(["sqlite", "kubernetes"] as const)(
       let kubernetes: Record<string, string> = {};
       if (store === "kubernetes") {
         k = await startControlPlane();
-        await k.kubectl("apply", "--server-side", "-f", CRD);
-        await k.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+        await k.installCrds();
         await k.kubectl("create", "namespace", NAMESPACE);
         kubernetes = { INSPECTION_STORE: "kubernetes", POD_NAMESPACE: NAMESPACE, KUBECONFIG: k.kubeconfig };
       }

@@ -18,7 +18,6 @@ import { freePort, VALID_VIN } from "../helpers/service.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
-const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
 const CHART = join(import.meta.dirname, "../../charts/vehicle-inspection");
 const NAMESPACE = "vi";
 const RETENTION_S = 8;
@@ -71,8 +70,7 @@ describe("cluster mode with the Inspection resources as the store, under the cha
   beforeAll(async () => {
     [k, nats, s3, receiver] = await Promise.all([startControlPlane(), startNatsServer(), startVersityGw(), new WebhookReceiver().start()]);
     dir = mkdtempSync(join(tmpdir(), "vi-cluster-kube-"));
-    await k.kubectl("apply", "--server-side", "-f", CRD);
-    await k.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    await k.installCrds();
     await k.kubectl("create", "namespace", NAMESPACE);
     // The chart's accounts, Roles and RoleBindings for cluster mode, as helm would install them.
     const values = ["publicUrl=https://inspect.example.com", "mode=cluster", "nats.url=nats://nats:4222", "s3.bucket=vi-photos"];

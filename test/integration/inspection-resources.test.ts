@@ -25,7 +25,6 @@ import { until } from "../helpers/webhook-receiver.ts";
 import { sample } from "../helpers/prometheus.ts";
 import { photograph, submit } from "../helpers/walkaround.ts";
 
-const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
 const RETENTION_S = 15;
 
 /**
@@ -43,8 +42,7 @@ describe("Inspection resources kept by the service", () => {
 
   beforeAll(async () => {
     k = await startControlPlane();
-    await k.kubectl("apply", "--server-side", "-f", CRD);
-    await k.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    await k.installCrds();
     dir = mkdtempSync(join(tmpdir(), "vi-resources-"));
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;

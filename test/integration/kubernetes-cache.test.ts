@@ -3,13 +3,10 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
 import { inspectionCache } from "../../core/adapters/kubernetes/inspection-cache.ts";
 import type { InspectionResource } from "../../core/adapters/kubernetes/inspection-resource.ts";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ResourceCache } from "../../core/adapters/kubernetes/resource-cache.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { freePort } from "../helpers/free-port.ts";
-
-const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
 
 /**
  * A TCP hop between the cache and the API server that the test controls, as a network would fail:
@@ -73,8 +70,7 @@ describe("ResourceCache over a real API server", () => {
 
   beforeAll(async () => {
     k = await startControlPlane({ apiServerArgs: ["--watch-cache=false"] });
-    await k.kubectl("apply", "--server-side", "-f", CRD);
-    await k.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    await k.installCrds();
     for (const name of ["insp-a", "insp-b", "insp-c"]) await k.kubectlResult(["create", "-f", "-"], inspection(name));
     // The cache's kubeconfig: the same credentials, through the hop.
     const apiPort = Number(new URL(k.server).port);

@@ -1,4 +1,3 @@
-import { join } from "node:path";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InspectionRecords } from "../../core/adapters/kubernetes/inspection-records.ts";
@@ -11,7 +10,6 @@ import { sampleInspection } from "../contract/fixtures.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
-const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
 const event =
   (type = "inspection.created") =>
   () => ({ id: newId("evt"), type, data: "{}" });
@@ -40,8 +38,7 @@ describe("the Kubernetes inspection store beyond its contract", () => {
 
   beforeAll(async () => {
     k = await startControlPlane();
-    await k.kubectl("apply", "--server-side", "-f", CRD);
-    await k.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    await k.installCrds();
     kc = new KubeConfig();
     kc.loadFromFile(k.kubeconfig);
   }, 120_000);

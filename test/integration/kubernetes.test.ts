@@ -9,7 +9,6 @@ import { parseJobTemplate } from "../../operator/detection-job-scaler.ts";
 import { type ControlPlane, kubeTools, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
-const CRD = join(import.meta.dirname, "../../crds/inspections.yaml");
 const CHART = join(import.meta.dirname, "../../charts/vehicle-inspection");
 const sets = (values: string[]) => values.flatMap((v) => ["--set", v]);
 
@@ -31,14 +30,7 @@ describe("the Inspection CRD on a real API server", () => {
   let k: ControlPlane;
   beforeAll(async () => {
     k = await startControlPlane();
-    await k.kubectl("apply", "--server-side", "-f", CRD);
-    await k.kubectl(
-      "wait",
-      "--for=condition=Established",
-      "--timeout=60s",
-      "crd/inspections.inspection.dev",
-      "crd/inspectionrecords.inspection.dev",
-    );
+    await k.installCrds();
   }, 240_000);
   afterAll(() => k?.close());
 

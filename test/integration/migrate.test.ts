@@ -51,8 +51,7 @@ let controlPlane: ControlPlane | undefined;
 async function kubeNamespace(): Promise<string> {
   if (!controlPlane) {
     controlPlane = await startControlPlane();
-    await controlPlane.kubectl("apply", "--server-side", "-f", join(import.meta.dirname, "../../crds/inspections.yaml"));
-    await controlPlane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/inspections.inspection.dev");
+    await controlPlane.installCrds();
     process.env.KUBECONFIG = controlPlane.kubeconfig;
   }
   await controlPlane.kubectl("create", "namespace", "migrated");
