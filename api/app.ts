@@ -14,6 +14,10 @@ import { newId } from "../core/domain/ids.ts";
 import type { Services } from "../core/runtime/services.ts";
 import type { Nats } from "../core/adapters/nats/nats-connection.ts";
 import { capturesPlugin } from "../capture/plugins/captures.ts";
+import { eventsPlugin } from "./plugins/events.ts";
+import { inspectionsPlugin } from "./plugins/inspections.ts";
+import { mediaPlugin } from "./plugins/media.ts";
+import { webhooksPlugin } from "./plugins/webhooks.ts";
 import { captureRoutes } from "../capture/routes/capture-routes.ts";
 import { pageRoutes } from "../capture/routes/page-routes.ts";
 import { dashboardRoutes } from "../dashboard/dashboard-routes.ts";
@@ -113,7 +117,9 @@ export async function buildApp(s: Services) {
       completeDocument(jsonSchemaTransformObject(input) as Parameters<typeof completeDocument>[0], s.config.publicUrl),
   });
   // The application's own plugins: decorators the route plugins below declare as dependencies.
-  await app.register(capturesPlugin, { services: s });
+  for (const plugin of [capturesPlugin, inspectionsPlugin, eventsPlugin, webhooksPlugin, mediaPlugin]) {
+    await app.register(plugin, { services: s });
+  }
 
   const failedAuth = new FailedAuthLimiter({
     limit: s.config.rateLimit.failedAuthPerMinute,
@@ -136,11 +142,11 @@ export async function buildApp(s: Services) {
       route.onSend = [idem.onSend, ...hooksOf(route.onSend)];
       route.onResponse = [idem.onResponse, ...hooksOf(route.onResponse)];
     });
-    await v1.register(inspectionRoutes(s));
-    await v1.register(reportPdfRoutes(s));
-    await v1.register(eventRoutes(s));
-    await v1.register(webhookRoutes(s));
-    await v1.register(mediaRoutes(s));
+    await v1.register(inspectionRoutes);
+    await v1.register(reportPdfRoutes);
+    await v1.register(eventRoutes);
+    await v1.register(webhookRoutes);
+    await v1.register(mediaRoutes);
   });
 
   await app.register(async (capture) => {

@@ -1,12 +1,32 @@
-import Fastify from "fastify";
+import Fastify, { type FastifyPluginCallback } from "fastify";
+import fp from "fastify-plugin";
 import { describe, expect, it } from "vitest";
+import { eventRoutes } from "../../api/routes/events.ts";
+import { inspectionRoutes } from "../../api/routes/inspections.ts";
+import { mediaRoutes } from "../../api/routes/media.ts";
+import { reportPdfRoutes } from "../../api/routes/report-pdf.ts";
+import { webhookRoutes } from "../../api/routes/webhooks.ts";
 import { captureRoutes } from "../../capture/routes/capture-routes.ts";
 
+/** Each route plugin and the decorators it declares: without any one of them the app refuses to start. */
+const DECLARED: [string, unknown, string[]][] = [
+  ["capture-routes", captureRoutes, ["captures"]],
+  ["inspection-routes", inspectionRoutes, ["inspections"]],
+  ["report-pdf-routes", reportPdfRoutes, ["inspections"]],
+  ["event-routes", eventRoutes, ["events"]],
+  ["webhook-routes", webhookRoutes, ["events", "webhooks"]],
+  ["media-routes", mediaRoutes, ["media"]],
+];
+
 describe("route plugins", () => {
-  it("the capture routes refuse to load without the captures decorator they declare", async () => {
-    const app = Fastify();
-    app.register(captureRoutes);
-    await expect(app.ready()).rejects.toThrow(/captures.*capture-routes/);
-    await app.close();
-  });
+  for (const [name, plugin, dependencies] of DECLARED)
+    for (const dependency of dependencies)
+      it(`${name} refuses to load without the ${dependency} decorator it declares`, async () => {
+        const app = Fastify();
+        // The others present, as named plugins that decorate nothing.
+        for (const other of dependencies.filter((d) => d !== dependency)) app.register(fp(async () => {}, { name: other }));
+        app.register(plugin as FastifyPluginCallback);
+        await expect(app.ready()).rejects.toThrow(new RegExp(`${dependency}.*${name}`));
+        await app.close();
+      });
 });

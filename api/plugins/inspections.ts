@@ -1,0 +1,65 @@
+import fp from "fastify-plugin";
+import type { Locale } from "../../core/domain/locales.ts";
+import { isCaptureOpen } from "../../core/domain/state-machine.ts";
+import { cancelInspection, createdUnder, createInspection, findInspection } from "../../core/operations/inspections.ts";
+import { completedReport, modelReport } from "../../core/operations/reports.ts";
+import { submitReview } from "../../core/operations/reviews.ts";
+import type { ListFilter } from "../../core/ports/inspection-store.ts";
+import type { InspectionRecord, Scope } from "../../core/ports/records.ts";
+import type { Services } from "../../core/runtime/services.ts";
+import type { CreateInspectionBody, Inspection } from "../../core/schemas/inspection.ts";
+import type { Report } from "../../core/schemas/report.ts";
+import type { ReviewBody } from "../../core/schemas/review.ts";
+import { inspectionView } from "../../core/views/inspection-view.ts";
+import { reportPdf } from "../pdf/report-pdf.ts";
+
+/**
+ * The inspection operations (core/operations/) bound to this process's services: what the /v1
+ * inspection routes and the dashboard call, each throwing ApiError on a client's mistake.
+ */
+export type Inspections = {
+  /** The inspection, or the API's 404. */
+  find(scope: Scope, id: string): Promise<InspectionRecord>;
+  /** The store's read: null where the scope has no such inspection. */
+  get(scope: Scope, id: string): Promise<InspectionRecord | null>;
+  list(scope: Scope, filter: ListFilter): Promise<InspectionRecord[]>;
+  create(scope: Scope, body: CreateInspectionBody, idempotencyKey?: string): Promise<InspectionRecord>;
+  /** The inspection a create under this Idempotency-Key made, if it did. */
+  createdUnder(scope: Scope, body: CreateInspectionBody, idempotencyKey: string): Promise<InspectionRecord | null>;
+  cancel(scope: Scope, id: string): Promise<InspectionRecord>;
+  /** The inspection as the API shows it, with its capture link while capture is open. */
+  view(r: InspectionRecord): Inspection;
+  /** The completed inspection's report as stored (serialized); the API's 409 before completion. */
+  report(r: InspectionRecord): Promise<string>;
+  /** The report as the models made it, before any review. */
+  modelReport(r: InspectionRecord): Promise<Report>;
+  review(scope: Scope, id: string, body: ReviewBody, reviewer: string): Promise<Report>;
+  /** The completed inspection's report as an A4 PDF (api/pdf/report-pdf.ts). */
+  pdf(r: InspectionRecord, o?: { locale?: Locale }): Promise<Buffer>;
+};
+
+declare module "fastify" {
+  interface FastifyInstance {
+    inspections: Inspections;
+  }
+}
+
+/** The `inspections` decorator, for the route plugins that declare it as a dependency. */
+export const inspectionsPlugin = fp<{ services: Services }>(
+  async (app, { services: s }) => {
+    app.decorate("inspections", {
+      find: (scope, id) => findInspection(s, scope, id),
+      get: (scope, id) => s.inspections.get(scope, id),
+      list: (scope, filter) => s.inspections.list(scope, filter),
+      create: (scope, body, key) => createInspection(s, scope, body, key),
+      createdUnder: (scope, body, key) => createdUnder(s, scope, body, key),
+      cancel: (scope, id) => cancelInspection(s, scope, id),
+      view: (r) => inspectionView(r, s.config.publicUrl, isCaptureOpen(r.status) ? s.captureLinks.link(r.id) : null),
+      report: (r) => completedReport(s, r),
+      modelReport: (r) => modelReport(s, r),
+      review: (scope, id, body, reviewer) => submitReview(s, scope, id, body, reviewer),
+      pdf: (r, o) => reportPdf(s, r, o),
+    } satisfies Inspections);
+  },
+  { name: "inspections" },
+);
