@@ -165,7 +165,7 @@ export async function buildApp(s: Services) {
     });
     await capture.register(captureRoutes);
   });
-  await app.register(pageRoutes(s));
+  await app.register(pageRoutes);
   await app.register(dashboardRoutes(s), { prefix: DASHBOARD_PREFIX });
   // Read-only report links: the dashboard's pages, without its session, at /r/.
   await app.register(sharedReportRoutes(s));

@@ -1,4 +1,7 @@
 import fp from "fastify-plugin";
+import { LOGO_ID, logoBlobKey } from "../../core/domain/branding.ts";
+import { CaptureLinks } from "../../core/domain/capture-links.ts";
+import { captureLinkState } from "../../core/domain/state-machine.ts";
 import {
   checkVin,
   confirmVin,
@@ -32,6 +35,13 @@ export type Captures = {
   checkVin(token: string, vin: string): Promise<VinCheck>;
   confirmVin(token: string, vin: string): Promise<VinCheck>;
   submit(token: string): Promise<void>;
+  /**
+   * Which page a capture link shows (captureLinkState, or "invalid" where no inspection has the
+   * token), and the locale its inspection was created with.
+   */
+  page(token: string): Promise<{ state: ReturnType<typeof captureLinkState> | "invalid"; locale: string | null }>;
+  /** An account's logo (core/domain/branding.ts) by its file's id; null for an unknown or malformed id. */
+  logo(id: string): Promise<Buffer | null>;
 };
 
 declare module "fastify" {
@@ -52,6 +62,12 @@ export const capturesPlugin = fp<{ services: Services }>(
       checkVin: (token, vin) => checkVin(s, token, vin),
       confirmVin: (token, vin) => confirmVin(s, token, vin),
       submit: (token) => submitCapture(s, token),
+      page: async (token) => {
+        const inspection = await s.inspections.getByCaptureTokenHash(CaptureLinks.hash(token));
+        if (!inspection) return { state: "invalid", locale: null };
+        return { state: captureLinkState(inspection.status, inspection.expiresAt, s.clock.now()), locale: inspection.capture.locale };
+      },
+      logo: async (id) => (LOGO_ID.test(id) ? await s.blobs.get(logoBlobKey(id)) : null),
     } satisfies Captures);
   },
   { name: "captures" },

@@ -2,10 +2,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import fastifyStatic from "@fastify/static";
 import type { FastifyPluginAsync } from "fastify";
-import { CaptureLinks } from "../../core/domain/capture-links.ts";
-import { LOGO_ID, logoBlobKey } from "../../core/domain/branding.ts";
-import { captureLinkState } from "../../core/domain/state-machine.ts";
-import type { Services } from "../../core/runtime/services.ts";
+import fp from "fastify-plugin";
+import type {} from "../plugins/captures.ts";
 
 const PAGE_DIR = join(import.meta.dirname, "../page");
 export const PAGE_DIST = join(PAGE_DIR, "dist");
@@ -33,52 +31,53 @@ export const PAGE_HEADERS = {
   "cache-control": "no-store",
 } as const;
 
-/** The hosted capture page at capture_url, and its assets. */
-export const pageRoutes =
-  (s: Services): FastifyPluginAsync =>
-  async (app) => {
-    if (!existsSync(join(PAGE_DIST, "main.js"))) {
-      s.log.warn("the capture page is not built (npm run build:page): capture links will show an error page");
-    }
-    const template = readFileSync(join(PAGE_DIR, "index.html"), "utf8");
+/** The hosted capture page at capture_url, and its assets; what a link shows is the `captures` decorator's. */
+const routes: FastifyPluginAsync = async (app) => {
+  const { captures } = app;
+  if (!existsSync(join(PAGE_DIST, "main.js"))) {
+    app.log.warn("the capture page is not built (npm run build:page): capture links will show an error page");
+  }
+  const template = readFileSync(join(PAGE_DIR, "index.html"), "utf8");
 
-    app.get("/c/:token", { schema: { hide: true } }, async (request, reply) => {
-      const { token } = request.params as { token: string };
-      const inspection = await s.inspections.getByCaptureTokenHash(CaptureLinks.hash(token));
-      // The server decides which page this is; the script only renders it.
-      const state = inspection ? captureLinkState(inspection.status, inspection.expiresAt, s.clock.now()) : "invalid";
-      reply.headers(PAGE_HEADERS).type("text/html; charset=utf-8");
-      // The locale asked for at creation (canonical BCP 47: letters, digits and hyphens), so the page
-      // loads its catalogue while the session loads, and shows even an ended link in that language.
-      return template.replace("{{state}}", state).replace("{{locale}}", inspection?.capture.locale ?? "");
-    });
+  app.get("/c/:token", { schema: { hide: true } }, async (request, reply) => {
+    const { token } = request.params as { token: string };
+    // The server decides which page this is; the script only renders it.
+    const { state, locale } = await captures.page(token);
+    reply.headers(PAGE_HEADERS).type("text/html; charset=utf-8");
+    // The locale asked for at creation (canonical BCP 47: letters, digits and hyphens), so the page
+    // loads its catalogue while the session loads, and shows even an ended link in that language.
+    return template.replace("{{state}}", state).replace("{{locale}}", locale ?? "");
+  });
 
-    // The account's logo (core/domain/branding.ts), for the capture page's header and the dashboard's
-    // settings. Its name is random and changes with the logo, so it is kept for as long as wanted.
-    app.get("/capture/logos/:file", { schema: { hide: true } }, async (request, reply) => {
-      const { file } = request.params as { file: string };
-      const id = file.endsWith(".png") ? file.slice(0, -4) : "";
-      const png = LOGO_ID.test(id) ? await s.blobs.get(logoBlobKey(id)) : null;
-      if (!png) return reply.code(404).type("text/plain; charset=utf-8").send("No such logo.");
-      return reply
-        .headers({
-          "content-security-policy": "default-src 'none'; sandbox",
-          "x-content-type-options": "nosniff",
-          "cache-control": "public, max-age=31536000, immutable",
-        })
-        .type("image/png")
-        .send(png);
-    });
+  // The account's logo (core/domain/branding.ts), for the capture page's header and the dashboard's
+  // settings. Its name is random and changes with the logo, so it is kept for as long as wanted.
+  app.get("/capture/logos/:file", { schema: { hide: true } }, async (request, reply) => {
+    const { file } = request.params as { file: string };
+    const id = file.endsWith(".png") ? file.slice(0, -4) : "";
+    const png = await captures.logo(id);
+    if (!png) return reply.code(404).type("text/plain; charset=utf-8").send("No such logo.");
+    return reply
+      .headers({
+        "content-security-policy": "default-src 'none'; sandbox",
+        "x-content-type-options": "nosniff",
+        "cache-control": "public, max-age=31536000, immutable",
+      })
+      .type("image/png")
+      .send(png);
+  });
 
-    await app.register(fastifyStatic, {
-      root: PAGE_DIST,
-      prefix: "/capture/assets/",
-      decorateReply: false,
-      index: false,
-      cacheControl: false,
-      setHeaders: (res) => {
-        res.header("cache-control", "public, max-age=300");
-        res.header("x-content-type-options", "nosniff");
-      },
-    });
-  };
+  await app.register(fastifyStatic, {
+    root: PAGE_DIST,
+    prefix: "/capture/assets/",
+    decorateReply: false,
+    index: false,
+    cacheControl: false,
+    setHeaders: (res) => {
+      res.header("cache-control", "public, max-age=300");
+      res.header("x-content-type-options", "nosniff");
+    },
+  });
+};
+
+/** Encapsulated (its static assets stay here), after the `captures` decorator it declares. */
+export const pageRoutes = fp(routes, { name: "capture-page-routes", dependencies: ["captures"], encapsulate: true });

@@ -7,10 +7,12 @@ import { mediaRoutes } from "../../api/routes/media.ts";
 import { reportPdfRoutes } from "../../api/routes/report-pdf.ts";
 import { webhookRoutes } from "../../api/routes/webhooks.ts";
 import { captureRoutes } from "../../capture/routes/capture-routes.ts";
+import { pageRoutes } from "../../capture/routes/page-routes.ts";
 
 /** Each route plugin and the decorators it declares: without any one of them the app refuses to start. */
 const DECLARED: [string, unknown, string[]][] = [
   ["capture-routes", captureRoutes, ["captures"]],
+  ["capture-page-routes", pageRoutes, ["captures"]],
   ["inspection-routes", inspectionRoutes, ["inspections"]],
   ["report-pdf-routes", reportPdfRoutes, ["inspections"]],
   ["event-routes", eventRoutes, ["events"]],
