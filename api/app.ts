@@ -31,6 +31,7 @@ import { jsonBodyText, refuseBadStrings } from "./plugins/strict-input.ts";
 import { registerRateLimit } from "./plugins/rate-limit.ts";
 import { RouteMethods } from "./plugins/route-methods.ts";
 import { requestMetrics } from "./plugins/request-metrics.ts";
+import { requestLogger } from "./plugins/request-logger.ts";
 import { probeRoutes, runChecks, serviceChecks } from "./routes/probe-routes.ts";
 import { sharedRateLimitStore } from "./plugins/shared-rate-limit-store.ts";
 import { eventRoutes } from "./routes/events.ts";
@@ -52,6 +53,8 @@ export async function buildApp(s: Services) {
     loggerInstance: s.log,
     bodyLimit: JSON_BODY_LIMIT,
     genReqId: () => newId("req"),
+    // Each request's logger is made when it first logs, not for every request (request-logger.ts).
+    childLoggerFactory: requestLogger,
     requestIdHeader: false,
     // Per-request lines only at debug: at info a busy API would log mostly noise.
     logController: new LogController({

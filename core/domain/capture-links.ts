@@ -1,4 +1,5 @@
 import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
+import { RecentMap } from "../runtime/recent-map.ts";
 import { sha256 } from "./ids.ts";
 
 /**
@@ -10,7 +11,7 @@ export class CaptureLinks {
   readonly #secret: KeyObject;
   readonly #base: string;
   /** Every retrieval and list item shows capture_url: recent tokens are kept rather than re-derived. */
-  readonly #recent = new Map<string, string>();
+  readonly #recent = new RecentMap<string, string>(50_000);
 
   constructor(secret: Buffer, publicUrl: string) {
     this.#secret = createSecretKey(secret);
@@ -21,7 +22,6 @@ export class CaptureLinks {
     let token = this.#recent.get(inspectionId);
     if (token === undefined) {
       token = createHmac("sha256", this.#secret).update(inspectionId).digest("base64url");
-      if (this.#recent.size >= 50_000) this.#recent.delete(this.#recent.keys().next().value!);
       this.#recent.set(inspectionId, token);
     }
     return token;

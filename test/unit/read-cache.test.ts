@@ -34,14 +34,16 @@ describe("ReadCache (SQLite adapter)", () => {
 
   it("keeps no absent record, holds at most max, and hands out frozen records", () => {
     const db = freshDb();
-    const cache = new ReadCache<{ v: string }>(db, ["accounts"], 2);
+    const cache = new ReadCache<{ v: string }>(db, ["accounts"], 4);
     const { reads, read } = counting((k) => (k === "none" ? null : { v: k }));
     expect(cache.get("none", read("none"))).toBeNull();
     expect(cache.get("none", read("none"))).toBeNull();
-    for (const k of ["a", "b", "c", "b", "c", "a"]) cache.get(k, read(k));
-    // "a" was the oldest when "c" came in: it was dropped and read again.
-    expect(reads).toEqual(["none", "none", "a", "b", "c", "a"]);
-    expect(Object.isFrozen(cache.get("a", read("a")))).toBe(true);
+    const keys = Array.from({ length: 10 }, (_, i) => `k${i}`);
+    for (const k of keys) cache.get(k, read(k));
+    // The last ones read are held; of the ten, at most four are: the first six are read again.
+    for (const k of ["k9", "k8", ...keys.slice(0, 6)]) cache.get(k, read(k));
+    expect(reads).toEqual(["none", "none", ...keys, ...keys.slice(0, 6)]);
+    expect(Object.isFrozen(cache.get("k5", read("k5")))).toBe(true);
   });
 
   it("empties on changes to its tables' rows, a rollback, or a statement it cannot place; not on inserts or other tables", () => {
