@@ -87,6 +87,21 @@ export interface InspectionStore {
   recordVinObserved(id: string, vin: string): Promise<void>;
 
   // Controller.
+  /**
+   * Calls `listener` with an inspection's id after a write to it that the controller may have to act
+   * on: at least every create and every intent (open, submit, cancel, a review where it counts as
+   * one), written by anyone this store can see. The controller's watch, as controller-runtime's
+   * informers feed its work queue: event → key → reconcile. What reaches it depends on the adapter
+   * (`watchReach`); anything it misses, the controller's resync (needingReconcile) finds.
+   * Answers a function that stops the calls. A listener must not throw.
+   */
+  watch(listener: (inspectionId: string) => void): () => void;
+  /**
+   * Whose writes `watch` tells of: "process", this store object's own (SQLite, memory: another
+   * process's intents need another path, the bus in cluster mode); "cluster", every writer's (the
+   * Kubernetes store, from its list-watch of the API server: another replica's, kubectl's).
+   */
+  readonly watchReach: "process" | "cluster";
   needingReconcile(now: number, limit: number): Promise<InspectionRecord[]>;
   clearReconcile(id: string, generation: number): Promise<void>;
   transition(

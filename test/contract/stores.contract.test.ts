@@ -3,7 +3,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type Branding, NO_BRANDING } from "../../core/domain/branding.ts";
 import { DEFAULT_CAPTURE_PLAN } from "../../core/domain/capture-plan.ts";
 import { InspectionRecords } from "../../core/adapters/kubernetes/inspection-records.ts";
@@ -650,6 +650,46 @@ for (const adapter of INSPECTION_ADAPTERS) {
       expect(await inspections.needingReconcile(Date.now(), 10)).toHaveLength(0);
       // Past expires_at it is due again, without any intent.
       expect((await inspections.needingReconcile(r.expiresAt + 1, 10)).map((x) => x.id)).toEqual([r.id]);
+    });
+
+    it("watch tells the controller of each create and intent by the inspection's id; another's writes where it reaches the cluster", async () => {
+      const { inspections, reopen } = await adapter.make();
+      const heard: string[] = [];
+      const kept: string[] = [];
+      const stop = inspections.watch((id) => heard.push(id));
+      const stopKept = inspections.watch((id) => kept.push(id));
+      // Told at once in-process, or as the watch delivers it (the Kubernetes caches): waited for either way.
+      const hears = (list: string[], id: string) => vi.waitFor(() => expect(list).toContain(id), { timeout: 10_000, interval: 10 });
+      const r = sampleInspection();
+      await inspections.create(r, "h", event());
+      await hears(heard, r.id);
+      for (const intent of [
+        () => inspections.recordOpened(r.id, Date.now()),
+        () => inspections.recordSubmitRequested(r.id, Date.now()),
+        () => inspections.recordCancelRequested(r.id, Date.now()),
+      ]) {
+        heard.length = 0;
+        await intent();
+        await hears(heard, r.id);
+      }
+      if (inspections.watchReach === "cluster") {
+        // Another process's (replica's) writes, through its own store: a watch of the cluster hears them.
+        const other = await reopen();
+        const theirs = sampleInspection();
+        await other.create(theirs, "h2", event());
+        await hears(heard, theirs.id);
+        heard.length = 0;
+        await other.recordSubmitRequested(theirs.id, Date.now());
+        await hears(heard, theirs.id);
+      }
+      // Stopped, a listener hears no more: the write that the other listener hears is not told to it.
+      stop();
+      heard.length = 0;
+      const later = sampleInspection();
+      await inspections.create(later, "h3", event());
+      await hears(kept, later.id);
+      expect(heard).toEqual([]);
+      stopKept();
     });
   });
 

@@ -330,6 +330,23 @@ export class InspectionRecords {
     return views;
   }
 
+  /**
+   * Calls `listener` with the id of each inspection whose Inspection or record the watch delivers
+   * added or changed, whoever wrote it (another replica, kubectl): what the caches hear, as an
+   * informer's handlers do. Deletions are left out (an inspection being deleted is changed first: its
+   * deletionTimestamp). Answers a function that stops the calls.
+   */
+  onChange(listener: (id: string) => void): () => void {
+    const tell = (e: { type: string; object: KubernetesObject }) => {
+      const name = e.object.metadata?.name;
+      if (e.type !== "DELETED" && name) listener(idOfResource(name));
+    };
+    const stops = [this.#cache.onEvent(tell), this.#kept.onEvent(tell)];
+    return () => {
+      for (const stop of stops) stop();
+    };
+  }
+
   byId(id: string): InspectionView | null {
     return this.#viewOf(resourceName(id));
   }

@@ -168,6 +168,13 @@ export class KubernetesInspectionStore implements InspectionStore {
     });
   }
 
+  /** Every writer's changes, from the list-watch caches: another replica's intents, kubectl's edits. */
+  readonly watchReach = "cluster";
+
+  watch(listener: (inspectionId: string) => void): () => void {
+    return this.#records.onChange(listener);
+  }
+
   async needingReconcile(now: number, limit: number): Promise<InspectionRecord[]> {
     const due: InspectionRecord[] = [];
     for (const { record } of this.#records.all()) {

@@ -1,4 +1,5 @@
 import type { KubernetesObject, Watch } from "@kubernetes/client-node";
+import { Listeners } from "../../runtime/listeners.ts";
 
 type Listed<T> = { items: T[]; resourceVersion: string };
 
@@ -47,6 +48,7 @@ export class ResourceCache<T extends KubernetesObject> {
   /** `key@resourceVersion` of the latest versions the watch delivered, oldest first (a bounded window). */
   readonly #delivered = new Set<string>();
   #changes = 0;
+  readonly #events = new Listeners<{ type: "ADDED" | "MODIFIED" | "DELETED"; object: T }>();
   #resourceVersion = "";
   #heardAt = 0;
   #synced = Promise.withResolvers<void>();
@@ -85,6 +87,15 @@ export class ResourceCache<T extends KubernetesObject> {
   list(): T[] {
     if (this.#written.size === 0) return [...this.#objects.values()];
     return [...new Map([...this.#objects, ...this.#written]).values()];
+  }
+
+  /**
+   * Calls `listener` with each object the watch delivers (added, modified, deleted), once the cache
+   * holds it: an informer's event handler. A relist tells nothing; what it changes is found by
+   * those that list (a controller's resync). Answers a function that stops the calls.
+   */
+  onEvent(listener: (event: { type: "ADDED" | "MODIFIED" | "DELETED"; object: T }) => void): () => void {
+    return this.#events.add(listener);
   }
 
   /**
@@ -200,6 +211,7 @@ export class ResourceCache<T extends KubernetesObject> {
         const mine = this.#written.get(key);
         if (mine && (type === "DELETED" || mine.metadata?.resourceVersion === resourceVersion)) this.#written.delete(key);
         this.#changes++;
+        if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") this.#events.emit({ type, object });
       },
       (error: unknown) => {
         if (this.#relistDue) {

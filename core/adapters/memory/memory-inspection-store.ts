@@ -32,6 +32,7 @@ export class MemoryInspectionStore implements InspectionStore {
     appendEvent(this.#state, stored, r.createdAt, e);
     this.#state.inspections.set(r.id, stored);
     this.#state.captureTokens.set(captureTokenHash, r.id);
+    this.#state.inspectionWrites.emit(r.id);
   }
 
   async get(scope: Scope, id: string): Promise<InspectionRecord | null> {
@@ -83,6 +84,7 @@ export class MemoryInspectionStore implements InspectionStore {
   /** Records an intent, the first one of its kind kept, and marks the inspection for reconcile. */
   #intent(id: string, change: (r: InspectionRecord) => Partial<InspectionRecord>): void {
     this.#update(id, (r) => ({ ...change(r), reconcileGeneration: r.reconcileGeneration + 1 }));
+    this.#state.inspectionWrites.emit(id);
   }
 
   async recordVinObserved(id: string, vin: string): Promise<void> {
@@ -92,6 +94,13 @@ export class MemoryInspectionStore implements InspectionStore {
   #update(id: string, change: (r: InspectionRecord) => Partial<InspectionRecord>): void {
     const r = this.#state.inspections.get(id);
     if (r) this.#state.inspections.set(id, snapshot({ ...r, ...change(r) }));
+  }
+
+  /** Every adapter over this state hears the writes of every other: the state is all there is. */
+  readonly watchReach = "process";
+
+  watch(listener: (inspectionId: string) => void): () => void {
+    return this.#state.inspectionWrites.add(listener);
   }
 
   async needingReconcile(now: number, limit: number): Promise<InspectionRecord[]> {

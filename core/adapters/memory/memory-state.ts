@@ -5,6 +5,7 @@ import type { StoredResponse } from "../../ports/idempotency-store.ts";
 import type { ApiKeyRecord } from "../../ports/key-store.ts";
 import type { DeliveryAttemptRecord, EventRecord, InspectionRecord, MediaRecord, PhotoRecord } from "../../ports/records.ts";
 import type { InviteRecord, UserRecord } from "../../ports/user-store.ts";
+import { Listeners } from "../../runtime/listeners.ts";
 
 /** A photo as stored: its size is its media's, read with it. */
 export type StoredPhoto = Omit<PhotoRecord, "width" | "height">;
@@ -63,6 +64,8 @@ export class MemoryState {
   readonly sessions = new Map<string, { userId: string; expiresAt: number }>();
   readonly invites = new Map<string, InviteRecord>();
   readonly keyUsage = new Map<string, number>();
+  /** Told the id of each inspection created or given an intent: InspectionStore.watch, for every adapter over this state. */
+  readonly inspectionWrites = new Listeners<string>();
 
   /** The account's id, made on first use. */
   account(name: string, now: number): string {

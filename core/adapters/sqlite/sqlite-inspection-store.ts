@@ -16,6 +16,7 @@ import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../po
 import { groupCommit, sql, transaction, type Database } from "./database.ts";
 import { insertEvent } from "./sqlite-event-store.ts";
 import { ReadCache } from "./read-cache.ts";
+import { Listeners } from "../../runtime/listeners.ts";
 
 type Row = Record<string, string | number | null>;
 
@@ -157,6 +158,9 @@ export class SqliteInspectionStore implements InspectionStore {
   readonly #db: Database;
   /** Retrievals by id, the API's most repeated read; by id alone, the scope is checked on the record. */
   readonly #byId: ReadCache<InspectionRecord>;
+  /** InspectionStore.watch: this object's own creates and intents (another connection's are not seen). */
+  readonly #writes = new Listeners<string>();
+  readonly watchReach = "process";
 
   constructor(db: Database) {
     this.#db = db;
@@ -172,8 +176,8 @@ export class SqliteInspectionStore implements InspectionStore {
     return sql(this.#db, text, { arrays: true });
   }
 
-  create(r: InspectionRecord, captureTokenHash: string, event: EventFactory): Promise<void> {
-    return groupCommit(this.#db, () => {
+  async create(r: InspectionRecord, captureTokenHash: string, event: EventFactory): Promise<void> {
+    await groupCommit(this.#db, () => {
       this.#sql(
         `INSERT INTO inspections (id, account_id, livemode, status, reference, vin, make, model, year, notify_url,
            capture_token_hash, expires_at, created_at, updated_at, review_policy, baseline_inspection, capture)
@@ -199,6 +203,7 @@ export class SqliteInspectionStore implements InspectionStore {
       );
       insertEvent(this.#db, r, r.createdAt, event(r));
     });
+    this.#writes.emit(r.id);
   }
 
   async get(scope: Scope, id: string): Promise<InspectionRecord | null> {
@@ -270,22 +275,29 @@ export class SqliteInspectionStore implements InspectionStore {
 
   async recordOpened(id: string, at: number): Promise<void> {
     this.#sql("UPDATE inspections SET opened_at = COALESCE(opened_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?").run(at, id);
+    this.#writes.emit(id);
   }
 
   async recordSubmitRequested(id: string, at: number): Promise<void> {
     this.#sql(
       "UPDATE inspections SET submit_requested_at = COALESCE(submit_requested_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?",
     ).run(at, id);
+    this.#writes.emit(id);
   }
 
   async recordCancelRequested(id: string, at: number): Promise<void> {
     this.#sql(
       "UPDATE inspections SET cancel_requested_at = COALESCE(cancel_requested_at, ?), needs_reconcile = needs_reconcile + 1 WHERE id = ?",
     ).run(at, id);
+    this.#writes.emit(id);
   }
 
   async recordVinObserved(id: string, vin: string): Promise<void> {
     this.#sql("UPDATE inspections SET vin_observed = ? WHERE id = ?").run(vin, id);
+  }
+
+  watch(listener: (inspectionId: string) => void): () => void {
+    return this.#writes.add(listener);
   }
 
   async needingReconcile(now: number, limit: number): Promise<InspectionRecord[]> {
