@@ -29,7 +29,18 @@ export type ControllerOptions = {
   clock: Clock;
   log: Logger;
   publicUrl: string;
+  /**
+   * Without `resyncMs`: how often the store is listed for what is due, the only way this controller
+   * hears of what it is not nudged about. With it, the wait before listing again after a full page.
+   */
   pollMs: number;
+  /**
+   * Driven by the store's watch (InspectionStore.watch), as controller-runtime's controllers are by
+   * their informers: each write it tells of queues that inspection at once, and the store is listed
+   * only this often, a resync that finds what the watch missed and what falls due by the clock.
+   * Absent: no watch, the store listed every pollMs (CONTROLLER_WATCH=false).
+   */
+  resyncMs?: number;
   maxProcessingAttempts: number;
   /** Waits between processing attempts (PROCESSING_RETRY_SCHEDULE_MS); the last is repeated for any attempt after. */
   processingRetryScheduleMs: readonly number[];
@@ -52,6 +63,9 @@ export type ControllerOptions = {
   reviewPolicyOf?: (r: InspectionRecord) => Promise<ReviewPolicy>;
 };
 
+/** Inspections queued from one list of the store at most. */
+const LIST_PAGE = 200;
+
 /** EXIF times carry no zone and are read as UTC: a photo counts as taken before its link only beyond any zone's offset. */
 const ANY_TIME_ZONE_MS = 14 * 3_600_000;
 
@@ -59,7 +73,9 @@ const ANY_TIME_ZONE_MS = 14 * 3_600_000;
  * The only writer of inspection status. Level-driven: each pass reads what is due (intents, links
  * past expires_at, processing without a result) and moves it by the state machine's table; a move
  * and its event are one transaction, so a crash at any point leaves either both or neither, and the
- * next pass (after a restart too) picks up where the last one stopped.
+ * next pass (after a restart too) picks up where the last one stopped. Woken as controller-runtime's
+ * controllers are: the store's watch (or a nudge) queues an inspection's id, a worker reconciles it,
+ * and a periodic list of what is due (the resync) repairs whatever a wake-up missed.
  */
 export class Controller {
   readonly #o: ControllerOptions;
@@ -78,7 +94,7 @@ export class Controller {
   #timer: NodeJS.Timeout | undefined;
   #polling: Promise<void> | null = null;
   #stopped = false;
-  #unsubscribe: (() => void) | undefined;
+  #unsubscribe: (() => void)[] = [];
 
   constructor(options: ControllerOptions) {
     this.#o = options;
@@ -87,9 +103,9 @@ export class Controller {
       clock: options.clock,
       handle: async (id) => {
         const { requeueAfterMs } = await this.reconcile(id);
-        // What is due only after the next poll is not held here: the poll finds it (expired links,
+        // What is due only after the next list is not held here: the list finds it (expired links,
         // detection due), so a store of open inspections does not pile up in this process's memory.
-        return requeueAfterMs !== null && requeueAfterMs <= options.pollMs ? requeueAfterMs : null;
+        return requeueAfterMs !== null && requeueAfterMs <= this.#listEveryMs ? requeueAfterMs : null;
       },
       onError: (id, error, retryInMs) => {
         options.metrics?.reconcileErrors.inc({ controller: "inspection" });
@@ -99,8 +115,16 @@ export class Controller {
     options.metrics?.queueDepth("controller", () => this.#queue.dueNow());
   }
 
+  /** How often the store is listed: the resync of a watching controller, else the poll. */
+  get #listEveryMs(): number {
+    return this.#o.resyncMs ?? this.#o.pollMs;
+  }
+
   start(): void {
-    this.#unsubscribe = this.#o.signals.onNudge((id) => (id ? this.#queue.add(id) : this.#poll()));
+    this.#unsubscribe = [
+      this.#o.signals.onNudge((id) => (id ? this.#queue.add(id) : this.#poll())),
+      ...(this.#o.resyncMs === undefined ? [] : [this.#o.store.watch((id) => this.#queue.add(id))]),
+    ];
     this.#poll();
   }
 
@@ -113,7 +137,7 @@ export class Controller {
    */
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#unsubscribe?.();
+    for (const stop of this.#unsubscribe) stop();
     clearTimeout(this.#timer);
     await this.#polling;
     await this.#queue.stop();
@@ -130,18 +154,23 @@ export class Controller {
 
   /**
    * Queues what the store says is due (intents recorded, by any process; links past expires_at;
-   * detection due), then again every pollMs: level-driven, so what a wake-up missed is found.
+   * detection due), then again every resyncMs (watching) or pollMs: level-driven, so what a wake-up
+   * missed is found. A full page is followed by the next after pollMs, so a backlog is not read
+   * a page per resync.
    */
   #poll(): void {
     if (this.#stopped || this.#polling) return;
     clearTimeout(this.#timer);
+    let next = this.#listEveryMs;
     this.#polling = (async () => {
-      for (const r of await this.#o.store.needingReconcile(this.#o.clock.now(), 200)) this.#queue.add(r.id);
+      const due = await this.#o.store.needingReconcile(this.#o.clock.now(), LIST_PAGE);
+      for (const r of due) this.#queue.add(r.id);
+      if (due.length >= LIST_PAGE) next = Math.min(next, this.#o.pollMs);
     })()
       .catch((error) => this.#o.log.error({ err: error }, "controller poll failed; retrying on the next poll"))
       .finally(() => {
         this.#polling = null;
-        if (!this.#stopped) this.#timer = setTimeout(() => this.#poll(), this.#o.pollMs).unref();
+        if (!this.#stopped) this.#timer = setTimeout(() => this.#poll(), next).unref();
       });
   }
 

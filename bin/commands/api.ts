@@ -20,9 +20,14 @@ export async function api(config: Config): Promise<{ close(): Promise<void>; por
     await probes.close();
     throw error;
   });
-  // Intents recorded here wake the operator's controller over the bus (cluster mode).
-  const bus = s.nats ? await NatsBus.open(s.nats, { log: log.child({ component: "bus" }) }) : null;
+  // Intents recorded here wake the operator's controller over the bus (cluster mode), unless its
+  // watch of the store sees them already (the Inspection resources: every writer's changes).
+  const watched = s.inspections.watchReach === "cluster" && config.controllerResyncMs !== null;
+  const bus = s.nats && !watched ? await NatsBus.open(s.nats, { log: log.child({ component: "bus" }) }) : null;
   const stopIntents = bus ? publishIntents(s.signals, bus, log) : () => {};
+  // A request waiting for the controller's move (awaitController) is woken when the watch brings it,
+  // not at its next re-read.
+  const stopMoves = watched ? s.inspections.watch((id) => s.signals.changed(id)) : () => {};
   const http = await startHttp(s, config, log);
   readiness.when(serviceChecks(s));
   log.info({ port: http.port, metrics_port: probes.port, nats: config.natsUrl !== null, blobs: config.blobs.kind }, "api workload started");
@@ -32,6 +37,7 @@ export async function api(config: Config): Promise<{ close(): Promise<void>; por
       await http.close();
       await probes.close();
       stopIntents();
+      stopMoves();
       await bus?.close();
       await s.close();
       log.info("api workload stopped");

@@ -61,6 +61,7 @@ export async function startOperator(
     log: log.child({ component: "controller" }),
     publicUrl: config.publicUrl,
     pollMs: config.controllerPollMs,
+    ...(config.controllerResyncMs === null ? {} : { resyncMs: config.controllerResyncMs }),
     maxProcessingAttempts: config.processingMaxAttempts,
     processingRetryScheduleMs: config.processingRetryScheduleMs,
     shutdownGraceMs: config.shutdownGraceMs,

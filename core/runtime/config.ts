@@ -62,6 +62,10 @@ const EnvSchema = z.object({
     .positive()
     .default(24 * 7),
   CONTROLLER_POLL_MS: z.coerce.number().int().positive().default(500),
+  // The controller is woken by the store's watch and lists the store only this often (its resync);
+  // CONTROLLER_WATCH=false: no watch, a list every CONTROLLER_POLL_MS (the wake before the watch).
+  CONTROLLER_WATCH: bool.default(true),
+  CONTROLLER_RESYNC_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
   DETECTION_THREADS: z.coerce.number().int().positive().default(1),
   PROCESSING_MAX_ATTEMPTS: z.coerce.number().int().positive().default(3),
   PROCESSING_RETRY_SCHEDULE_MS: retrySchedule.optional(),
@@ -173,6 +177,8 @@ export type Config = {
   logLevel: z.infer<typeof EnvSchema>["LOG_LEVEL"];
   inspectionTtlMs: number;
   controllerPollMs: number;
+  /** The controller's resync with the store's watch on; null: no watch, the store polled every controllerPollMs. */
+  controllerResyncMs: number | null;
   detectionThreads: number;
   processingMaxAttempts: number;
   /** Waits between detection attempts; the last is repeated for any attempt after. */
@@ -285,6 +291,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     inspectionTtlMs: e.INSPECTION_TTL_HOURS * 3_600_000,
     controllerPollMs: e.CONTROLLER_POLL_MS,
+    controllerResyncMs: e.CONTROLLER_WATCH ? e.CONTROLLER_RESYNC_MS : null,
     detectionThreads: e.DETECTION_THREADS,
     processingMaxAttempts: e.PROCESSING_MAX_ATTEMPTS,
     processingRetryScheduleMs: e.PROCESSING_RETRY_SCHEDULE_MS ?? DEFAULT_PROCESSING_RETRY_SCHEDULE_MS,

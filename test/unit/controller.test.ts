@@ -1,5 +1,5 @@
 import pino from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
 import { MemoryEventStore } from "../../core/adapters/memory/memory-event-store.ts";
 import { MemoryInspectionStore } from "../../core/adapters/memory/memory-inspection-store.ts";
@@ -350,5 +350,51 @@ describe("Controller.reconcile(id)", () => {
   it("answers nothing to do for an unknown id", async () => {
     const { controller } = setup();
     expect(await controller.reconcile("insp_unknown")).toEqual({ requeueAfterMs: null });
+  });
+});
+
+describe("Controller woken by the store's watch (controller-runtime's informer → queue → reconcile)", () => {
+  /**
+   * Starts `controller` over `store`, makes an inspection and records its opening with no nudge,
+   * then runs `check` on its id (real time) and stops the controller.
+   */
+  async function openedUnder(t: ReturnType<typeof setup>, controller: Controller, check: (id: string) => Promise<void>): Promise<void> {
+    controller.start();
+    try {
+      const r = await t.make();
+      await t.store.recordOpened(r.id, t.clock.t);
+      await check(r.id);
+    } finally {
+      await controller.stop();
+    }
+  }
+  /** Waits (real time) until the inspection is in_progress, or fails after a second. */
+  const movesOn = (t: ReturnType<typeof setup>) => (id: string) =>
+    vi.waitFor(async () => expect(await t.statusOf(id)).toBe("in_progress"), { timeout: 1_000, interval: 10 });
+
+  it("reconciles an intent the store's watch tells of at once, with no nudge and no list due for an hour", async () => {
+    const t = setup();
+    await openedUnder(t, t.controllerOver(t.store, undefined, { pollMs: HOUR, resyncMs: HOUR }), movesOn(t));
+  });
+
+  it("without the watch (CONTROLLER_WATCH=false) the same intent waits for the poll", async () => {
+    const t = setup();
+    await openedUnder(t, t.controllerOver(t.store, undefined, { pollMs: HOUR }), async (id) => {
+      await new Promise((done) => setTimeout(done, 200));
+      expect(await t.statusOf(id)).toBe("created");
+    });
+  });
+
+  it("finds by its resync what the watch missed", async () => {
+    const t = setup();
+    // A watch that tells nothing: a lost event, a watch down.
+    const deaf = new Proxy(t.store, {
+      get(target, prop) {
+        if (prop === "watch") return () => () => {};
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    await openedUnder(t, t.controllerOver(deaf, undefined, { pollMs: HOUR, resyncMs: 100 }), movesOn(t));
   });
 });
