@@ -6,7 +6,7 @@ import type { Config } from "../../core/runtime/config.ts";
 import { overallGrade, SEVERITIES, type Grade, type Severity } from "../../core/domain/grading.ts";
 import { newId } from "../../core/domain/ids.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
-import type { Detection, PhotoToInspect } from "../../core/ports/detection-runner.ts";
+import type { Detection, PhotoOutcome, PhotoToInspect } from "../../core/ports/detection-runner.ts";
 import { EXTERIOR_ANGLES, type ExteriorAngle } from "../../core/schemas/capture.ts";
 import { detectImages } from "../detection/detect-images.ts";
 import { detectPhotos, type Models } from "../detection/detect-photos.ts";
@@ -14,7 +14,7 @@ import { partOf } from "../detection/part-of.ts";
 import { partAccuracy } from "./part-accuracy.ts";
 import type { SuggestedCloseup } from "../detection/suggest-closeups.ts";
 import { UploadChecker } from "../quality/upload-checker.ts";
-import { reviewOf } from "../../core/domain/review.ts";
+import { photoNeedsNoReview, reviewOf } from "../../core/domain/review.ts";
 import type { ReviewReason } from "../../core/schemas/report.ts";
 import { loadModels } from "../detection/load-models.ts";
 import type { OnnxDetector } from "../detection/onnx-detector.ts";
@@ -51,6 +51,8 @@ type Inspected = {
   /** Whether the report would go to a person (review.ts), and why; the VIN counts as confirmed, as these photos have none. */
   needsReview: boolean;
   reasons: ReviewReason[];
+  /** Each photo's outcome of processing (its quality, its damage score), in the walkaround's order. */
+  outcomes: (PhotoOutcome | undefined)[];
   suggestions: SuggestedCloseup[][];
 };
 
@@ -78,6 +80,7 @@ async function inspect(models: Pipeline, photos: { name: string; bytes: Buffer; 
     grade: overallGrade(result.detections.map((d) => d.severity)),
     needsReview: review.status === "required",
     reasons: review.reasons,
+    outcomes: toInspect.map((p) => result.photos.find((o) => o.mediaId === p.mediaId)),
     suggestions: await Promise.all(
       photos.map(async (p, i) => (await models.uploads?.check(EXTERIOR_ANGLES[i % INSPECTION_SIZE]!, p.bytes))?.suggestedCloseups ?? []),
     ),
@@ -86,6 +89,17 @@ async function inspect(models: Pipeline, photos: { name: string; bytes: Buffer; 
 
 function chunks<T>(items: T[], size: number): T[][] {
   return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+}
+
+/** What on a clean inspection's photos made it graded or sent to review: each finding and each photo kept with problems. */
+function cleanCarWhy(inspected: Inspected): string {
+  const findings = inspected.detections.map(
+    (d) => `${inspected.photos[d.photo]!.name} ${d.type} ${d.confidence ?? "-"} on ${d.part ?? "no part"} (${d.severity})`,
+  );
+  const kept = inspected.outcomes.flatMap((o, i) =>
+    o && !photoNeedsNoReview(o.quality, o.damageScore) ? [`${inspected.photos[i]!.name} kept with ${o.quality?.problems.join(", ")}`] : [],
+  );
+  return [...findings, ...kept].join("; ") || "nothing named";
 }
 
 export async function cleanCars(models: Pipeline, dir: string, log: (line: string) => void) {
@@ -108,7 +122,12 @@ export async function cleanCars(models: Pipeline, dir: string, log: (line: strin
     grades.push(inspected.grade);
     if (inspected.needsReview) reviewed++;
     for (const r of inspected.reasons) reasons[r] = (reasons[r] ?? 0) + 1;
-    if (inspected.needsReview || inspected.grade !== "none") gradedOrReviewed++;
+    if (inspected.needsReview || inspected.grade !== "none") {
+      gradedOrReviewed++;
+      log(
+        `  clean inspection ${group[0]!.name}…: ${inspected.grade}, review ${inspected.reasons.join(", ") || "no"}; ${cleanCarWhy(inspected)}`,
+      );
+    }
     suggested += inspected.suggestions.flat().length;
   }
   const gradedAboveNone = grades.filter((g) => g !== "none").length;
