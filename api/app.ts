@@ -14,6 +14,8 @@ import { newId } from "../core/domain/ids.ts";
 import type { Services } from "../core/runtime/services.ts";
 import type { Nats } from "../core/adapters/nats/nats-connection.ts";
 import { capturesPlugin } from "../capture/plugins/captures.ts";
+import { accountsPlugin } from "../dashboard/plugins/accounts.ts";
+import { configPlugin } from "./plugins/config.ts";
 import { eventsPlugin } from "./plugins/events.ts";
 import { inspectionsPlugin } from "./plugins/inspections.ts";
 import { mediaPlugin } from "./plugins/media.ts";
@@ -120,7 +122,7 @@ export async function buildApp(s: Services) {
       completeDocument(jsonSchemaTransformObject(input) as Parameters<typeof completeDocument>[0], s.config.publicUrl),
   });
   // The application's own plugins: decorators the route plugins below declare as dependencies.
-  for (const plugin of [capturesPlugin, inspectionsPlugin, eventsPlugin, webhooksPlugin, mediaPlugin]) {
+  for (const plugin of [configPlugin, capturesPlugin, inspectionsPlugin, eventsPlugin, webhooksPlugin, mediaPlugin, accountsPlugin]) {
     await app.register(plugin, { services: s });
   }
 
@@ -169,9 +171,13 @@ export async function buildApp(s: Services) {
     await capture.register(captureRoutes);
   });
   await app.register(pageRoutes);
-  await app.register(dashboardRoutes(s), { prefix: DASHBOARD_PREFIX });
+  await app.register(dashboardRoutes, {
+    prefix: DASHBOARD_PREFIX,
+    cookieSecret: s.signingKeys.cookies,
+    rateLimitStore: sharedRateLimitStore(s.rateLimits.requests, s.clock, "dashboard"),
+  });
   // Read-only report links: the dashboard's pages, without its session, at /r/.
-  await app.register(sharedReportRoutes(s));
+  await app.register(sharedReportRoutes);
 
   app.get("/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   // `/`, `/favicon.ico` and the API reference rendered at /docs.

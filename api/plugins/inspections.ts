@@ -11,6 +11,7 @@ import type { CreateInspectionBody, Inspection } from "../../core/schemas/inspec
 import type { Report } from "../../core/schemas/report.ts";
 import type { ReviewBody } from "../../core/schemas/review.ts";
 import { inspectionView } from "../../core/views/inspection-view.ts";
+import { type Baseline, loadBaseline } from "../../core/views/new-since.ts";
 import { reportPdf } from "../pdf/report-pdf.ts";
 
 /**
@@ -22,6 +23,8 @@ export type Inspections = {
   find(scope: Scope, id: string): Promise<InspectionRecord>;
   /** The store's read: null where the scope has no such inspection. */
   get(scope: Scope, id: string): Promise<InspectionRecord | null>;
+  /** Any account's inspection by id (a shared report link names it), or null. */
+  byId(id: string): Promise<InspectionRecord | null>;
   list(scope: Scope, filter: ListFilter): Promise<InspectionRecord[]>;
   create(scope: Scope, body: CreateInspectionBody, idempotencyKey?: string): Promise<InspectionRecord>;
   /** The inspection a create under this Idempotency-Key made, if it did. */
@@ -29,6 +32,10 @@ export type Inspections = {
   cancel(scope: Scope, id: string): Promise<InspectionRecord>;
   /** The inspection as the API shows it, with its capture link while capture is open. */
   view(r: InspectionRecord): Inspection;
+  /** The capture link's URL (derived from the id, shown while capture is open). */
+  captureUrl(id: string): string;
+  /** A baseline inspection with its report, for comparing a later one with it (core/views/new-since.ts). */
+  baseline(scope: Scope, id: string): Promise<Baseline>;
   /** The completed inspection's report as stored (serialized); the API's 409 before completion. */
   report(r: InspectionRecord): Promise<string>;
   /** The report as the models made it, before any review. */
@@ -50,11 +57,14 @@ export const inspectionsPlugin = fp<{ services: Services }>(
     app.decorate("inspections", {
       find: (scope, id) => findInspection(s, scope, id),
       get: (scope, id) => s.inspections.get(scope, id),
+      byId: (id) => s.inspections.getById(id),
       list: (scope, filter) => s.inspections.list(scope, filter),
       create: (scope, body, key) => createInspection(s, scope, body, key),
       createdUnder: (scope, body, key) => createdUnder(s, scope, body, key),
       cancel: (scope, id) => cancelInspection(s, scope, id),
       view: (r) => inspectionView(r, s.config.publicUrl, isCaptureOpen(r.status) ? s.captureLinks.link(r.id) : null),
+      captureUrl: (id) => s.captureLinks.url(id),
+      baseline: (scope, id) => loadBaseline(s, scope, id),
       report: (r) => completedReport(s, r),
       modelReport: (r) => modelReport(s, r),
       review: (scope, id, body, reviewer) => submitReview(s, scope, id, body, reviewer),

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { sha256 } from "../../core/domain/ids.ts";
 import type { UserRecord } from "../../core/ports/user-store.ts";
-import type { Services } from "../../core/runtime/services.ts";
+import type { Clock } from "../../core/runtime/time.ts";
+import type { Users } from "../plugins/accounts.ts";
 
 /**
  * `__Host-`: the browser takes the cookie only if it is Secure, has Path=/ and no Domain, so no
@@ -15,6 +16,9 @@ export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 
 export const COOKIE_OPTIONS = { path: "/", httpOnly: true, secure: true, sameSite: "lax" } as const;
 
+/** What sessions are kept with: the app's `users` and `clock` decorators (dashboard/plugins/accounts.ts). */
+type SessionStore = { users: Pick<Users, "createSession" | "deleteSession" | "sessionUser">; clock: Clock };
+
 declare module "fastify" {
   interface FastifyRequest {
     /** The signed-in user of a dashboard request; set by requireUser. */
@@ -23,7 +27,7 @@ declare module "fastify" {
 }
 
 /** A new session for `user`, always a new id: whatever session cookie came with the sign-in is dropped. */
-export async function startSession(s: Services, request: FastifyRequest, reply: FastifyReply, user: UserRecord): Promise<void> {
+export async function startSession(s: SessionStore, request: FastifyRequest, reply: FastifyReply, user: UserRecord): Promise<void> {
   await endSession(s, request, reply);
   const id = randomBytes(32).toString("base64url");
   const now = s.clock.now();
@@ -31,13 +35,13 @@ export async function startSession(s: Services, request: FastifyRequest, reply: 
   reply.setCookie(SESSION_COOKIE, id, { ...COOKIE_OPTIONS, maxAge: SESSION_TTL_MS / 1000 });
 }
 
-export async function endSession(s: Services, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function endSession(s: SessionStore, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const id = request.cookies[SESSION_COOKIE];
   if (id) await s.users.deleteSession(sha256(id));
   reply.clearCookie(SESSION_COOKIE, COOKIE_OPTIONS);
 }
 
-export async function sessionUser(s: Services, request: FastifyRequest): Promise<UserRecord | null> {
+export async function sessionUser(s: SessionStore, request: FastifyRequest): Promise<UserRecord | null> {
   const id = request.cookies[SESSION_COOKIE];
   return id ? await s.users.sessionUser(sha256(id), s.clock.now()) : null;
 }

@@ -1,10 +1,9 @@
+import fp from "fastify-plugin";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { STATUSES } from "../../core/domain/state-machine.ts";
 import { isApiError } from "../../core/domain/errors.ts";
-import { cancelInspection, createInspection } from "../../core/operations/inspections.ts";
 import { CreateInspectionBody } from "../../core/schemas/inspection.ts";
-import type { Services } from "../../core/runtime/services.ts";
 import { EnvParams, scopeOf } from "./scope.ts";
 import { renderPage, signedIn } from "../views/render.ts";
 
@@ -33,74 +32,71 @@ const NewInspectionForm = z.object({
 });
 
 /** The inspections list with its filters, and creating and canceling inspections. */
-export const inspectionRoutes =
-  (s: Services): FastifyPluginAsyncZod =>
-  async (app) => {
-    app.get("/:env/inspections", { schema: { params: EnvParams, querystring: ListFilters } }, async (request, reply) => {
-      const scope = scopeOf(request);
-      const f = request.query;
-      const at = f.cursor ? await s.inspections.get(scope, f.cursor) : null;
-      const rows = await s.inspections.list(scope, {
-        limit: PAGE_SIZE + 1,
-        after: at ? { createdAt: at.createdAt, id: at.id } : undefined,
-        status: f.status,
-        reference: f.reference,
-        vin: f.vin?.toUpperCase() || undefined,
-        createdFrom: f.from ? Date.parse(`${f.from}T00:00:00Z`) : undefined,
-        // "To" a day includes that day.
-        createdBefore: f.to ? Date.parse(`${f.to}T00:00:00Z`) + DAY_MS : undefined,
-      });
-      const items = rows.slice(0, PAGE_SIZE);
-      const filters = new URLSearchParams(Object.entries(f).filter(([k, v]) => k !== "cursor" && v) as [string, string][]);
-      const next = rows.length > PAGE_SIZE ? `?${new URLSearchParams([...filters, ["cursor", items.at(-1)!.id]])}` : null;
-      return renderPage(reply, "inspections", signedIn(request, reply, "inspections"), {
-        title: "Inspections",
-        items,
-        filters: f,
-        statuses: STATUSES,
-        next,
-        first: f.cursor ? `?${filters}` : null,
-      });
+const routes: FastifyPluginAsyncZod = async (app) => {
+  const { inspections } = app;
+  app.get("/:env/inspections", { schema: { params: EnvParams, querystring: ListFilters } }, async (request, reply) => {
+    const scope = scopeOf(request);
+    const f = request.query;
+    const at = f.cursor ? await inspections.get(scope, f.cursor) : null;
+    const rows = await inspections.list(scope, {
+      limit: PAGE_SIZE + 1,
+      after: at ? { createdAt: at.createdAt, id: at.id } : undefined,
+      status: f.status,
+      reference: f.reference,
+      vin: f.vin?.toUpperCase() || undefined,
+      createdFrom: f.from ? Date.parse(`${f.from}T00:00:00Z`) : undefined,
+      // "To" a day includes that day.
+      createdBefore: f.to ? Date.parse(`${f.to}T00:00:00Z`) + DAY_MS : undefined,
     });
-
-    app.get("/:env/inspections/new", { schema: { params: EnvParams } }, async (request, reply) =>
-      renderPage(reply, "inspection-new", signedIn(request, reply, "inspections"), { title: "New inspection", form: {}, error: null }),
-    );
-
-    app.post("/:env/inspections", { schema: { params: EnvParams, body: NewInspectionForm } }, async (request, reply) => {
-      const form = request.body;
-      const fail = (param: string | null, message: string) =>
-        renderPage(reply.code(400), "inspection-new", signedIn(request, reply, "inspections"), {
-          title: "New inspection",
-          form,
-          error: { param, message },
-        });
-      // The API's own schema and operation: the dashboard accepts exactly what POST /v1/inspections does.
-      const body = CreateInspectionBody.safeParse({
-        reference: form.reference.trim() || undefined,
-        vehicle: { vin: form.vin },
-        notify_url: form.notify_url.trim() || undefined,
-      });
-      if (!body.success) {
-        const issue = body.error.issues[0]!;
-        const param = issue.path.at(-1) === "vin" ? "vin" : String(issue.path[0]);
-        return fail(param, `${param === "vin" ? "VIN" : param.replace("_", " ")}: ${issue.message}`);
-      }
-      try {
-        const made = await createInspection(s, scopeOf(request), body.data);
-        return reply.redirect(`/dashboard/${request.params.env}/inspections/${made.id}`, 303);
-      } catch (error) {
-        if (isApiError(error) && error.statusCode < 500) return fail(error.param, error.message);
-        throw error;
-      }
+    const items = rows.slice(0, PAGE_SIZE);
+    const filters = new URLSearchParams(Object.entries(f).filter(([k, v]) => k !== "cursor" && v) as [string, string][]);
+    const next = rows.length > PAGE_SIZE ? `?${new URLSearchParams([...filters, ["cursor", items.at(-1)!.id]])}` : null;
+    return renderPage(reply, "inspections", signedIn(request, reply, "inspections"), {
+      title: "Inspections",
+      items,
+      filters: f,
+      statuses: STATUSES,
+      next,
+      first: f.cursor ? `?${filters}` : null,
     });
+  });
 
-    app.post(
-      "/:env/inspections/:id/cancel",
-      { schema: { params: EnvParams.extend({ id: z.string().max(64) }) } },
-      async (request, reply) => {
-        await cancelInspection(s, scopeOf(request), request.params.id);
-        return reply.redirect(`/dashboard/${request.params.env}/inspections/${request.params.id}`, 303);
-      },
-    );
-  };
+  app.get("/:env/inspections/new", { schema: { params: EnvParams } }, async (request, reply) =>
+    renderPage(reply, "inspection-new", signedIn(request, reply, "inspections"), { title: "New inspection", form: {}, error: null }),
+  );
+
+  app.post("/:env/inspections", { schema: { params: EnvParams, body: NewInspectionForm } }, async (request, reply) => {
+    const form = request.body;
+    const fail = (param: string | null, message: string) =>
+      renderPage(reply.code(400), "inspection-new", signedIn(request, reply, "inspections"), {
+        title: "New inspection",
+        form,
+        error: { param, message },
+      });
+    // The API's own schema and operation: the dashboard accepts exactly what POST /v1/inspections does.
+    const body = CreateInspectionBody.safeParse({
+      reference: form.reference.trim() || undefined,
+      vehicle: { vin: form.vin },
+      notify_url: form.notify_url.trim() || undefined,
+    });
+    if (!body.success) {
+      const issue = body.error.issues[0]!;
+      const param = issue.path.at(-1) === "vin" ? "vin" : String(issue.path[0]);
+      return fail(param, `${param === "vin" ? "VIN" : param.replace("_", " ")}: ${issue.message}`);
+    }
+    try {
+      const made = await inspections.create(scopeOf(request), body.data);
+      return reply.redirect(`/dashboard/${request.params.env}/inspections/${made.id}`, 303);
+    } catch (error) {
+      if (isApiError(error) && error.statusCode < 500) return fail(error.param, error.message);
+      throw error;
+    }
+  });
+
+  app.post("/:env/inspections/:id/cancel", { schema: { params: EnvParams.extend({ id: z.string().max(64) }) } }, async (request, reply) => {
+    await inspections.cancel(scopeOf(request), request.params.id);
+    return reply.redirect(`/dashboard/${request.params.env}/inspections/${request.params.id}`, 303);
+  });
+};
+
+export const inspectionRoutes = fp(routes, { name: "dashboard-inspection-routes", dependencies: ["inspections"], encapsulate: true });

@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { type Branding, checkAccentColor, checkDisplayName, DISPLAY_NAME_MAX, logoBlobKey, logoPath } from "../../core/domain/branding.ts";
+import { type Branding, checkAccentColor, checkDisplayName, DISPLAY_NAME_MAX, logoPath } from "../../core/domain/branding.ts";
 import { randomLowercase } from "../../core/domain/ids.ts";
-import type { Services } from "../../core/runtime/services.ts";
 import { renderPage, signedIn } from "../views/render.ts";
 import { LOGO_LIMITS, logoImage } from "./logo-image.ts";
 import { EnvParams, scopeOf } from "./scope.ts";
@@ -50,67 +50,68 @@ export function logoShownAt(logo: { width: number; height: number }): { width: n
  * item 3). A plain form (multipart, for the logo) with the dashboard's CSRF token; a mistake answers
  * 400 with the page again, what was typed kept and each problem named beside its field, nothing saved.
  */
-export const settingsRoutes =
-  (s: Services): FastifyPluginAsyncZod =>
-  async (app) => {
-    app.addContentTypeParser(
-      "multipart/form-data",
-      { parseAs: "buffer", bodyLimit: FORM_LIMIT },
-      async (request: FastifyRequest, body: Buffer) => multipartFields(body, request.headers["content-type"] ?? ""),
-    );
+const routes: FastifyPluginAsyncZod = async (app) => {
+  const { accounts, clock } = app;
+  app.addContentTypeParser(
+    "multipart/form-data",
+    { parseAs: "buffer", bodyLimit: FORM_LIMIT },
+    async (request: FastifyRequest, body: Buffer) => multipartFields(body, request.headers["content-type"] ?? ""),
+  );
 
-    const page = async (
-      request: FastifyRequest,
-      reply: FastifyReply,
-      o: { saved: boolean; errors: FieldError[]; typed?: { displayName: string; accentColor: string } },
-    ) => {
-      const branding = await s.keys.branding(scopeOf(request).accountId);
-      const errorOf = Object.fromEntries(o.errors.map((e) => [e.field, e.message]));
-      return renderPage(reply, "settings", signedIn(request, reply, "settings"), {
-        title: "Settings",
-        saved: o.saved,
-        errors: o.errors,
-        errorOf,
-        displayName: o.typed?.displayName ?? branding.displayName ?? "",
-        accentColor: o.typed?.accentColor ?? branding.accentColor ?? "",
-        logo: branding.logo && { src: logoPath(branding.logo.id), ...logoShownAt(branding.logo) },
-        displayNameMax: DISPLAY_NAME_MAX,
-        logoMaxKb: LOGO_LIMITS.maxBytes / 1024,
-      });
-    };
-
-    app.get("/:env/settings", { schema: { params: EnvParams, querystring: SettingsQuery } }, async (request, reply) =>
-      page(request, reply, { saved: request.query.saved === "1", errors: [] }),
-    );
-
-    app.post("/:env/settings/branding", { bodyLimit: FORM_LIMIT, schema: { params: EnvParams } }, async (request, reply) => {
-      const fields = (request.body ?? {}) as Fields;
-      const { accountId } = scopeOf(request);
-      const typed = { displayName: text(fields.display_name), accentColor: text(fields.accent_color) };
-      const errors: FieldError[] = [];
-      const name = checkDisplayName(typed.displayName);
-      if (!name.ok) errors.push({ field: "display_name", message: name.error });
-      const color = checkAccentColor(typed.accentColor);
-      if (!color.ok) errors.push({ field: "accent_color", message: color.error });
-      const file = upload(fields.logo);
-      const made = file ? await logoImage(file.bytes) : null;
-      if (made && !made.ok) errors.push({ field: "logo", message: made.error });
-      if (!name.ok || !color.ok || (made && !made.ok)) return page(request, reply.code(400), { saved: false, errors, typed });
-
-      const before = await s.keys.branding(accountId);
-      let logo = text(fields.remove_logo) === "1" ? null : before.logo;
-      if (made?.ok) {
-        const id = `logo_${randomLowercase(24)}`;
-        // The blob first, then the record that names it: a crash between leaves an unnamed blob, never a broken image.
-        await s.blobs.put(logoBlobKey(id), made.png, "image/png");
-        logo = { id, width: made.width, height: made.height, bytes: made.png.length };
-      }
-      const branding: Branding = { displayName: name.value, accentColor: color.value, logo, updatedAt: s.clock.now() };
-      await s.keys.setBranding(accountId, branding);
-      if (before.logo && before.logo.id !== logo?.id) {
-        // A page loaded before the change may still ask for it for a moment; a 404 there shows no logo.
-        await s.blobs.delete(logoBlobKey(before.logo.id)).catch((error) => request.log.warn({ err: error }, "an old logo was left"));
-      }
-      return reply.redirect(`/dashboard/${request.params.env}/settings?saved=1`, 303);
+  const page = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    o: { saved: boolean; errors: FieldError[]; typed?: { displayName: string; accentColor: string } },
+  ) => {
+    const branding = await accounts.branding(scopeOf(request).accountId);
+    const errorOf = Object.fromEntries(o.errors.map((e) => [e.field, e.message]));
+    return renderPage(reply, "settings", signedIn(request, reply, "settings"), {
+      title: "Settings",
+      saved: o.saved,
+      errors: o.errors,
+      errorOf,
+      displayName: o.typed?.displayName ?? branding.displayName ?? "",
+      accentColor: o.typed?.accentColor ?? branding.accentColor ?? "",
+      logo: branding.logo && { src: logoPath(branding.logo.id), ...logoShownAt(branding.logo) },
+      displayNameMax: DISPLAY_NAME_MAX,
+      logoMaxKb: LOGO_LIMITS.maxBytes / 1024,
     });
   };
+
+  app.get("/:env/settings", { schema: { params: EnvParams, querystring: SettingsQuery } }, async (request, reply) =>
+    page(request, reply, { saved: request.query.saved === "1", errors: [] }),
+  );
+
+  app.post("/:env/settings/branding", { bodyLimit: FORM_LIMIT, schema: { params: EnvParams } }, async (request, reply) => {
+    const fields = (request.body ?? {}) as Fields;
+    const { accountId } = scopeOf(request);
+    const typed = { displayName: text(fields.display_name), accentColor: text(fields.accent_color) };
+    const errors: FieldError[] = [];
+    const name = checkDisplayName(typed.displayName);
+    if (!name.ok) errors.push({ field: "display_name", message: name.error });
+    const color = checkAccentColor(typed.accentColor);
+    if (!color.ok) errors.push({ field: "accent_color", message: color.error });
+    const file = upload(fields.logo);
+    const made = file ? await logoImage(file.bytes) : null;
+    if (made && !made.ok) errors.push({ field: "logo", message: made.error });
+    if (!name.ok || !color.ok || (made && !made.ok)) return page(request, reply.code(400), { saved: false, errors, typed });
+
+    const before = await accounts.branding(accountId);
+    let logo = text(fields.remove_logo) === "1" ? null : before.logo;
+    if (made?.ok) {
+      const id = `logo_${randomLowercase(24)}`;
+      // The blob first, then the record that names it: a crash between leaves an unnamed blob, never a broken image.
+      await accounts.putLogo(id, made.png);
+      logo = { id, width: made.width, height: made.height, bytes: made.png.length };
+    }
+    const branding: Branding = { displayName: name.value, accentColor: color.value, logo, updatedAt: clock.now() };
+    await accounts.setBranding(accountId, branding);
+    if (before.logo && before.logo.id !== logo?.id) {
+      // A page loaded before the change may still ask for it for a moment; a 404 there shows no logo.
+      await accounts.deleteLogo(before.logo.id).catch((error) => request.log.warn({ err: error }, "an old logo was left"));
+    }
+    return reply.redirect(`/dashboard/${request.params.env}/settings?saved=1`, 303);
+  });
+};
+
+export const settingsRoutes = fp(routes, { name: "dashboard-settings-routes", dependencies: ["accounts", "config"], encapsulate: true });

@@ -1,7 +1,7 @@
+import fp from "fastify-plugin";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { newId, sha256 } from "../../core/domain/ids.ts";
-import type { Services } from "../../core/runtime/services.ts";
 import { normalizeEmail } from "../auth/email.ts";
 import { hashPassword, NOBODY_HASH, passwordMatches, passwordProblem } from "../auth/passwords.ts";
 import { endSession, sessionUser, startSession } from "../auth/sessions.ts";
@@ -19,64 +19,65 @@ const InviteForm = z.object({ password: z.string().max(1024).default(""), _csrf:
 /** Only a dashboard path may follow a sign-in: `next` must not send the user to another site. */
 const safeNext = (next: string | undefined) => (next && /^\/dashboard(\/[^/\\]|$)/.test(next) ? next : "/dashboard");
 
-export const signInRoutes =
-  (s: Services): FastifyPluginAsyncZod =>
-  async (app) => {
-    app.get("/sign-in", { schema: { querystring: NextQuery } }, async (request, reply) => {
-      if (await sessionUser(s, request)) return reply.redirect(safeNext(request.query.next), 303);
-      return renderPage(reply, "sign-in", signedOut(reply), { title: "Sign in", next: request.query.next ?? "", email: "", error: null });
-    });
+const routes: FastifyPluginAsyncZod = async (app) => {
+  const { users, clock, config } = app;
+  app.get("/sign-in", { schema: { querystring: NextQuery } }, async (request, reply) => {
+    if (await sessionUser(app, request)) return reply.redirect(safeNext(request.query.next), 303);
+    return renderPage(reply, "sign-in", signedOut(reply), { title: "Sign in", next: request.query.next ?? "", email: "", error: null });
+  });
 
-    app.post(
-      "/sign-in",
-      {
-        schema: { querystring: NextQuery, body: SignInForm },
-        // Per client address: each try costs an argon2 verification, and passwords must not be guessed at speed.
-        config: { rateLimit: { max: s.config.rateLimit.signInPerMinute, timeWindow: 60_000, hook: "preHandler" } },
-      },
-      async (request, reply) => {
-        const email = normalizeEmail(request.body.email);
-        const user = await s.users.findByEmail(email);
-        const matches = await passwordMatches(user?.passwordHash ?? NOBODY_HASH, request.body.password);
-        if (!user || !matches) {
-          return renderPage(reply.code(401), "sign-in", signedOut(reply), {
-            title: "Sign in",
-            next: request.query.next ?? "",
-            email,
-            error: "That email and password do not match a user.",
-          });
-        }
-        await startSession(s, request, reply, user);
-        return reply.redirect(safeNext(request.query.next), 303);
-      },
+  app.post(
+    "/sign-in",
+    {
+      schema: { querystring: NextQuery, body: SignInForm },
+      // Per client address: each try costs an argon2 verification, and passwords must not be guessed at speed.
+      config: { rateLimit: { max: config.rateLimit.signInPerMinute, timeWindow: 60_000, hook: "preHandler" } },
+    },
+    async (request, reply) => {
+      const email = normalizeEmail(request.body.email);
+      const user = await users.findByEmail(email);
+      const matches = await passwordMatches(user?.passwordHash ?? NOBODY_HASH, request.body.password);
+      if (!user || !matches) {
+        return renderPage(reply.code(401), "sign-in", signedOut(reply), {
+          title: "Sign in",
+          next: request.query.next ?? "",
+          email,
+          error: "That email and password do not match a user.",
+        });
+      }
+      await startSession(app, request, reply, user);
+      return reply.redirect(safeNext(request.query.next), 303);
+    },
+  );
+
+  app.post("/sign-out", async (request, reply) => {
+    await endSession(app, request, reply);
+    return reply.redirect("/dashboard/sign-in", 303);
+  });
+
+  app.get("/invite/:token", { schema: { params: InviteParams } }, async (request, reply) => {
+    const invite = await users.openInvite(sha256(request.params.token), clock.now());
+    return renderPage(reply.code(invite ? 200 : 410), "invite", signedOut(reply), { title: "Join your team", invite, error: null });
+  });
+
+  app.post("/invite/:token", { schema: { params: InviteParams, body: InviteForm } }, async (request, reply) => {
+    const tokenHash = sha256(request.params.token);
+    const invite = await users.openInvite(tokenHash, clock.now());
+    const problem = passwordProblem(request.body.password);
+    if (!invite || problem) {
+      return renderPage(reply.code(invite ? 400 : 410), "invite", signedOut(reply), { title: "Join your team", invite, error: problem });
+    }
+    const user = await users.acceptInvite(
+      tokenHash,
+      { id: newId("user"), passwordHash: await hashPassword(request.body.password) },
+      clock.now(),
     );
+    if (!user) {
+      return renderPage(reply.code(410), "invite", signedOut(reply), { title: "Join your team", invite: null, error: null });
+    }
+    await startSession(app, request, reply, user);
+    return reply.redirect("/dashboard", 303);
+  });
+};
 
-    app.post("/sign-out", async (request, reply) => {
-      await endSession(s, request, reply);
-      return reply.redirect("/dashboard/sign-in", 303);
-    });
-
-    app.get("/invite/:token", { schema: { params: InviteParams } }, async (request, reply) => {
-      const invite = await s.users.openInvite(sha256(request.params.token), s.clock.now());
-      return renderPage(reply.code(invite ? 200 : 410), "invite", signedOut(reply), { title: "Join your team", invite, error: null });
-    });
-
-    app.post("/invite/:token", { schema: { params: InviteParams, body: InviteForm } }, async (request, reply) => {
-      const tokenHash = sha256(request.params.token);
-      const invite = await s.users.openInvite(tokenHash, s.clock.now());
-      const problem = passwordProblem(request.body.password);
-      if (!invite || problem) {
-        return renderPage(reply.code(invite ? 400 : 410), "invite", signedOut(reply), { title: "Join your team", invite, error: problem });
-      }
-      const user = await s.users.acceptInvite(
-        tokenHash,
-        { id: newId("user"), passwordHash: await hashPassword(request.body.password) },
-        s.clock.now(),
-      );
-      if (!user) {
-        return renderPage(reply.code(410), "invite", signedOut(reply), { title: "Join your team", invite: null, error: null });
-      }
-      await startSession(s, request, reply, user);
-      return reply.redirect("/dashboard", 303);
-    });
-  };
+export const signInRoutes = fp(routes, { name: "dashboard-sign-in-routes", dependencies: ["accounts", "config"], encapsulate: true });

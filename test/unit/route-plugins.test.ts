@@ -8,6 +8,17 @@ import { reportPdfRoutes } from "../../api/routes/report-pdf.ts";
 import { webhookRoutes } from "../../api/routes/webhooks.ts";
 import { captureRoutes } from "../../capture/routes/capture-routes.ts";
 import { pageRoutes } from "../../capture/routes/page-routes.ts";
+import { dashboardRoutes } from "../../dashboard/dashboard-routes.ts";
+import { inspectionPageRoutes } from "../../dashboard/routes/inspection-page.ts";
+import { inspectionRoutes as dashboardInspectionRoutes } from "../../dashboard/routes/inspections.ts";
+import { keyRoutes } from "../../dashboard/routes/keys.ts";
+import { reviewPageRoutes } from "../../dashboard/routes/review-page.ts";
+import { reviewQueueRoutes } from "../../dashboard/routes/review-queue.ts";
+import { settingsRoutes } from "../../dashboard/routes/settings.ts";
+import { sharedReportRoutes } from "../../dashboard/routes/shared-report.ts";
+import { signInRoutes } from "../../dashboard/routes/sign-in.ts";
+import { teamRoutes } from "../../dashboard/routes/team.ts";
+import { webhookRoutes as dashboardWebhookRoutes } from "../../dashboard/routes/webhooks.ts";
 
 /** Each route plugin and the decorators it declares: without any one of them the app refuses to start. */
 const DECLARED: [string, unknown, string[]][] = [
@@ -18,6 +29,17 @@ const DECLARED: [string, unknown, string[]][] = [
   ["event-routes", eventRoutes, ["events"]],
   ["webhook-routes", webhookRoutes, ["events", "webhooks"]],
   ["media-routes", mediaRoutes, ["media"]],
+  ["dashboard-routes", dashboardRoutes, ["inspections", "events", "webhooks", "media", "accounts", "config"]],
+  ["dashboard-sign-in-routes", signInRoutes, ["accounts", "config"]],
+  ["dashboard-inspection-routes", dashboardInspectionRoutes, ["inspections"]],
+  ["dashboard-inspection-page-routes", inspectionPageRoutes, ["inspections", "events", "webhooks", "media", "accounts", "config"]],
+  ["dashboard-review-queue-routes", reviewQueueRoutes, ["inspections", "accounts", "config"]],
+  ["dashboard-review-page-routes", reviewPageRoutes, ["inspections"]],
+  ["dashboard-key-routes", keyRoutes, ["accounts", "config"]],
+  ["dashboard-webhook-routes", dashboardWebhookRoutes, ["webhooks", "config"]],
+  ["dashboard-team-routes", teamRoutes, ["accounts", "config"]],
+  ["dashboard-settings-routes", settingsRoutes, ["accounts", "config"]],
+  ["shared-report-routes", sharedReportRoutes, ["inspections", "media", "accounts"]],
 ];
 
 describe("route plugins", () => {
