@@ -10,9 +10,10 @@
  * For each of BENCH_INSPECTIONS inspections (20), one at a time: the time from a request to the
  * controller's move, read from the move's own event (its createdAt is the operator's clock at the
  * move; one machine, one clock):
- * - open: GET of the capture API (the `opened` intent) → `inspection.in_progress`;
- * - submit: POST …/submit → `inspection.processing` (the submit's answer waits for that move, so its
- *   own latency is printed too);
+ * - open: GET of the capture API (the `opened` intent) → `inspection.in_progress`, and from the
+ *   intent's own time (recorded by the api, in the InspectionRecord) to the move;
+ * - submit: POST …/submit → `inspection.processing`, and from the intent's time (the submit's answer
+ *   waits for that move, so its own latency is printed too);
  * - kubectl cancel: spec.cancelRequested set on the Inspection by a client of the API server, as
  *   `kubectl patch` would (no api process, no bus message) → `inspection.canceled`.
  * p50 and p95 of each, and the ratio poll ÷ watch. A benchmark: it asserts nothing.
@@ -35,7 +36,7 @@ import { ServiceProcess } from "../helpers/service-process.ts";
 const INSPECTIONS = Number(process.env.BENCH_INSPECTIONS ?? 20);
 const photos = carPhotos(REQUIRED_ANGLES.length);
 
-type Sample = { open: number; submit: number; submitAnswer: number; cancel: number };
+type Sample = { open: number; openedIntent: number; submit: number; submittedIntent: number; submitAnswer: number; cancel: number };
 
 async function started(env: Record<string, string>, workload: string): Promise<ServiceProcess> {
   const p = new ServiceProcess(env, workload);
@@ -56,16 +57,22 @@ const kc = new KubeConfig();
 kc.loadFromFile(plane.kubeconfig);
 const objects = kc.makeApiClient(CustomObjectsApi);
 
-/** When the inspection's `type` event was made (the operator's clock at the move), waiting for it to be there. */
-async function movedAt(namespace: string, id: string, type: string): Promise<number> {
+type Kept = {
+  spec: { capture: { openedAt: number | null; submitRequestedAt: number | null } };
+  status?: { store?: { events?: { type: string; createdAt: number }[] } };
+};
+
+/**
+ * When the inspection's `type` event was made (the operator's clock at the move), waiting for it to
+ * be there; with the record as it then is (its intents' times, the api's clock).
+ */
+async function movedAt(namespace: string, id: string, type: string): Promise<{ at: number; kept: Kept }> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     const { group, version, plural } = INSPECTION_RECORD_RESOURCE;
-    const kept = (await objects.getNamespacedCustomObject({ group, version, plural, namespace, name: resourceName(id) })) as {
-      status?: { store?: { events?: { type: string; createdAt: number }[] } };
-    };
+    const kept = (await objects.getNamespacedCustomObject({ group, version, plural, namespace, name: resourceName(id) })) as Kept;
     const event = kept.status?.store?.events?.find((e) => e.type === type);
-    if (event) return event.createdAt;
+    if (event) return { at: event.createdAt, kept };
     if (Date.now() > deadline) throw new Error(`${id}: no ${type} within 30 s`);
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -117,7 +124,9 @@ async function run(mode: "poll" | "watch"): Promise<Sample[]> {
       const openAt = Date.now();
       const opened = await fetch(base);
       if (opened.status !== 200) throw new Error(`open answered ${opened.status}`);
-      const open = (await movedAt(namespace, made.id, "inspection.in_progress")) - openAt;
+      const inProgress = await movedAt(namespace, made.id, "inspection.in_progress");
+      const open = inProgress.at - openAt;
+      const openedIntent = inProgress.at - inProgress.kept.spec.capture.openedAt!;
       for (const [n, angle] of REQUIRED_ANGLES.entries()) {
         const put = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[n], headers: { "content-type": "image/jpeg" } });
         if (put.status !== 200) throw new Error(`photo ${angle} answered ${put.status}: ${await put.text()}`);
@@ -126,7 +135,9 @@ async function run(mode: "poll" | "watch"): Promise<Sample[]> {
       const submitted = await fetch(`${base}/submit`, { method: "POST" });
       const submitAnswer = Date.now() - submitAt;
       if (submitted.status !== 202) throw new Error(`submit answered ${submitted.status}: ${await submitted.text()}`);
-      const submit = (await movedAt(namespace, made.id, "inspection.processing")) - submitAt;
+      const processing = await movedAt(namespace, made.id, "inspection.processing");
+      const submit = processing.at - submitAt;
+      const submittedIntent = processing.at - processing.kept.spec.capture.submitRequestedAt!;
 
       // Another inspection, canceled by a client of the API server as kubectl would: the spec's cancelRequested.
       const other = (await (await api("/v1/inspections", { vehicle: { vin: VALID_VIN } })).json()) as { id: string };
@@ -155,9 +166,10 @@ async function run(mode: "poll" | "watch"): Promise<Sample[]> {
             return false;
           });
       }
-      const cancel = (await movedAt(namespace, other.id, "inspection.canceled")) - cancelAt;
-      if (i > 0) samples.push({ open, submit, submitAnswer, cancel });
-      if (process.env.BENCH_VERBOSE) console.error(mode, { open, submit, submitAnswer, cancel });
+      const cancel = (await movedAt(namespace, other.id, "inspection.canceled")).at - cancelAt;
+      const sample = { open, openedIntent, submit, submittedIntent, submitAnswer, cancel };
+      if (i > 0) samples.push(sample);
+      if (process.env.BENCH_VERBOSE) console.error(mode, sample);
     }
     if (process.env.BENCH_VERBOSE) {
       for (const p of processes) console.error(p.logs.filter((l) => (l.level as number) >= 40).map((l) => l.msg));
@@ -193,7 +205,9 @@ console.log(
 console.log("|---|---:|---:|---:|---:|---:|---:|");
 for (const [field, label] of [
   ["open", "capture opened (GET) → in_progress"],
+  ["openedIntent", "opened intent recorded → in_progress"],
   ["submit", "capture submit (POST) → processing"],
+  ["submittedIntent", "submit intent recorded → processing"],
   ["submitAnswer", "capture submit (POST) → its 202 answer"],
   ["cancel", "spec.cancelRequested written (kubectl's way) → canceled"],
 ] as const) {
