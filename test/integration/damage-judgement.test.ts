@@ -82,6 +82,21 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.judge))("the whole photo judged: dama
     expect(review).toBe("not_required");
   });
 
+  it("leaves out what the damage model alone sees on no part of the car, on a photo judged clean", async () => {
+    // A camouflage-wrapped car (car-parts test te23): a broken lamp at 0.50 on no light, the photo judged 0.02.
+    const wrapped = readFileSync(join(DATASETS, "car-parts/testset/JPEGImages/te23.jpg"));
+    // A damaged car the judgement calls clean (car-damage-severity 0409, judged 0.02): its dent lies on the hood, and stays.
+    const dented = severityPhoto("0409");
+    const { result } = await walkaround(models, [
+      { angle: "front_left", bytes: wrapped },
+      { angle: "front", bytes: dented },
+    ]);
+    for (const p of result.photos) expect(p.damageScore).toBeLessThan(0.1);
+    expect(result.detections.filter((d) => d.mediaId === "med_0")).toEqual([]);
+    const onDented = result.detections.filter((d) => d.mediaId === "med_1");
+    expect(onDented.map((d) => `${d.type} on ${d.part}`)).toEqual(["dent on hood"]);
+  });
+
   it("names the customer's part on a close-up's findings", async () => {
     const [shatter] = readdirSync(join(DATASETS, "car-damage/valid/images")).filter((f) => f.startsWith("000314_"));
     const closeup = readFileSync(join(DATASETS, "car-damage/valid/images", shatter!));
