@@ -70,7 +70,10 @@ export function embeddedServices(
   const checkpointer = new Checkpointer(db, databaseFile(config.dataDir), {
     onStop: (err) => log.warn({ err }, "the WAL checkpoint thread stopped; SQLite checkpoints on commit again"),
   });
-  const vin = new VinDecoder(join(config.dataDir, "vpic"), { onError: (err) => log.warn({ err }, "VIN decoding failed") });
+  const vin = new VinDecoder(join(config.dataDir, "vpic"), {
+    timeoutMs: config.vinDecodeTimeoutMs,
+    onError: (err) => log.warn({ err }, "VIN decoding failed"),
+  });
   const { partsModel, judgeModel } = config.models;
   const uploadChecks = partsModel
     ? new UploadCheckPool(

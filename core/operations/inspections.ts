@@ -6,6 +6,7 @@ import { UNSTARTED } from "../ports/inspection-store.ts";
 import type { InspectionRecord, Scope } from "../ports/records.ts";
 import type { CreateInspectionBody } from "../schemas/inspection.ts";
 import type { Services } from "../runtime/services.ts";
+import type { DecodedVehicle } from "../vin/vin-decoder.ts";
 import { eventPayload } from "../views/inspection-view.ts";
 import { checkNotifyUrl } from "../net/notify-url.ts";
 import { awaitController } from "./await-controller.ts";
@@ -39,7 +40,7 @@ export async function createInspection(
   }
   if (body.notify_url) checkNotifyUrl(body.notify_url, scope.livemode, s.config.webhooks.allowPrivateTargets);
   if (body.baseline_inspection) await checkBaseline(s, scope, body.baseline_inspection, body.vehicle.vin);
-  const vehicle = await s.vin.decode(body.vehicle.vin);
+  const { vehicle, later } = await s.vin.lookup(body.vehicle.vin);
   const now = s.clock.now();
   const record: InspectionRecord = {
     id,
@@ -69,7 +70,19 @@ export async function createInspection(
     if (!made) throw error;
     return sameRequest(made, body);
   }
+  if (later) recordVehicleLater(s, id, later);
   return record;
+}
+
+/**
+ * A decode that ran past the create's budget (a cold decoder, a busy machine) is not lost: the
+ * inspection is answered without make, model and year, and they are recorded once the decode ends,
+ * so later reads, the report and the PDF have them. A process that stops first leaves them null.
+ */
+function recordVehicleLater(s: Services, id: string, later: Promise<DecodedVehicle>): void {
+  later
+    .then((vehicle) => (vehicle.make === null ? undefined : s.inspections.recordVehicle(id, vehicle)))
+    .catch((err) => s.log.warn({ err, inspection: id }, "the vehicle decoded from the VIN could not be recorded"));
 }
 
 /** What `capture` asks for, the defaults filled in: what the record keeps, the session and the page read. */

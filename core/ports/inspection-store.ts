@@ -85,6 +85,12 @@ export interface InspectionStore {
   recordSubmitRequested(id: string, at: number): Promise<void>;
   recordCancelRequested(id: string, at: number): Promise<void>;
   recordVinObserved(id: string, vin: string): Promise<void>;
+  /**
+   * Records the make, model and year decoded from the VIN after the inspection was created (the
+   * decode ran past the create's time budget), only where none is recorded yet: never over a decode
+   * stored before. Moves nothing else (no event, no reconcile).
+   */
+  recordVehicle(id: string, vehicle: Pick<InspectionRecord, "make" | "model" | "year">): Promise<void>;
 
   // Controller.
   /**

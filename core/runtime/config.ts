@@ -57,6 +57,7 @@ const EnvSchema = z.object({
   // Not in the contract's list: knobs for operators and tests, with the contract's values as defaults.
   WEBHOOK_RETRY_SCHEDULE_MS: retrySchedule.optional(),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
+  VIN_DECODE_TIMEOUT_MS: z.coerce.number().int().positive().default(3_000),
   INSPECTION_TTL_HOURS: z.coerce
     .number()
     .positive()
@@ -176,6 +177,8 @@ export type Config = {
   };
   logLevel: z.infer<typeof EnvSchema>["LOG_LEVEL"];
   inspectionTtlMs: number;
+  /** How long a request waits for a VIN's decode; one that runs longer is recorded when it ends (core/vin/vin-decoder.ts). */
+  vinDecodeTimeoutMs: number;
   controllerPollMs: number;
   /** The controller's resync with the store's watch on; null: no watch, the store polled every controllerPollMs. */
   controllerResyncMs: number | null;
@@ -290,6 +293,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     logLevel: e.LOG_LEVEL,
     inspectionTtlMs: e.INSPECTION_TTL_HOURS * 3_600_000,
+    vinDecodeTimeoutMs: e.VIN_DECODE_TIMEOUT_MS,
     controllerPollMs: e.CONTROLLER_POLL_MS,
     controllerResyncMs: e.CONTROLLER_WATCH ? e.CONTROLLER_RESYNC_MS : null,
     detectionThreads: e.DETECTION_THREADS,

@@ -14,7 +14,7 @@ import type { RateLimitStore } from "../ports/rate-limit-store.ts";
 import type { UserStore } from "../ports/user-store.ts";
 import type { Signals } from "./signals.ts";
 import type { Clock } from "./time.ts";
-import type { DecodedVehicle } from "../vin/vin-decoder.ts";
+import type { DecodedVehicle, VinLookup } from "../vin/vin-decoder.ts";
 
 /** Everything a component needs from the outside world, built once at boot (bin/) and passed in. */
 export type Services = {
@@ -32,7 +32,8 @@ export type Services = {
    */
   rateLimits: { requests: RateLimitStore; failedAuth: RateLimitStore };
   blobs: BlobStore;
-  vin: { decode(vin: string): Promise<DecodedVehicle> };
+  /** VIN decoding within a time budget (core/vin/vin-decoder.ts); `lookup` also hands over a decode that ran past it. */
+  vin: { decode(vin: string): Promise<DecodedVehicle>; lookup(vin: string): Promise<VinLookup> };
   captureLinks: CaptureLinks;
   /** Keys for what the service signs besides capture links: dashboard cookies, shared report links. */
   signingKeys: { cookies: Buffer; shareLinks: Buffer };

@@ -283,6 +283,19 @@ for (const adapter of INSPECTION_ADAPTERS) {
       expect((await events.list(scope, 10))!.map((e) => e.inspectionId)).toEqual([r.id]);
     });
 
+    it("records a vehicle decoded after the create where none is recorded, and never over one", async () => {
+      const { inspections, reopen } = await adapter.make();
+      const accord = { make: "Honda", model: "Accord", year: 2003 };
+      const late = sampleInspection();
+      await inspections.create(late, newId("insp"), event());
+      await inspections.recordVehicle(late.id, accord);
+      expect(await (await reopen()).get(scope, late.id)).toEqual({ ...late, ...accord });
+      const decoded = sampleInspection(accord);
+      await inspections.create(decoded, newId("insp"), event());
+      await inspections.recordVehicle(decoded.id, { make: "Tesla", model: "Model 3", year: 2019 });
+      expect(await (await reopen()).get(scope, decoded.id)).toEqual(decoded);
+    });
+
     it("keeps the capture asked for at creation: its steps in order, close-ups and locale", async () => {
       const { inspections, reopen } = await adapter.make();
       const capture = {

@@ -138,6 +138,14 @@ export class KubernetesInspectionStore implements InspectionStore {
     }));
   }
 
+  recordVehicle(id: string, vehicle: Pick<InspectionRecord, "make" | "model" | "year">): Promise<void> {
+    return this.#records.updateResource(id, undefined, (v) =>
+      v.capture.make === null
+        ? { answer: undefined, write: withCapture({ ...v.capture, make: vehicle.make, model: vehicle.model, year: vehicle.year }) }
+        : { answer: undefined },
+    );
+  }
+
   /**
    * The api's write, on the resource as its other writes are: the review and its event in the
    * capture record, counted as an intent so that the controller writes the status it makes (the

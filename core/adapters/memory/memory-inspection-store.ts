@@ -91,6 +91,10 @@ export class MemoryInspectionStore implements InspectionStore {
     this.#update(id, () => ({ vinObserved: vin }));
   }
 
+  async recordVehicle(id: string, vehicle: Pick<InspectionRecord, "make" | "model" | "year">): Promise<void> {
+    this.#update(id, (r) => (r.make === null ? { make: vehicle.make, model: vehicle.model, year: vehicle.year } : {}));
+  }
+
   #update(id: string, change: (r: InspectionRecord) => Partial<InspectionRecord>): void {
     const r = this.#state.inspections.get(id);
     if (r) this.#state.inspections.set(id, snapshot({ ...r, ...change(r) }));

@@ -296,6 +296,15 @@ export class SqliteInspectionStore implements InspectionStore {
     this.#sql("UPDATE inspections SET vin_observed = ? WHERE id = ?").run(vin, id);
   }
 
+  async recordVehicle(id: string, vehicle: Pick<InspectionRecord, "make" | "model" | "year">): Promise<void> {
+    this.#sql("UPDATE inspections SET make = ?, model = ?, year = ? WHERE id = ? AND make IS NULL").run(
+      vehicle.make,
+      vehicle.model,
+      vehicle.year,
+      id,
+    );
+  }
+
   watch(listener: (inspectionId: string) => void): () => void {
     return this.#writes.add(listener);
   }
