@@ -39,6 +39,51 @@ describe("same vehicle, by its paint", () => {
     expect(sameVehicle(photos.filter((p) => p.mediaId !== "med_4"))).toEqual({ same_vehicle: "consistent", inconsistent_photos: [] });
   });
 
+  it("calls eight different cars inconsistent although one photo's paint, between the bands, could be any of theirs", () => {
+    // Eight test cars' paints (inference/evaluation/same-vehicle-eval.ts): a beige so faint (chroma 12)
+    // that it could be one paint with each of the others. Stood for the vehicle alone, it let all
+    // eight pass as one car; the photos that could all be one paint, each with each, are the seven
+    // light greys and whites, and the dark grey is not of them.
+    const eight: Paint[] = [
+      [92, 1, -2],
+      [96, 0, 0],
+      [41, -1, 0],
+      [72, 0, 0],
+      [79, -3, 2],
+      [90, 0, 0],
+      [98, 0, 0],
+      [84, 2, 12],
+    ];
+    const photos = eight.map((paint, i) => ({ mediaId: `car_${i}`, paint, baseline: false }));
+    expect(sameVehicle(photos)).toEqual({ same_vehicle: "inconsistent", inconsistent_photos: ["car_2"] });
+    // Greys from 49 to 98: no car is that far apart from shade to sun (a white car 25% darker and brighter: 60 to 98).
+    const greys: Paint[] = [
+      [49, -1, 0],
+      [91, 0, 0],
+      [88, 0, 0],
+      [49, 0, -4],
+      [68, 0, 0],
+      [78, -1, -2],
+      [98, 0, 0],
+      [98, -1, -2],
+    ];
+    expect(sameVehicle(greys.map((paint, i) => ({ mediaId: `g${i}`, paint, baseline: false }))).same_vehicle).toBe("inconsistent");
+    const oneWhiteCar: Paint[] = [
+      [79, 1, -2],
+      [79, 1, -2],
+      [59, 1, -3],
+      [97, 0, -2],
+      [79, 1, 6],
+      [79, 0, -10],
+      [81, 1, -2],
+      [80, 1, -2],
+    ];
+    expect(sameVehicle(oneWhiteCar.map((paint, i) => ({ mediaId: `w${i}`, paint, baseline: false })))).toEqual({
+      same_vehicle: "consistent",
+      inconsistent_photos: [],
+    });
+  });
+
   it("holds a return to its baseline's car, and names only the return's photos", () => {
     const baseline = [red, darkRed, red].map((paint, i) => ({ mediaId: `base_${i}`, paint, baseline: true }));
     const other = [blue, blue, blue].map((paint, i) => ({ mediaId: `ret_${i}`, paint, baseline: false }));
