@@ -20,6 +20,7 @@ import {
   type StoredEvent,
 } from "../../schemas/inspection-resource.ts";
 import { apiStatus, CONFLICT, NOT_FOUND } from "./api-status.ts";
+import { retryOnConflict } from "./retry-on-conflict.ts";
 import { inspectionCache } from "./inspection-cache.ts";
 import {
   capturePlanOf,
@@ -237,22 +238,12 @@ export const ARCHIVE = {
 const INDEX_PAGE = 1000;
 
 /**
- * A write that meets a newer version (409) is made again on it after a jittered pause (up to
- * CONFLICT_PAUSE_MS, doubling from 10 ms), so that writers racing on one inspection spread out
- * instead of colliding again at once, as client-go's RetryOnConflict does; it gives up only once
- * CONFLICT_GIVE_UP_MS have passed. A count alone gave up: 27 writers racing on one inspection
- * can each lose 26 times.
- */
-const CONFLICT_PAUSE_MS = 200;
-const CONFLICT_GIVE_UP_MS = 15_000;
-
-/**
  * The Inspection resources of a namespace as the inspection store's data, for
  * KubernetesInspectionStore and KubernetesEventStore: reads from a list-watch cache (with this
  * process's own writes seen at once), writes as compare-and-set replaces on the resourceVersion
- * read, made again on the newer version after a 409. The api writes the resource (spec and the
- * capture annotation) and the controller only its status, so RBAC can keep status to the
- * operator's account.
+ * read, made again on the newer version after a 409 (`retryOnConflict`, the one conflict policy of
+ * every in-line write). The api writes the resource (spec and the capture annotation) and the
+ * controller only its status, so RBAC can keep status to the operator's account.
  */
 export class InspectionRecords {
   readonly namespace: string;
@@ -520,23 +511,23 @@ export class InspectionRecords {
    */
   async show(id: string): Promise<void> {
     const name = resourceName(id);
-    const giveUpAt = Date.now() + CONFLICT_GIVE_UP_MS;
-    for (;;) {
-      const v = this.byId(id);
-      if (!v || v.shown || !v.inspection || !v.kept) return;
-      const status = desiredStatus(v.record, v.store.reconciledGeneration, v.inspection.status?.conditions, Date.now());
-      try {
+    await retryOnConflict(
+      `status of Inspection ${name}`,
+      async (attempt) => {
+        if (attempt > 0) {
+          const fetched = await this.#fetch(name);
+          if (fetched) this.#cache.wrote(fetched);
+        }
+        return this.byId(id);
+      },
+      async (v) => {
+        if (!v || v.shown || !v.inspection || !v.kept) return;
+        const status = desiredStatus(v.record, v.store.reconciledGeneration, v.inspection.status?.conditions, Date.now());
         const body = { ...v.inspection, status };
         this.#cache.wrote((await this.#api.replaceNamespacedCustomObjectStatus({ ...this.#where(), name, body })) as InspectionResource);
-        return;
-      } catch (error) {
-        const status = apiStatus(error);
-        if (status === NOT_FOUND) return;
-        if (status !== CONFLICT || Date.now() > giveUpAt) throw error;
-        const fetched = await this.#fetch(name);
-        if (fetched) this.#cache.wrote(fetched);
-      }
-    }
+      },
+      { onConflict: () => this.conflicts++ },
+    ).catch(unlessNotFound(undefined));
   }
 
   /**
@@ -548,23 +539,24 @@ export class InspectionRecords {
    */
   async migrate(id: string): Promise<void> {
     const name = resourceName(id);
-    const giveUpAt = Date.now() + CONFLICT_GIVE_UP_MS;
-    for (;;) {
-      const inspection = await this.#fetch(name);
-      const v = inspection && this.view(inspection);
-      if (!v) return;
-      try {
+    const moved = await retryOnConflict(
+      `move of Inspection ${name} to its InspectionRecord`,
+      async () => {
+        const inspection = await this.#fetch(name);
+        return inspection && this.view(inspection);
+      },
+      async (v) => {
+        if (!v) return false;
         const kept = await this.#writeKept(name, v, await this.#fetchKept(name));
         const { [CAPTURE_ANNOTATION]: _, ...annotations } = v.object.metadata?.annotations ?? {};
         const body = { ...v.object, metadata: { ...v.object.metadata, annotations } };
         this.#cache.wrote((await this.#api.replaceNamespacedCustomObject({ ...this.#where(), name, body })) as InspectionResource);
         this.#kept.wrote(kept);
-        await this.show(id);
-        return;
-      } catch (error) {
-        if (apiStatus(error) !== CONFLICT || Date.now() > giveUpAt) throw error;
-      }
-    }
+        return true;
+      },
+      { onConflict: () => this.conflicts++ },
+    );
+    if (moved) await this.show(id);
   }
 
   /** The record of `v` written as it stands (spec, then status), made if there is none. */
@@ -670,17 +662,14 @@ export class InspectionRecords {
 
   /** Deletes an Inspection whose record is archived and gone, whatever was written to it since. */
   async #releaseInspection(name: string): Promise<void> {
-    const giveUpAt = Date.now() + CONFLICT_GIVE_UP_MS;
-    for (let o = this.#cache.get(this.namespace, name); o; o = await this.#fetch(name)) {
-      try {
-        await this.#release(INSPECTION_RESOURCE, o);
-        return;
-      } catch (error) {
-        const status = apiStatus(error);
-        if (status === NOT_FOUND) return;
-        if (status !== CONFLICT || Date.now() > giveUpAt) throw error;
-      }
-    }
+    await retryOnConflict(
+      `delete of Inspection ${name}`,
+      (attempt) => (attempt === 0 ? this.#cache.get(this.namespace, name) : this.#fetch(name)),
+      async (o) => {
+        if (o) await this.#release(INSPECTION_RESOURCE, o);
+      },
+      { onConflict: () => this.conflicts++ },
+    ).catch(unlessNotFound(undefined));
   }
 
   /**
@@ -861,19 +850,16 @@ export class InspectionRecords {
 
   /** Sets the Inspection's spec.cancelRequested, on the latest version (it only ever goes from unset to true). */
   async #cancelOnInspection(name: string): Promise<void> {
-    const giveUpAt = Date.now() + CONFLICT_GIVE_UP_MS;
-    for (let o = this.#cache.get(this.namespace, name); ; o = await this.#fetch(name)) {
-      if (!o || o.spec.cancelRequested) return;
-      try {
+    await retryOnConflict(
+      `spec.cancelRequested of Inspection ${name}`,
+      (attempt) => (attempt === 0 ? this.#cache.get(this.namespace, name) : this.#fetch(name)),
+      async (o) => {
+        if (!o || o.spec.cancelRequested) return;
         const body = { ...o, spec: { ...o.spec, cancelRequested: true } };
         this.#cache.wrote((await this.#api.replaceNamespacedCustomObject({ ...this.#where(), name, body })) as InspectionResource);
-        return;
-      } catch (error) {
-        const status = apiStatus(error);
-        if (status === NOT_FOUND) return;
-        if (status !== CONFLICT || Date.now() > giveUpAt) throw error;
-      }
-    }
+      },
+      { onConflict: () => this.conflicts++ },
+    ).catch(unlessNotFound(undefined));
   }
 
   /**
@@ -915,27 +901,25 @@ export class InspectionRecords {
     write: (v: InspectionView, w: W) => Promise<void>,
   ): Promise<R> {
     const name = resourceName(id);
-    let v = this.byId(id) ?? (await this.#fetchView(name));
-    const giveUpAt = Date.now() + CONFLICT_GIVE_UP_MS;
-    for (let conflicts = 0; ; conflicts++) {
-      if (!v) return missing;
-      const { write: w, answer } = change(v);
-      if (w === undefined) return answer;
-      try {
-        await write(v, w);
+    let v: InspectionView | null = null;
+    return retryOnConflict(
+      `write of inspection ${id}`,
+      async (attempt) => {
+        // After a 409 the cache may not have the newer version yet: read it from the API server. A
+        // record's write met a newer record, not a newer Inspection: only the record is read again.
+        if (attempt === 0) v = this.byId(id) ?? (await this.#fetchView(name));
+        else v = v?.kept ? await this.#refetchKept(name, v) : await this.#fetchView(name);
+        return v;
+      },
+      async (current) => {
+        if (!current) return missing;
+        const { write: w, answer } = change(current);
+        if (w === undefined) return answer;
+        await write(current, w);
         return answer;
-      } catch (error) {
-        const status = apiStatus(error);
-        if (status === NOT_FOUND) return missing;
-        if (status !== CONFLICT || Date.now() > giveUpAt) throw error;
-        this.conflicts++;
-        const pause = Math.min(10 * 2 ** conflicts, CONFLICT_PAUSE_MS);
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * pause));
-        // The cache may not have the newer version yet: read it from the API server. A record's write
-        // met a newer record, not a newer Inspection: only the record is read again.
-        v = v.kept ? await this.#refetchKept(name, v) : await this.#fetchView(name);
-      }
-    }
+      },
+      { onConflict: () => this.conflicts++ },
+    ).catch(unlessNotFound(missing));
   }
 
   /** The inspection with its record as the API server has it now, and its Inspection as the cache does (or as `v` had it). */
@@ -971,3 +955,11 @@ export class InspectionRecords {
     return { group, version, plural, namespace: this.namespace };
   }
 }
+
+/** A catch that answers `value` for a 404 (the object is gone) and throws anything else on. */
+const unlessNotFound =
+  <T>(value: T) =>
+  (error: unknown): T => {
+    if (apiStatus(error) === NOT_FOUND) return value;
+    throw error;
+  };
