@@ -321,7 +321,7 @@ export class Controller {
    */
   async #baselineReport(r: InspectionRecord): Promise<Report | null> {
     const baseline = r.baselineInspectionId ? await this.#o.store.getById(r.baselineInspectionId) : null;
-    if (!baseline || baseline.status !== "completed") return null;
+    if (baseline?.status !== "completed") return null;
     return JSON.parse(await completedReport(this.#o, baseline)) as Report;
   }
 

@@ -46,7 +46,10 @@ export type QualityProblem = (typeof QUALITY_PROBLEMS)[number];
 export const Quality = z.object({
   brightness: z.number().meta({ description: "Mean luminance, 0 (black) to 1 (white)." }),
   sharpness: z.number().meta({ description: "Variance of the Laplacian of the photo downscaled to 512 px on its long side." }),
-  glare: z.number().meta({ description: "Share of the central half of the frame that is blown out: clipped (luminance 254 of 255 or more) and not joined to the frame's edge by clipped pixels, as a white sky or backdrop is." }),
+  glare: z.number().meta({
+    description:
+      "Share of the central half of the frame that is blown out: clipped (luminance 254 of 255 or more) and not joined to the frame's edge by clipped pixels, as a white sky or backdrop is.",
+  }),
   passed: z.boolean(),
   problems: z.array(z.enum(QUALITY_PROBLEMS)).meta({
     description:

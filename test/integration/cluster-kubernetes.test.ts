@@ -158,7 +158,7 @@ describe("cluster mode with the Inspection resources as the store, under the cha
       expect(put.status, angle).toBe(200);
     }
     expect((await fetch(`${urls[1]}/capture/v1/${token}/submit`, { method: "POST" })).status).toBe(202);
-    const completed = await until(
+    await until(
       "completed",
       async () => (await a(`/v1/inspections/${inspection.id}`)).json(),
       (i: { status: string }) => i.status === "completed",
