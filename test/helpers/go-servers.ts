@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs";
 import { connect } from "node:net";
-import { homedir, tmpdir } from "node:os";
+import { constants, homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { freePort } from "./free-port.ts";
@@ -101,10 +101,20 @@ export async function buildGoServers(log: (line: string) => void = () => {}): Pr
 
 const STARTUP_TIMEOUT_MS = 20_000;
 const running = new Set<ChildProcess>();
-// A test file that fails before its clean-up must not leave servers behind it.
-process.on("exit", () => {
+// A test file that fails before its clean-up must not leave servers behind it, nor one whose
+// process is ended by a signal: vitest ends each test file's fork with SIGTERM, which skips
+// "exit", and each file of the kubernetes composition left its kube-apiserver and etcd running,
+// 26 of each by the end of a run.
+const killRunning = () => {
   for (const child of running) child.kill("SIGKILL");
-});
+};
+process.on("exit", killRunning);
+for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+  process.once(signal, () => {
+    killRunning();
+    process.exit(128 + constants.signals[signal]);
+  });
+}
 
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -54,10 +54,12 @@ it("the README's Try it commands run as written, and the dashboard user sees wha
     // Left running in a terminal of its own in the README; here in the background, until it listens.
     .replace(
       /^(npx vehicle-inspection webhooks listen .*)$/m,
-      '$1 > "$LISTEN_LOG" 2>&1 &\nuntil grep -q Forwarding "$LISTEN_LOG"; do sleep 0.2; done',
+      'setsid $1 > "$LISTEN_LOG" 2>&1 &\nLISTENER=$!\nuntil grep -q Forwarding "$LISTEN_LOG"; do sleep 0.2; done',
     );
   const listenLog = join(dataDir, "listen.log");
-  const { stdout } = await promisify(execFile)("bash", ["-c", `set -eo pipefail\n${script}\necho\necho "ID=$ID"\nkill %1`], {
+  // npx does not pass a SIGTERM on to the command it runs, which outlived the test: the listener
+  // runs in a process group of its own (setsid), and the whole group is ended.
+  const { stdout } = await promisify(execFile)("bash", ["-c", `set -eo pipefail\n${script}\necho\necho "ID=$ID"\nkill -- -$LISTENER`], {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), LISTEN_LOG: listenLog },
     timeout: 240_000,
