@@ -1,5 +1,5 @@
 import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
-import { RecentMap } from "../runtime/recent-map.ts";
+import { LRUCache } from "lru-cache";
 import { sha256 } from "./ids.ts";
 
 /**
@@ -11,7 +11,7 @@ export class CaptureLinks {
   readonly #secret: KeyObject;
   readonly #base: string;
   /** Every retrieval and list item shows capture_url: recent tokens are kept rather than re-derived. */
-  readonly #recent = new RecentMap<string, string>(50_000);
+  readonly #recent = new LRUCache<string, string>({ max: 50_000 });
 
   constructor(secret: Buffer, publicUrl: string) {
     this.#secret = createSecretKey(secret);

@@ -1,4 +1,5 @@
 import { Piscina } from "piscina";
+import { LRUCache } from "lru-cache";
 
 export type DecodedVehicle = { make: string | null; model: string | null; year: number | null };
 const UNKNOWN: DecodedVehicle = { make: null, model: null, year: null };
@@ -26,7 +27,7 @@ const TRIES = 3;
  */
 export class VinDecoder {
   readonly #pool: Piscina;
-  readonly #cache = new Map<string, Promise<DecodedVehicle>>();
+  readonly #cache = new LRUCache<string, Promise<DecodedVehicle>>({ max: 10_000 });
   readonly #timeoutMs: number;
   readonly #onError: (error: unknown) => void;
   #closed = false;
@@ -66,7 +67,6 @@ export class VinDecoder {
     if (!hit) {
       hit = this.#run(vin, key);
       this.#cache.set(key, hit);
-      if (this.#cache.size > 10_000) this.#cache.delete(this.#cache.keys().next().value!);
     }
     return hit;
   }

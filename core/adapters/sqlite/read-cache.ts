@@ -1,4 +1,4 @@
-import { RecentMap } from "../../runtime/recent-map.ts";
+import { LRUCache } from "lru-cache";
 import { changeStamp, type Database } from "./database.ts";
 
 /**
@@ -16,7 +16,7 @@ import { changeStamp, type Database } from "./database.ts";
 export class ReadCache<V> {
   readonly #db: Database;
   readonly #tables: readonly string[];
-  readonly #held: RecentMap<string, V>;
+  readonly #held: LRUCache<string, V & {}>;
   #stamp = -1;
 
   /** `tables`: every table the records are read from. */
@@ -24,7 +24,7 @@ export class ReadCache<V> {
     this.#db = db;
     // changeStamp() counts tables by their lower-case names, as SQLite treats them.
     this.#tables = tables.map((t) => t.toLowerCase());
-    this.#held = new RecentMap(max);
+    this.#held = new LRUCache({ max });
   }
 
   get(key: string, read: () => V | null): V | null {
@@ -39,7 +39,7 @@ export class ReadCache<V> {
     if (value === null) return null;
     // A caller that edits it fails loudly instead of changing what the next request is told.
     Object.freeze(value);
-    this.#held.set(key, value);
+    this.#held.set(key, value as V & {});
     return value;
   }
 }

@@ -1,4 +1,5 @@
 import type { StatementSync } from "node:sqlite";
+import { LRUCache } from "lru-cache";
 import { isCaptureOpen, STATUSES, type Status } from "../../domain/state-machine.ts";
 import {
   type EventFactory,
@@ -35,13 +36,12 @@ const COLUMNS = `id, account_id, livemode, status, reference, vin, make, model, 
 const SELECT = `SELECT ${COLUMNS} FROM inspections`;
 
 /** A stored capture plan as JSON, parsed once for every row that holds the same text (most hold the same few). */
-const plans = new Map<string, CapturePlan>();
+const plans = new LRUCache<string, CapturePlan>({ max: 1_000 });
 function storedPlan(text: string | null): CapturePlan {
   if (text === null) return DEFAULT_CAPTURE_PLAN;
   let plan = plans.get(text);
   if (plan === undefined) {
     plan = Object.freeze(JSON.parse(text) as CapturePlan);
-    if (plans.size >= 1_000) plans.delete(plans.keys().next().value!);
     plans.set(text, plan);
   }
   return plan;
