@@ -14,12 +14,8 @@ declare module "fastify" {
 /** The `events` decorator, for the route plugins that declare it as a dependency. */
 export const eventsPlugin = fp<{ services: Services }>(
   async (app, { services: s }) => {
-    app.decorate("events", {
-      list: (scope, limit, cursor) => s.events.list(scope, limit, cursor),
-      get: (scope, id) => s.events.get(scope, id),
-      attempts: (ids) => s.events.attempts(ids),
-      forInspection: (scope, id) => s.events.forInspection(scope, id),
-    } satisfies Events);
+    // The store's own object: the routes read the log through it and nothing else (the type says which).
+    app.decorate("events", s.events satisfies Events);
   },
   { name: "events" },
 );
