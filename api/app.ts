@@ -30,7 +30,7 @@ import { answerBareRequests, clientErrorHandler, errorHandler, frameworkErrors, 
 import { FailedAuthLimiter } from "./plugins/failed-auth-limit.ts";
 import { idempotency } from "./plugins/idempotency.ts";
 import { jsonBodyText, refuseBadStrings } from "./plugins/strict-input.ts";
-import { registerRateLimit } from "./plugins/rate-limit.ts";
+import { perKeyRateLimit } from "./plugins/rate-limit.ts";
 import { RouteMethods } from "./plugins/route-methods.ts";
 import { requestMetrics } from "./plugins/request-metrics.ts";
 import { requestLogger } from "./plugins/request-logger.ts";
@@ -134,7 +134,7 @@ export async function buildApp(s: Services) {
   });
   await app.register(async (v1) => {
     v1.addHook("onRequest", failedAuth.guard(authenticate(s.keys, keyUseNoter(s.users, s.clock)), FAILED_AUTH_CODES));
-    await registerRateLimit(v1, s.config.rateLimit, sharedRateLimitStore(s.rateLimits.requests, s.clock, "api"));
+    v1.addHook("onRequest", perKeyRateLimit(s.config.rateLimit, s.rateLimits.requests, s.clock));
     // Idempotency keys mean something on POST only: its hooks go on those routes, so the reads,
     // the bulk of the traffic, do not pass through three hooks that would do nothing.
     const idem = idempotency(s.idempotency, s.clock);
