@@ -19,10 +19,11 @@ const HUE_APART = 40;
  * What one car's photos may differ by. `greySpan`: the most two greys (white, silver, grey, black) of
  * one car may differ in lightness, shade against sun; chosen on the calibration half of
  * `npm run eval:same-vehicle`'s cars (inference/evaluation/same-vehicle-eval.ts), which prints the
- * choice, and measured on the other half (docs/api.md, "One vehicle").
+ * choice, and measured on the other half (docs/api.md, "One vehicle"). The same rules judge one photo's
+ * own panels: a photo whose panels could not be one paint has none read (vehicle-paint.ts).
  */
 export type PaintRules = { greySpan: number };
-export const PAINT_RULES: PaintRules = { greySpan: 42 };
+export const PAINT_RULES: PaintRules = { greySpan: 40 };
 
 const chroma = ([, a, b]: Paint) => Math.hypot(a, b);
 const hue = ([, a, b]: Paint) => (Math.atan2(b, a) * 180) / Math.PI;
