@@ -20,14 +20,36 @@ export type WorkloadServices = EmbeddedServices & {
  * The services of one workload of the cluster mode (`api`, `operator`): with NATS_URL, idempotency
  * keys, rate-limit counters, accounts, API keys, webhook secrets and dashboard users live in NATS KV
  * buckets every replica shares (bin/account-stores.ts), and so does the signing secret;
- * inspections and events are the `Inspection` resources with INSPECTION_STORE=kubernetes
- * (bin/kubernetes-stores.ts), else the SQLite store under DATA_DIR, shared by the processes of one
- * machine; blobs are where config.blobs says (S3). Without NATS_URL this is the embedded set.
+ * blobs are where config.blobs says (S3). Without NATS_URL these are the embedded set's, under
+ * DATA_DIR. In either, inspections and events are the `Inspection` resources with
+ * INSPECTION_STORE=kubernetes (bin/kubernetes-stores.ts), else the SQLite store under DATA_DIR,
+ * shared by the processes of one machine.
  */
 export async function workloadServices(config: Config, log: Logger, workload: string, metrics?: Metrics): Promise<WorkloadServices> {
   const base = embeddedServices(config, log, workload, systemClock, metrics);
   await moveReports(base, log);
-  if (!config.natsUrl) return { ...base, nats: null, inspectionRecords: null };
+  // Loaded only when asked for: bin/commands/kube-config.ts says why.
+  const kubernetes =
+    config.inspectionStore === "kubernetes"
+      ? await (await import("./kubernetes-stores.ts")).kubernetesStores(config, log, base.metrics, base.blobs).catch(async (error) => {
+          await base.close();
+          throw error;
+        })
+      : null;
+  const stores = kubernetes ? { inspections: kubernetes.inspections, events: kubernetes.events } : {};
+  const inspectionRecords = kubernetes?.records ?? null;
+  if (!config.natsUrl) {
+    return {
+      ...base,
+      ...stores,
+      nats: null,
+      inspectionRecords,
+      async close() {
+        await kubernetes?.close();
+        await base.close();
+      },
+    };
+  }
   // A workload may start before NATS (a node's pods in any order, NATS restarting): it waits, not
   // ready (its /readyz says 503), and goes on once NATS answers, as its supervisor would have it.
   log.info({ nats_url: config.natsUrl }, "connecting to NATS; waiting for it if it is not up yet");
@@ -49,21 +71,16 @@ export async function workloadServices(config: Config, log: Logger, workload: st
       NatsRateLimitStore.open(nats.kvm, { bucket: "failed-auth", ttlMs: 3_600_000, watch: true, onWatchError }),
     ]);
     const { keys, users } = await natsAccountStores(nats, (err) => log.warn({ err }, "the API keys' KV watch failed; watching again"));
-    // Loaded only when asked for: bin/commands/kube-config.ts says why.
-    const kubernetes =
-      config.inspectionStore === "kubernetes"
-        ? await (await import("./kubernetes-stores.ts")).kubernetesStores(config, log, base.metrics, base.blobs)
-        : null;
     return {
       ...base,
       ...signingFrom(secret, config.publicUrl),
-      ...(kubernetes ? { inspections: kubernetes.inspections, events: kubernetes.events } : {}),
+      ...stores,
       idempotency,
       rateLimits: { requests, failedAuth },
       keys,
       users,
       nats,
-      inspectionRecords: kubernetes?.records ?? null,
+      inspectionRecords,
       async close() {
         await kubernetes?.close();
         await Promise.all([requests.close(), failedAuth.close(), keys.close()]);
@@ -73,6 +90,7 @@ export async function workloadServices(config: Config, log: Logger, workload: st
     };
   } catch (error) {
     await nats.close();
+    await kubernetes?.close();
     await base.close();
     throw error;
   }

@@ -118,7 +118,14 @@ async function main(argv: string[]): Promise<number> {
     case "api":
     case "operator":
     case "inference": {
+      // Asked to stop while still starting (waiting for NATS or the API server, or moving an SQLite
+      // store's inspections, which the next start finishes): nothing is served yet, so it just ends.
+      const early = () => process.exit(0);
+      process.once("SIGTERM", early);
+      process.once("SIGINT", early);
       const service = await { start, api, operator, inference }[command as "start" | "api" | "operator" | "inference"](config);
+      process.off("SIGTERM", early);
+      process.off("SIGINT", early);
       const shutdown = async () => {
         await service.close();
         process.exit(0);

@@ -2,24 +2,15 @@ import type { Config } from "../../core/runtime/config.ts";
 import { NatsBus } from "../../core/adapters/nats/nats-bus.ts";
 import { publishIntents } from "../../core/operations/intents-over-bus.ts";
 import { createLogger } from "../../core/runtime/logger.ts";
-import { workloadServices } from "../cluster-services.ts";
 import { serviceChecks } from "../../api/routes/probe-routes.ts";
-import { Metrics } from "../../core/runtime/metrics.ts";
-import { Readiness, startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
-import { startHttp } from "./workloads.ts";
+import { startHttp, servicesBehindProbes } from "./workloads.ts";
 
 /** `vehicle-inspection api`: the /v1 and capture routes and the dashboard, alone; run as many as needed. */
 export async function api(config: Config): Promise<{ close(): Promise<void>; port: number }> {
   const log = createLogger(config.logLevel).child({ workload: "api" });
   // Probes first: while its stores' servers are not up yet, the workload is alive and not ready.
-  const metrics = new Metrics("api");
-  const readiness = new Readiness();
-  const probes = await startProbeServer(config, metrics, () => readiness.check(), log);
-  const s = await workloadServices(config, log, "api", metrics).catch(async (error) => {
-    await probes.close();
-    throw error;
-  });
+  const { s, probes, readiness } = await servicesBehindProbes(config, log, "api");
   // Intents recorded here wake the operator's controller over the bus (cluster mode), unless its
   // watch of the store sees them already (the Inspection resources: every writer's changes).
   const watched = s.inspections.watchReach === "cluster" && config.controllerResyncMs !== null;

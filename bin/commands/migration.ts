@@ -52,7 +52,7 @@ const CONTENT_TYPES: [string, string][] = [
 const contentTypeOf = (key: string) =>
   CONTENT_TYPES.find(([p]) => key.startsWith(p))?.[1] ?? (key.endsWith(".json") ? "application/json" : "text/plain");
 
-/** Every inspection of every account, through the projector's feed (changedSince), which lists them all. */
+/** Every inspection of every account, through the store's feed (changedSince), which lists them all. */
 async function allInspections(store: InspectionStore): Promise<InspectionRecord[]> {
   const all: InspectionRecord[] = [];
   let after: { updatedAt: number; id: string } | null = null;

@@ -9,12 +9,9 @@ import { NatsBus } from "../../core/adapters/nats/nats-bus.ts";
 import { NatsDetectionRunner } from "../../core/adapters/nats/nats-detection-runner.ts";
 import type { DetectionRunner } from "../../core/ports/detection-runner.ts";
 import { WorkerPoolRunner } from "../../inference/detection/worker-pool-runner.ts";
-import { workloadServices } from "../cluster-services.ts";
 import { serviceChecks } from "../../api/routes/probe-routes.ts";
-import { Metrics } from "../../core/runtime/metrics.ts";
-import { Readiness, startProbeServer } from "./probe-server.ts";
 import { closeOnce } from "./close-once.ts";
-import { startOperator, startUpkeep } from "./workloads.ts";
+import { startOperator, startUpkeep, servicesBehindProbes } from "./workloads.ts";
 
 /**
  * `vehicle-inspection operator`: the controller and webhook delivery, alone. With NATS_URL,
@@ -26,13 +23,7 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
   const log = createLogger(config.logLevel).child({ workload: "operator" });
   // Probes first, before the stores' servers answer and before the lease: a standby answers its
   // probes too. Ready while the store, S3 and NATS answer.
-  const metrics = new Metrics("operator");
-  const readiness = new Readiness();
-  const probes = await startProbeServer(config, metrics, () => readiness.check(), log);
-  const s = await workloadServices(config, log, "operator", metrics).catch(async (error) => {
-    await probes.close();
-    throw error;
-  });
+  const { s, probes, readiness, metrics } = await servicesBehindProbes(config, log, "operator");
   readiness.when(serviceChecks(s));
   // Replicas wait here while another leads: one controller writes status at a time.
   const lease = await operatorLease(config, s.nats, log);
@@ -56,9 +47,6 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
   // The Kubernetes parts are loaded only when asked for (kube-config.ts says why).
   const jobs =
     s.nats && config.detectionJobs ? await (await import("./detection-jobs.ts")).startDetectionJobs(config, s.nats, log, s.metrics) : null;
-  const resources = config.inspectionResources
-    ? (await import("./inspection-resources.ts")).startInspectionResources(config, s, log)
-    : null;
   const upkeep = startUpkeep(s, config, log);
   log.info({ nats: config.natsUrl !== null, blobs: config.blobs.kind, metrics_port: probes.port }, "operator workload started");
   return {
@@ -66,7 +54,6 @@ export async function operator(config: Config): Promise<{ close(): Promise<void>
     close: closeOnce(async () => {
       await probes.close();
       await jobs?.stop();
-      await resources?.stop();
       await upkeep?.stop();
       await loops.close();
       await bus?.close();

@@ -10,13 +10,31 @@ import { BusWebhookDispatcher } from "../../operator/bus-webhook-dispatcher.ts";
 import { consumeIntents } from "../../core/operations/intents-over-bus.ts";
 import { Controller } from "../../operator/controller.ts";
 import { startInspectionUpkeep } from "../../operator/inspection-upkeep.ts";
-import type { WorkloadServices } from "../cluster-services.ts";
+import { type WorkloadServices, workloadServices } from "../cluster-services.ts";
+import { Metrics } from "../../core/runtime/metrics.ts";
+import { Readiness, startProbeServer } from "./probe-server.ts";
 import { type DispatcherOptions, WebhookDispatcher } from "../../operator/webhook-dispatcher.ts";
 
 /**
  * The parts a process runs, each started alone so that `start` (all of them, embedded), `api` and
  * `operator` compose the same code. Each answers a close() that stops what it started, not the services.
  */
+
+/**
+ * A workload's probes, then its services: while the servers its stores need (NATS, the API server)
+ * are away it is alive and not ready, as Kubernetes expects; `readiness.when` names its checks once
+ * it is up. The probes are closed again if the services cannot be opened.
+ */
+export async function servicesBehindProbes(config: Config, log: Logger, workload: string) {
+  const metrics = new Metrics(workload);
+  const readiness = new Readiness();
+  const probes = await startProbeServer(config, metrics, () => readiness.check(), log);
+  const s = await workloadServices(config, log, workload, metrics).catch(async (error) => {
+    await probes.close();
+    throw error;
+  });
+  return { s, probes, readiness, metrics };
+}
 
 /** The HTTP edge: the /v1 API, the capture API and page, the dashboard. */
 export async function startHttp(s: Services, config: Config, log: Logger): Promise<{ port: number; close(): Promise<void> }> {
@@ -110,11 +128,11 @@ export async function startOperator(
 }
 
 /**
- * Where there are Inspection resources (the store, or kept beside it), Kubernetes Events about them;
+ * Where there are Inspection resources (INSPECTION_STORE=kubernetes), Kubernetes Events about them;
  * loaded only then, as kube-config.ts says why.
  */
 async function eventRecorder(config: Config, log: Logger) {
-  if (config.inspectionStore !== "kubernetes" && !config.inspectionResources) return undefined;
+  if (config.inspectionStore !== "kubernetes") return undefined;
   const [{ EventsV1Api }, { KubernetesEventRecorder }, { kubeConfig }] = await Promise.all([
     import("@kubernetes/client-node"),
     import("../../core/adapters/kubernetes/kubernetes-event-recorder.ts"),

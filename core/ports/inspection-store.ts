@@ -75,8 +75,8 @@ export interface InspectionStore {
   countByStatus(): Promise<Map<Status, number>>;
   /**
    * Every account's inspections created or moved after `after` (a position in (updatedAt, id)
-   * order; null: from the start), in that order, at most `limit`: the feed the Inspection
-   * resources are kept from (operator/inspection-projector.ts).
+   * order; null: from the start), in that order, at most `limit`: how `migrate` and the move of an
+   * SQLite store into the Inspection resources (bin/commands/move-sqlite-inspections.ts) list them all.
    */
   changedSince(after: { updatedAt: number; id: string } | null, limit: number): Promise<InspectionRecord[]>;
 

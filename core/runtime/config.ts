@@ -96,14 +96,15 @@ const EnvSchema = z.object({
     .string()
     .regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, "a Kubernetes object name")
     .default("vehicle-inspection-operator"),
-  // Keep an Inspection resource for every inspection (kubectl get inspections; a cancel set on its
-  // spec), deleting a finished one's this long after it finished; its record stays readable. The
-  // retention applies to INSPECTION_STORE=kubernetes too, which archives the record to the blob store.
+  // Retired: the Inspection resources are kept as the store (INSPECTION_STORE=kubernetes), never as
+  // a copy of the SQLite store's records. Still read, to refuse it with the way forward.
   INSPECTION_RESOURCES: bool.default(false),
+  // With INSPECTION_STORE=kubernetes, a finished inspection's resource is archived to the blob store
+  // and deleted this long after it finished; its record and report stay readable from the archive.
   INSPECTION_RESOURCES_RETENTION_SECONDS: z.coerce.number().int().min(1).max(31_536_000).default(86_400),
   // Where inspections and their events are kept: the SQLite file under DATA_DIR (one machine), or
   // the Inspection resources in POD_NAMESPACE, which every api and operator replica reads and
-  // writes (cluster mode in Kubernetes; needs NATS_URL and S3_BUCKET for what the replicas share besides).
+  // writes (Kubernetes; replicas on several nodes need NATS_URL and S3_BUCKET for what they share besides).
   INSPECTION_STORE: z.enum(["sqlite", "kubernetes"]).default("sqlite"),
   // The namespace the workloads run in (the chart sets it from the downward API).
   POD_NAMESPACE: z.string().min(1).default("default"),
@@ -205,10 +206,8 @@ export type Config = {
   namespace: string;
   /** Where inspections and events are kept (INSPECTION_STORE). */
   inspectionStore: "sqlite" | "kubernetes";
-  /** How long a finished inspection's resource stays before it is pruned, as the store or as its projection. */
+  /** How long a finished inspection's resource stays before it is archived and pruned (INSPECTION_STORE=kubernetes). */
   resourceRetentionMs: number;
-  /** Inspection resources kept in `namespace` (operator/inspection-projector.ts); null: none. */
-  inspectionResources: boolean;
   /** An inference worker idle this long exits 0 (a Job's pod); null: never. */
   inferenceExitWhenIdleMs: number | null;
   models: {
@@ -256,16 +255,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       "invalid configuration: DETECTION_JOB_TEMPLATE needs NATS_URL and S3_BUCKET (the Jobs' pods take their work from NATS, their photos from S3)",
     );
   }
-  // Replicas on other nodes share nothing under DATA_DIR: keys and limits go to NATS, blobs to S3.
-  if (e.INSPECTION_STORE === "kubernetes" && (!e.NATS_URL || !e.S3_BUCKET)) {
+  // The projection of the SQLite store's records as resources was retired for one story: where there
+  // are Inspection resources, they are the store.
+  if (e.INSPECTION_RESOURCES) {
     throw new ConfigError(
-      "invalid configuration: INSPECTION_STORE=kubernetes needs NATS_URL and S3_BUCKET (the replicas share keys through NATS, photos through S3)",
-    );
-  }
-  // With the resources as the records there is nothing to project them from.
-  if (e.INSPECTION_STORE === "kubernetes" && e.INSPECTION_RESOURCES) {
-    throw new ConfigError(
-      "invalid configuration: INSPECTION_RESOURCES keeps resources from the SQLite store; with INSPECTION_STORE=kubernetes they are the store",
+      "invalid configuration: INSPECTION_RESOURCES is retired: set INSPECTION_STORE=kubernetes, and the Inspection resources are the store (`start` moves the SQLite store's inspections into them at its first start)",
     );
   }
   const [ownerKind, ownerName] = (e.DETECTION_JOB_OWNER?.split("/") ?? []) as ["Deployment" | "StatefulSet", string];
@@ -321,7 +315,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     namespace: e.POD_NAMESPACE,
     inspectionStore: e.INSPECTION_STORE,
     resourceRetentionMs: e.INSPECTION_RESOURCES_RETENTION_SECONDS * 1000,
-    inspectionResources: e.INSPECTION_RESOURCES,
     inferenceExitWhenIdleMs: e.INFERENCE_EXIT_WHEN_IDLE_MS ?? null,
     models: {
       damageModel: modelPath(e.DAMAGE_MODEL),

@@ -103,7 +103,7 @@ export class Metrics {
     });
     this.reconcileErrors = new Counter({
       name: METRIC.reconcileErrors,
-      help: "Reconciles that failed and were queued again with a backoff, by controller: inspection (the controller), projector (keeping Inspection resources).",
+      help: "Reconciles that failed and were queued again with a backoff, by controller: inspection (the controller).",
       labelNames: ["controller"],
       registers,
     });

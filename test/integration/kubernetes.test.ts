@@ -299,7 +299,7 @@ describe("the Inspection CRD on a real API server", () => {
     run("uninstall", "r");
   });
 
-  it("gives the service's account what detection Jobs and Inspection resources need and nothing more (checked by impersonating it)", async () => {
+  it("gives the service's account what detection Jobs and the Inspection resources as its store need and nothing more (checked by impersonating it)", async () => {
     const { helm } = kubeTools();
     await k.kubectl("create", "namespace", "vi-rbac");
     const manifest = execFileSync(helm, ["template", "r", CHART, "--namespace", "vi-rbac", ...sets(GPU_JOBS)], { encoding: "utf8" });
@@ -337,15 +337,18 @@ describe("the Inspection CRD on a real API server", () => {
     expect(await can("patch", "jobs.batch")).toBe("yes");
     expect(await can("list", "jobs.batch")).toBe("yes");
     expect(await can("get", "statefulsets.apps/r-vehicle-inspection")).toBe("yes");
-    for (const verb of ["get", "list", "watch", "create", "delete"]) expect(await can(verb, "inspections.inspection.dev")).toBe("yes");
-    expect(await can("update", "inspections.inspection.dev", "--subresource=status")).toBe("yes");
+    // The Inspection resources are its store: made with their records, their status written, a
+    // cancel set on the spec, the archive finalizer released (update), archived ones deleted.
+    for (const resource of ["inspections.inspection.dev", "inspectionrecords.inspection.dev"]) {
+      for (const verb of ["get", "list", "watch", "create", "update", "delete"]) expect(await can(verb, resource)).toBe("yes");
+      expect(await can("update", resource, "--subresource=status")).toBe("yes");
+    }
     // Nothing it does not use: no deletes, no pods, no secrets, no other StatefulSet, no other namespace.
     expect(await can("delete", "jobs.batch")).toBe("no");
     expect(await can("create", "pods")).toBe("no");
     expect(await can("get", "secrets")).toBe("no");
     expect(await can("get", "statefulsets.apps/another")).toBe("no");
-    // The spec is the client's: the service never changes it.
-    expect(await can("update", "inspections.inspection.dev")).toBe("no");
+    // Whole-object writes on the version read only (update), never a patch over what it has not read.
     expect(await can("patch", "inspections.inspection.dev")).toBe("no");
     const elsewhere = await k.kubectlResult([
       "auth",

@@ -385,17 +385,26 @@ describe("the Helm chart", () => {
     });
   });
 
-  it("keeps Inspection resources by default: the service told so, and allowed to write their status", () => {
+  it("keeps the inspections as Inspection resources by default: the service told so, and allowed what the store does", () => {
     const docs = render("publicUrl=https://inspect.example.com", "inspectionResources.retentionHours=48");
     const service = docs.find((d: any) => d.kind === "StatefulSet").spec.template.spec.containers[0];
-    expect(service.env).toContainEqual({ name: "INSPECTION_RESOURCES", value: "true" });
+    expect(service.env).toContainEqual({ name: "INSPECTION_STORE", value: "kubernetes" });
+    expect(service.env.some((e: any) => e.name === "INSPECTION_RESOURCES")).toBe(false);
     expect(service.env).toContainEqual({ name: "INSPECTION_RESOURCES_RETENTION_SECONDS", value: "172800" });
     expect(service.env).toContainEqual({ name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } });
     expect(docs.find((d: any) => d.kind === "Role").rules).toEqual([
-      { apiGroups: ["inspection.dev"], resources: ["inspections"], verbs: ["get", "list", "watch", "create", "delete"] },
-      { apiGroups: ["inspection.dev"], resources: ["inspections/status"], verbs: ["update"] },
+      {
+        apiGroups: ["inspection.dev"],
+        resources: ["inspections", "inspectionrecords"],
+        verbs: ["get", "list", "watch", "create", "update", "delete"],
+      },
+      { apiGroups: ["inspection.dev"], resources: ["inspections/status", "inspectionrecords/status"], verbs: ["update"] },
       { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create"] },
     ]);
+    // Off: SQLite on the volume, as a laptop runs it.
+    const off = render("publicUrl=https://inspect.example.com", "inspectionResources.enabled=false");
+    const plainEnv = off.find((d: any) => d.kind === "StatefulSet").spec.template.spec.containers[0].env;
+    expect(plainEnv.some((e: any) => e.name === "INSPECTION_STORE")).toBe(false);
     expect(docs.find((d: any) => d.kind === "ServiceAccount").automountServiceAccountToken).toBe(true);
   });
 

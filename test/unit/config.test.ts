@@ -63,6 +63,8 @@ describe("configuration: detection as Kubernetes Jobs, and the operator's lease"
     expect(loadConfig({ INSPECTION_STORE: "kubernetes", NATS_URL: "nats://n:4222", S3_BUCKET: "inspections" }).inspectionStore).toBe(
       "kubernetes",
     );
+    // Embedded mode's one pod: the resources are the store, keys and photos stay under DATA_DIR.
+    expect(loadConfig({ INSPECTION_STORE: "kubernetes" }).inspectionStore).toBe("kubernetes");
     expect(loadConfig({ OPERATOR_LEASE_BACKEND: "kubernetes" }).operatorLease).toEqual({
       backend: "kubernetes",
       name: "vehicle-inspection-operator",
@@ -76,11 +78,10 @@ describe("configuration: detection as Kubernetes Jobs, and the operator's lease"
     [{ ...jobs, DETECTION_JOB_OWNER: "Pod/vi" }, /DETECTION_JOB_OWNER/],
     [{ OPERATOR_LEASE_BACKEND: "etcd" }, /OPERATOR_LEASE_BACKEND/],
     [{ INFERENCE_EXIT_WHEN_IDLE_MS: "10" }, /INFERENCE_EXIT_WHEN_IDLE_MS/],
-    [{ INSPECTION_STORE: "kubernetes", S3_BUCKET: "inspections" }, /INSPECTION_STORE=kubernetes needs NATS_URL and S3_BUCKET/],
-    [{ INSPECTION_STORE: "kubernetes", NATS_URL: "nats://nats:4222" }, /INSPECTION_STORE=kubernetes needs NATS_URL and S3_BUCKET/],
+    [{ INSPECTION_RESOURCES: "true" }, /INSPECTION_RESOURCES is retired: set INSPECTION_STORE=kubernetes/],
     [
       { INSPECTION_STORE: "kubernetes", NATS_URL: "nats://n:4222", S3_BUCKET: "inspections", INSPECTION_RESOURCES: "true" },
-      /they are the store/,
+      /INSPECTION_RESOURCES is retired/,
     ],
     [{ INSPECTION_STORE: "etcd" }, /INSPECTION_STORE/],
   ])("refuses %o at boot", (env, message) => {

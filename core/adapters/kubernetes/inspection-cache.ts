@@ -21,8 +21,7 @@ export function withoutManagedFields<T extends KubernetesObject>(o: T): T {
 
 /**
  * A namespace's Inspection resources (or, given `resource`, another kind of the service's, as its
- * InspectionRecords), listed and watched through `kc` (the projector and the Kubernetes inspection
- * store read them).
+ * InspectionRecords), listed and watched through `kc` (the Kubernetes inspection store reads them).
  */
 export function inspectionCache<T extends KubernetesObject = InspectionResource>(
   kc: KubeConfig,

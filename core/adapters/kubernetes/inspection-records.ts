@@ -660,6 +660,24 @@ export class InspectionRecords {
     }
   }
 
+  /**
+   * Deletes the Inspection of `id` where the store holds no record of it: the copy that releases
+   * before kept of an SQLite store's inspection (the retired projector), deleted so that the
+   * inspection can be made again with its record when `start` moves it here. False: none to delete.
+   */
+  async dropUnrecorded(id: string): Promise<boolean> {
+    const name = resourceName(id);
+    const o = this.#cache.get(this.namespace, name);
+    if (!o || this.#viewOf(name) !== null || this.#kept.get(this.namespace, name)) return false;
+    try {
+      await this.#release(INSPECTION_RESOURCE, o);
+      return true;
+    } catch (error) {
+      if (apiStatus(error) === NOT_FOUND) return false;
+      throw error;
+    }
+  }
+
   /** Deletes an Inspection whose record is archived and gone, whatever was written to it since. */
   async #releaseInspection(name: string): Promise<void> {
     await retryOnConflict(

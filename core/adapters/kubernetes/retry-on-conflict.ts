@@ -11,7 +11,7 @@ import { apiStatus, CONFLICT } from "./api-status.ts";
  * so that writers racing on one object spread out instead of colliding again at once. The budget
  * is a time, not client-go's 5 steps: 27 writers racing on one inspection can each lose 26 times.
  * Reconcilers (the work-queue path) do not use it: a 409 there is queued again with the queue's
- * backoff, as controller-runtime does (operator/inspection-projector.ts).
+ * backoff, as controller-runtime does (operator/work-queue.ts).
  */
 export type ConflictBackoff = {
   readonly firstPauseMs: number;
