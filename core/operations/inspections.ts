@@ -16,7 +16,20 @@ import { type CapturePlan, DEFAULT_CAPTURE_PLAN } from "../domain/capture-plan.t
 export async function findInspection(s: Services, scope: Scope, id: string): Promise<InspectionRecord> {
   const found = await s.inspections.get(scope, id);
   if (!found) throw notFound("inspection", id);
-  return found;
+  return found.make === null ? decodedAgain(s, found) : found;
+}
+
+/**
+ * An inspection read without make, model and year has its VIN looked up again, as its create did:
+ * the decode the create waited past may still be running (both wait on the same decode), or may
+ * have died with the process that ran it, which left them null for good. Within the decoder's time
+ * budget the answer has them; past it, they are recorded when the decode ends. A VIN that vPIC does
+ * not know is a cache hit of the decoder each time, and nothing is written.
+ */
+async function decodedAgain(s: Services, r: InspectionRecord): Promise<InspectionRecord> {
+  const { vehicle, later } = await s.vin.lookup(r.vin);
+  recordVehicleLater(s, r.id, later ?? Promise.resolve(vehicle));
+  return vehicle.make === null ? r : { ...r, ...vehicle };
 }
 
 /**
@@ -77,7 +90,8 @@ export async function createInspection(
 /**
  * A decode that ran past the create's budget (a cold decoder, a busy machine) is not lost: the
  * inspection is answered without make, model and year, and they are recorded once the decode ends,
- * so later reads, the report and the PDF have them. A process that stops first leaves them null.
+ * so later reads, the report and the PDF have them. A process that stops first leaves them null
+ * until the inspection is next read (findInspection decodes it again).
  */
 function recordVehicleLater(s: Services, id: string, later: Promise<DecodedVehicle>): void {
   later

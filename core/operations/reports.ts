@@ -40,8 +40,23 @@ export async function completedReport(s: Pick<Services, "blobs">, inspection: In
       "report_not_ready",
       `The report is not ready: the inspection is ${inspection.status}; it is ready once the inspection is completed.`,
     );
-  const current = currentReportJson(report.toString("utf8"));
+  const current = withVehicle(currentReportJson(report.toString("utf8")), inspection);
   return inspection.review ? JSON.stringify(applyReview(JSON.parse(current) as Report, inspection.review)) : current;
+}
+
+/**
+ * The report with the make, model and year the inspection has now. A report is stored once, with
+ * the vehicle as it was then, and a VIN decode that ended after it (recordVehicle: the decode ran
+ * past the create's budget, or was tried again after a restart) is in the inspection only, so a
+ * report stored without them takes them from there. Only such a report is parsed: its text holds
+ * `"make":null` (the only key of that name; a string holding it has its quotes escaped).
+ */
+function withVehicle(json: string, inspection: InspectionRecord): string {
+  if (inspection.make === null || !json.includes('"make":null')) return json;
+  const report = JSON.parse(json) as Report;
+  if (report.vehicle.make !== null) return json;
+  report.vehicle = { ...report.vehicle, make: inspection.make, model: inspection.model, year: inspection.year };
+  return JSON.stringify(report);
 }
 
 /** The report as the models made it, before any review: what a review is made against. */

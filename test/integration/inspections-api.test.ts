@@ -1,5 +1,9 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService, VALID_VIN, OTHER_VALID_VIN, type TestService } from "../helpers/service.ts";
+import { create as createMade, walkaround } from "../helpers/walkaround.ts";
 
 let svc: TestService;
 let key: string;
@@ -76,6 +80,46 @@ describe("POST /v1/inspections", () => {
       await slow.close();
     }
   }, 120_000);
+
+  // Embedded only: the restart keeps DATA_DIR, where the other compositions' stores are their servers'.
+  it.skipIf(process.env.VI_TEST_COMPOSITION)(
+    "a VIN left undecoded by a stopped process is decoded at the next read, and the report stored before shows it",
+    async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), "vi-vin-restart-"));
+      // A vPIC database that is not one: every decode of this process fails, as one stopped
+      // mid-decode never ends; the inspection is completed and its report stored without make.
+      mkdirSync(join(dataDir, "vpic"));
+      writeFileSync(join(dataDir, "vpic", "vpic.lite.db"), "not a database");
+      let svc1: TestService | undefined = await startService({ DATA_DIR: dataDir });
+      try {
+        const key1 = await svc1.key("test");
+        const made = await createMade(svc1, key1);
+        expect((await walkaround(svc1, key1, made, { confirmVin: false })).status).toBe("completed");
+        const report = async (on: TestService) => (await (await on.api(key1, `/v1/inspections/${made.id}/report`)).json()).vehicle;
+        expect(await report(svc1)).toMatchObject({ vin: VALID_VIN, make: null, model: null, year: null });
+        await svc1.close();
+        svc1 = undefined;
+
+        // The restart, with the decoder working again.
+        rmSync(join(dataDir, "vpic"), { recursive: true });
+        const svc2 = await startService({ DATA_DIR: dataDir });
+        try {
+          // Before, nothing decoded the VIN again: make, model and year stayed null for good.
+          const read = async () => (await (await svc2.api(key1, `/v1/inspections/${made.id}`)).json()).vehicle;
+          const accord = { vin: VALID_VIN, make: "Honda", model: "Accord", year: 2003 };
+          await expect.poll(read, { timeout: 60_000 }).toEqual(accord);
+          // And the report, stored once before the decode, shows them.
+          expect(await report(svc2)).toMatchObject(accord);
+        } finally {
+          await svc2.close();
+        }
+      } finally {
+        await svc1?.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+    180_000,
+  );
 
   it.each([
     [{}, "parameter_missing", "vehicle"],
