@@ -16,20 +16,22 @@ import { type CapturePlan, DEFAULT_CAPTURE_PLAN } from "../domain/capture-plan.t
 export async function findInspection(s: Services, scope: Scope, id: string): Promise<InspectionRecord> {
   const found = await s.inspections.get(scope, id);
   if (!found) throw notFound("inspection", id);
-  return found.make === null ? decodedAgain(s, found) : found;
+  if (found.make === null) decodeAgain(s, found);
+  return found;
 }
 
 /**
- * An inspection read without make, model and year has its VIN looked up again, as its create did:
- * the decode the create waited past may still be running (both wait on the same decode), or may
- * have died with the process that ran it, which left them null for good. Within the decoder's time
- * budget the answer has them; past it, they are recorded when the decode ends. A VIN that vPIC does
- * not know is a cache hit of the decoder each time, and nothing is written.
+ * An inspection read without make, model and year has its VIN looked up again, as its create did,
+ * in the background (a read never waits for the decoder, which may be cold after a restart): the
+ * decode the create waited past may still be running (both share it), or may have died with the
+ * process that ran it, which left them null. They are recorded when it ends, for the next read.
+ * A VIN that vPIC does not know is a cache hit of the decoder each time, and nothing is written.
  */
-async function decodedAgain(s: Services, r: InspectionRecord): Promise<InspectionRecord> {
-  const { vehicle, later } = await s.vin.lookup(r.vin);
-  recordVehicleLater(s, r.id, later ?? Promise.resolve(vehicle));
-  return vehicle.make === null ? r : { ...r, ...vehicle };
+function decodeAgain(s: Services, r: InspectionRecord): void {
+  void s.vin.lookup(r.vin).then(
+    ({ vehicle, later }) => recordVehicleLater(s, r.id, later ?? Promise.resolve(vehicle)),
+    () => {}, // the decoder logs its own failures
+  );
 }
 
 /**
