@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { restoreFromArchive } from "./commands/restore.ts";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../core/runtime/config.ts";
@@ -43,6 +44,9 @@ const USAGE = `usage: vehicle-inspection <command>
                                            copy a stopped embedded installation into a cluster one before its
                                            workloads start (each file: the environment of that mode, KEY=value
                                            lines); a re-run copies only what is missing; prints counts
+  restore                                  with INSPECTION_STORE=kubernetes, after the Inspection resources were lost
+                                           (kubectl delete crd archives them first): makes the archived inspections
+                                           that would still be live resources again; prints what it did
   eval --data DIR [--model PATH]           score the damage detector on a YOLO-format folder; prints JSON last
   eval-product [--datasets DIR] [--fold N] the whole pipeline on clean cars, whole cars and close-ups; prints JSON last
                                            (--fold 1 to ${FOLDS - 1}: whole cars from a fifth the models were trained on,
@@ -151,6 +155,9 @@ async function main(argv: string[]): Promise<number> {
       });
       return 0;
     }
+    case "restore":
+      await restoreFromArchive(config, Date.now(), (line) => console.log(line));
+      return 0;
     case "keys create":
       console.log(await createKey(config, envOption(values), values.account!));
       return 0;
@@ -221,7 +228,7 @@ main(process.argv.slice(2)).then(
     } else if (
       error instanceof UsageError ||
       error instanceof ConfigError ||
-      (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
+      String((error as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS")
     ) {
       console.error(`vehicle-inspection: ${(error as Error).message}\n\n${USAGE}`);
       process.exitCode = 2;

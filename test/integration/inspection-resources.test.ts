@@ -1,6 +1,8 @@
+import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inspectionResource } from "../../core/adapters/kubernetes/inspection-resource.ts";
@@ -20,6 +22,8 @@ import { sample } from "../helpers/prometheus.ts";
 import { photograph, submit } from "../helpers/walkaround.ts";
 
 const RETENTION_S = 15;
+const run = promisify(execFile);
+const CLI = join(import.meta.dirname, "../../bin/vehicle-inspection.ts");
 
 /**
  * Embedded mode in Kubernetes, as the chart runs it (`start`, one pod, INSPECTION_STORE=kubernetes
@@ -282,6 +286,40 @@ describe("embedded mode: the Inspection resources are the store", () => {
     console.log(`storm: ${overwrites} status overwrites and ${relabels} label changes`);
     // The storm did overwrite the status: what is shown is it made right again, not a quiet moment.
     expect(overwrites).toBeGreaterThan(0);
+  });
+
+  // Last of the service's tests: it takes the CRDs away.
+  it("loses nothing to kubectl delete crd: each inspection archived by its finalizer, served meanwhile, made live again by restore", async () => {
+    const open = await create("resources-crd");
+    await until(
+      "the resource",
+      () => resource(open.name),
+      (r) => r?.status?.phase === "created",
+      30_000,
+    );
+    // With the service running: each Inspection and record is held by its finalizer until archived.
+    await k.kubectl("delete", "crd", "inspections.inspection.dev", "inspectionrecords.inspection.dev", "--timeout=120s");
+    const served = async () => (await api(`/v1/inspections/${open.id}`)).json();
+    expect((await served()).status).toBe("created");
+
+    // The CRDs back (helm upgrade), then the archive made live again, with the service's own environment.
+    await k.installCrds();
+    const { stdout } = await run(process.execPath, [CLI, "restore"], { env: { ...process.env, ...env, INSPECTION_STORE: "kubernetes" } });
+    console.log(`vehicle-inspection restore:\n${stdout}`);
+    expect(stdout).toContain(`restored ${open.id} (created)`);
+    // A re-run restores nothing twice.
+    const again = await run(process.execPath, [CLI, "restore"], { env: { ...process.env, ...env, INSPECTION_STORE: "kubernetes" } });
+    expect(again.stdout).toMatch(/^0 restored/m);
+    // Its record is back in an InspectionRecord, and the customer's link works to the end.
+    await until(
+      "the restored inspection's record",
+      async () => (await k.kubectlResult(["get", "inspectionrecord", open.name])).code,
+      (code) => code === 0,
+      30_000,
+    );
+    await submitted(open.capture);
+    await completed(open.name);
+    expect((await served()).status).toBe("completed");
   });
 
   it("waits for an API server it cannot reach: alive, not ready, saying so", async () => {

@@ -678,6 +678,45 @@ export class InspectionRecords {
     }
   }
 
+  /**
+   * Makes an archived inspection live again (the restore after `kubectl delete crd`,
+   * bin/commands/restore.ts), as `create` makes one: its Inspection first (the spec as archived,
+   * with the archive finalizer), then its record with the store's data as archived, then its status
+   * shown. In that order, an Inspection whose record is not written yet is left alone (for
+   * UNRECOGNIZED_AFTER_MS) and a re-run finishes a restore cut off between them. False where it is
+   * live already, or not in the archive.
+   */
+  async restore(id: string): Promise<boolean> {
+    const name = resourceName(id);
+    if (this.#kept.get(this.namespace, name)) return false;
+    const bytes = await this.#archive?.get(ARCHIVE.inspection(id));
+    const v = bytes ? this.view(JSON.parse(bytes.toString("utf8")) as InspectionResource) : null;
+    if (!v) return false;
+    if (!this.#cache.get(this.namespace, name)) {
+      const body: InspectionResource = {
+        apiVersion: v.object.apiVersion,
+        kind: v.object.kind,
+        metadata: { name, namespace: this.namespace, labels: v.object.metadata?.labels, finalizers: [ARCHIVE_FINALIZER] },
+        spec: v.object.spec,
+      };
+      try {
+        this.#cache.wrote((await this.#api.createNamespacedCustomObject({ ...this.#where(), body })) as InspectionResource);
+      } catch (error) {
+        if (apiStatus(error) !== CONFLICT) throw error;
+      }
+    }
+    try {
+      this.#kept.wrote(await this.#writeKept(name, v, undefined));
+    } catch (error) {
+      if (apiStatus(error) === CONFLICT) return false;
+      throw error;
+    }
+    await this.show(id);
+    // Out of the archive's list, which would show it as it was when archived; its next pruning lists it again.
+    await this.#archive!.delete(archiveFolder(v.record) + entryName(v.record));
+    return true;
+  }
+
   /** Deletes an Inspection whose record is archived and gone, whatever was written to it since. */
   async #releaseInspection(name: string): Promise<void> {
     await retryOnConflict(
