@@ -1,5 +1,4 @@
 import type { FastifyRequest } from "fastify";
-import { LRUCache } from "lru-cache";
 import { ApiError } from "../../core/domain/errors.ts";
 import { sha256 } from "../../core/domain/ids.ts";
 import type { KeyStore } from "../../core/ports/key-store.ts";
@@ -31,19 +30,12 @@ const CHALLENGE = {
   invalid: { "www-authenticate": 'Bearer realm="api", error="invalid_token"' },
 };
 
-/** How many keys' hashes authenticate keeps: far more keys than one API replica sees in use at once. */
-const HASHES_KEPT = 10_000;
-
 /**
  * An onRequest hook for the /v1 routes: a missing, malformed, unknown or revoked key is 401. The
- * key store is asked on every request (what it answers is how a revoked key stops within a
- * millisecond); only the key's SHA-256, a pure function of it and the largest part of this hook's
- * CPU on a GET (docs/benchmarks.md), is kept for keys that were found, bounded, least recently
- * used first out. Those keys stay in this process's memory, as each request's header does while it
- * is served.
+ * key's SHA-256 is made on every request (about 1 µs): a cache of it would keep thousands of
+ * plain-text keys in the process's memory for its life, where the stores keep only hashes.
  */
 export function authenticate(keys: KeyStore, noteUse: (keyId: string) => void = () => {}) {
-  const hashes = new LRUCache<string, string>({ max: HASHES_KEPT });
   return async (request: FastifyRequest) => {
     const header = request.headers.authorization;
     if (!header) {
@@ -57,17 +49,12 @@ export function authenticate(keys: KeyStore, noteUse: (keyId: string) => void = 
         headers: CHALLENGE.invalid,
       });
     }
-    let hash = hashes.get(token);
-    const known = hash !== undefined;
-    hash ??= sha256(token);
-    const key = await keys.findByHash(hash);
+    const key = await keys.findByHash(sha256(token));
     if (!key || key.revokedAt !== null) {
-      hashes.delete(token);
       throw new ApiError("api_key_invalid", `Invalid API key provided: sk_${token.slice(3, 8)}…${token.slice(-4)}.`, {
         headers: CHALLENGE.invalid,
       });
     }
-    if (!known) hashes.set(token, hash);
     request.scope = { accountId: key.accountId, livemode: key.livemode };
     request.apiKeyId = key.id;
     noteUse(key.id);
