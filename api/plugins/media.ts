@@ -1,10 +1,10 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-import { sendPhoto } from "../../core/net/send-photo.ts";
+import { sendPhoto } from "./send-photo.ts";
 import type { MediaRecord, Scope } from "../../core/ports/records.ts";
 import type { Services } from "../../core/runtime/services.ts";
 
-/** Photos and evidence photos: who may see which, and sending one as JPEG (core/net/send-photo.ts). */
+/** Photos and evidence photos: who may see which, and sending one as JPEG (send-photo.ts). */
 export type Media = {
   /** The photo's record where the scope may see it, else null. */
   get(scope: Scope, id: string): Promise<MediaRecord | null>;

@@ -25,11 +25,12 @@ import { newId } from "../../core/domain/ids.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord } from "../../core/ports/records.ts";
 import { INSPECTION_RECORD_RESOURCE, INSPECTION_RESOURCE } from "../../core/schemas/inspection-resource.ts";
 import { eventPayload } from "../../core/views/inspection-view.ts";
+import { EXTERIOR_ANGLES } from "../../core/domain/capture-plan.ts";
 import { sampleInspection } from "../contract/fixtures.ts";
 import { startControlPlane } from "../helpers/kube-control-plane.ts";
 
 const N = Number(process.env.BENCH_INSPECTIONS ?? 10_000);
-const ANGLES = ["front", "front_left", "left", "rear_left", "rear", "rear_right", "right", "front_right", "vin", "odometer"];
+const ANGLES = [...EXTERIOR_ANGLES, "vin", "odometer"];
 const MB = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 
 /** The child's part: open the namespace's caches as a replica does, build what it derives, and report memory. */

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { notFound } from "../domain/errors.ts";
-import type { MediaRecord } from "../ports/records.ts";
-import type { Services } from "../runtime/services.ts";
+import { notFound } from "../../core/domain/errors.ts";
+import type { MediaRecord } from "../../core/ports/records.ts";
+import type { Services } from "../../core/runtime/services.ts";
 
 /**
  * A photo or evidence photo as JPEG, for GET /v1/media/:id/full.jpg, the dashboard's photos and the
