@@ -64,7 +64,7 @@ export async function startHttp(s: Services, config: Config, log: Logger): Promi
  * from the outbox to the bus and delivered by its consumer group.
  */
 export async function startOperator(
-  s: Services,
+  s: Services & Pick<WorkloadServices, "inspectionRecords">,
   config: Config,
   log: Logger,
   runner: DetectionRunner,
@@ -86,7 +86,7 @@ export async function startOperator(
     settled: async (r) => s.modelInputs.delete(r.id, await s.inspections.photos(r.id)),
     metrics: s.metrics,
     reviewPolicyOf: async (r) => r.reviewPolicy ?? (await s.keys.reviewPolicy(r.accountId, r.livemode)),
-    recorder: await eventRecorder(config, log),
+    recorder: await eventRecorder(config, log, s.inspectionRecords),
   });
   // The controller's process reports the phases: it is the one writer of them.
   s.metrics.countInspections(() => s.inspections.countByStatus());
@@ -129,16 +129,22 @@ export async function startOperator(
 
 /**
  * Where there are Inspection resources (INSPECTION_STORE=kubernetes), Kubernetes Events about them;
- * loaded only then, as kube-config.ts says why.
+ * loaded only then, as kube-config.ts says why. Each names its Inspection's uid as the store's cache
+ * holds it, which `kubectl describe` finds Events by.
  */
-async function eventRecorder(config: Config, log: Logger) {
-  if (config.inspectionStore !== "kubernetes") return undefined;
+async function eventRecorder(config: Config, log: Logger, records: WorkloadServices["inspectionRecords"]) {
+  if (!records) return undefined;
   const [{ EventsV1Api }, { KubernetesEventRecorder }, { kubeConfig }] = await Promise.all([
     import("@kubernetes/client-node"),
     import("../../core/adapters/kubernetes/kubernetes-event-recorder.ts"),
     import("./kube-config.ts"),
   ]);
-  return new KubernetesEventRecorder(kubeConfig().makeApiClient(EventsV1Api), config.namespace, log.child({ component: "events" }));
+  return new KubernetesEventRecorder(
+    kubeConfig().makeApiClient(EventsV1Api),
+    config.namespace,
+    log.child({ component: "events" }),
+    (id) => records.byId(id)?.inspection?.metadata,
+  );
 }
 
 /** How often the Inspection resources are looked over (new ones to show, finished ones to prune). */

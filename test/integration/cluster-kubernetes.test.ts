@@ -206,6 +206,12 @@ describe("cluster mode with the Inspection resources as the store, under the cha
     );
     expect(told.map((e) => e.reason)).toEqual(expect.arrayContaining(["CaptureOpened", "Submitted", "Completed", "ReviewRequired"]));
     expect(told.every((e) => e.type === "Normal" && e.reportingComponent === "inspection.dev/operator")).toBe(true);
+    // kubectl describe finds them by the Inspection's uid, which each names.
+    const described = await k.kubectl("describe", "inspection", name, "-n", NAMESPACE);
+    const listed = described.slice(described.lastIndexOf("\nEvents:"));
+    console.log(`kubectl describe inspection ${name} (its Events):${listed}`);
+    for (const reason of ["CaptureOpened", "Submitted", "Completed", "ReviewRequired"])
+      expect(listed, reason).toMatch(new RegExp(`\\n\\s+Normal\\s+${reason}\\s`));
 
     // Two reviews at once, one through each replica: both are kept as events, the later stands, and
     // the operator shows it on the resource.

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { type EventsV1Api, V1MicroTime } from "@kubernetes/client-node";
+import { type EventsV1Api, V1MicroTime, type V1ObjectMeta } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { Status } from "../../domain/state-machine.ts";
 import type { InspectionRecord } from "../../ports/records.ts";
@@ -23,17 +23,25 @@ const MOVED: Record<Status, { reason: string; type: "Normal" | "Warning" }> = {
  * each move, a report that asks for review, and each failed detection attempt, so that `kubectl
  * describe inspection` and `kubectl get events` tell a platform team what happened. Recording is
  * best effort: a failure is logged and never holds up the move it tells of.
+ *
+ * Each Event names its Inspection as client-go's recorder does (apiVersion, kind, name, namespace,
+ * uid, resourceVersion): `kubectl describe` finds an object's Events by its uid, so an Event without
+ * it is listed by `kubectl get events` and never by `describe`. The uid and resourceVersion are the
+ * Inspection's as `inspection` answers them (the store's cache, given at composition); an inspection
+ * the cache has not seen yet gets its Event without them.
  */
 export class KubernetesEventRecorder {
   readonly #api: EventsV1Api;
   readonly #namespace: string;
   readonly #log: Logger;
   readonly #instance = hostname();
+  readonly #inspection: (id: string) => V1ObjectMeta | undefined;
 
-  constructor(api: EventsV1Api, namespace: string, log: Logger) {
+  constructor(api: EventsV1Api, namespace: string, log: Logger, inspection: (id: string) => V1ObjectMeta | undefined) {
     this.#api = api;
     this.#namespace = namespace;
     this.#log = log;
+    this.#inspection = inspection;
   }
 
   /** The inspection moved to its current status. */
@@ -55,6 +63,7 @@ export class KubernetesEventRecorder {
 
   #record(r: InspectionRecord, type: "Normal" | "Warning", reason: string, note: string): void {
     const name = resourceName(r.id);
+    const seen = this.#inspection(r.id);
     const body = {
       // As client-go names them: the object's name and a unique hexadecimal suffix.
       metadata: { name: `${name}.${randomBytes(8).toString("hex")}`, namespace: this.#namespace },
@@ -70,6 +79,8 @@ export class KubernetesEventRecorder {
         kind: INSPECTION_RESOURCE.kind,
         name,
         namespace: this.#namespace,
+        ...(seen?.uid ? { uid: seen.uid } : {}),
+        ...(seen?.resourceVersion ? { resourceVersion: seen.resourceVersion } : {}),
       },
     };
     this.#api
