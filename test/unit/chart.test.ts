@@ -375,6 +375,57 @@ describe("the Helm chart", () => {
       expect(render(...JOBS).some((d: any) => d.kind === "NetworkPolicy")).toBe(false);
     });
 
+    it("holds the service's Jobs to the rendered template with an admission policy that follows the values", () => {
+      const policyOf = (docs: any[]) => docs.find((d: any) => d.kind === "ValidatingAdmissionPolicy");
+      const policy = policyOf(render(...JOBS));
+      // The service's account only, on a create or on an update that changes the pod template (a raise of
+      // parallelism leaves it as admitted); in cluster mode the operator's.
+      expect(policy.spec.matchConditions.map((c: any) => c.name)).toEqual(["made-by-the-service", "a-new-pod-template"]);
+      expect(policy.spec.matchConditions[0].expression).toContain('"system:serviceaccount:default:r-vehicle-inspection"');
+      const cluster = policyOf(render(...JOBS, "mode=cluster"));
+      expect(cluster.spec.matchConditions[0].expression).toContain('"system:serviceaccount:default:r-vehicle-inspection-operator"');
+      // One rule for each thing pinned, each saying what it holds to.
+      expect(policy.spec.validations.map((v: any) => v.message.split(/[:(]/)[0].trim())).toEqual([
+        "detection Jobs run as r-vehicle-inspection-detection",
+        "detection Jobs mount no service account token",
+        "detection Jobs run vehicle-inspection",
+        "detection Jobs run one container, inference, and no init or ephemeral containers",
+        "detection Jobs run the image's entrypoint with the args [inference] only",
+        "detection Jobs share none of the node's namespaces",
+        "detection Jobs' containers are privileged only as securityContext sets",
+        "detection Jobs run as podSecurityContext's user",
+        "detection Jobs' containers set allowPrivilegeEscalation as securityContext does",
+        "detection Jobs' containers have the capabilities securityContext sets",
+        "detection Jobs keep the confinement podSecurityContext",
+        "detection Jobs mount scratch volumes",
+        "detection Jobs read no Secret but the S3 credentials",
+      ]);
+      // securityContext as the values set it: another user, an added capability, a writable root.
+      const rule = (docs: any[], start: string) => policyOf(docs).spec.validations.find((v: any) => v.message.startsWith(start));
+      const loosened = render(
+        ...JOBS,
+        "podSecurityContext.runAsUser=2000",
+        "securityContext.capabilities.add={NET_BIND_SERVICE}",
+        "securityContext.readOnlyRootFilesystem=false",
+      );
+      const user = rule(loosened, "detection Jobs run as podSecurityContext's user");
+      expect(user.expression).toContain("variables.pod.?securityContext.?runAsUser == optional.of(2000)");
+      expect(user.message).toContain("runAsNonRoot true, runAsUser 2000, runAsGroup 1000");
+      expect(rule(loosened, "detection Jobs' containers have the capabilities").expression).toContain(
+        'c.?securityContext.?capabilities.?add == optional.of(["NET_BIND_SERVICE"])',
+      );
+      expect(rule(loosened, "detection Jobs keep the confinement").expression).toContain(
+        "c.?securityContext.?readOnlyRootFilesystem == optional.of(false)",
+      );
+      // What the values leave out must be left out: no capability added by default, no privileged.
+      expect(rule(render(...JOBS), "detection Jobs' containers have the capabilities").expression).toContain(
+        "!c.?securityContext.?capabilities.?add.hasValue()",
+      );
+      expect(rule(render(...JOBS), "detection Jobs' containers are privileged").expression).toContain(
+        "c.?securityContext.?privileged.orValue(false) == false",
+      );
+    });
+
     it("refuses Jobs without NATS or S3, and a NATS URL that is not one, saying why", () => {
       const refused = (...set: string[]) =>
         spawnSync(helm, ["template", "r", CHART, ...set.flatMap((s) => ["--set", s])], { encoding: "utf8" }).stderr;

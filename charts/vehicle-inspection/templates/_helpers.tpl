@@ -190,3 +190,53 @@ extraEnv of a variable the chart sets would break `helm upgrade`; here the user'
 {{- end -}}
 {{- toYaml $out -}}
 {{- end -}}
+
+{{/*
+A CEL condition that `at`.securityContext's `fields` (dotted paths) are what `values` (the values'
+securityContext) sets: equal where it sets one, absent (or at `defaults`' value, what the API server
+fills in) where it does not. For the detection Job policy.
+*/}}
+{{- define "vi.celPinned" -}}
+{{- $out := list -}}
+{{- $parents := dict -}}
+{{- range .fields -}}
+{{- $field := . -}}
+{{- $parent := splitList "." $field | first -}}
+{{- $want := include "vi.celWant" (dict "values" $.values "field" $field) -}}
+{{- $path := printf "%s.?securityContext.?%s" $.at (splitList "." $field | join ".?") -}}
+{{- if $want -}}
+{{- $out = append $out (printf "%s == optional.of(%s)" $path $want) -}}
+{{- else if hasKey ($.defaults | default dict) $field -}}
+{{- $out = append $out (printf "%s.orValue(%s) == %s" $path (get $.defaults $field | toJson) (get $.defaults $field | toJson)) -}}
+{{- else if not (include "vi.celWant" (dict "values" $.values "field" $parent)) -}}
+{{- if not (hasKey $parents $parent) -}}
+{{- $out = append $out (printf "!%s.?securityContext.?%s.hasValue()" $.at $parent) -}}
+{{- $_ := set $parents $parent true -}}
+{{- end -}}
+{{- else -}}
+{{- $out = append $out (printf "!%s.hasValue()" $path) -}}
+{{- end -}}
+{{- end -}}
+{{- join " && " $out -}}
+{{- end -}}
+
+{{/* What vi.celPinned holds `fields` to, for a message: "field value" for each the values set, or "fields unset". */}}
+{{- define "vi.celShown" -}}
+{{- $out := list -}}
+{{- range .fields -}}
+{{- $field := . -}}
+{{- with include "vi.celWant" (dict "values" $.values "field" $field) -}}
+{{- $out = append $out (printf "%s %s" $field . | replace "\"" "") -}}
+{{- end -}}
+{{- end -}}
+{{- join ", " $out | default (printf "%s unset" (join ", " .fields)) -}}
+{{- end -}}
+
+{{/* The value (JSON) that `values` sets at the dotted path `field`; empty where it sets none. */}}
+{{- define "vi.celWant" -}}
+{{- $want := .values -}}
+{{- range splitList "." .field -}}
+{{- $want = and (kindIs "map" $want) (hasKey $want .) | ternary (index (kindIs "map" $want | ternary $want dict) .) nil -}}
+{{- end -}}
+{{- if not (kindIs "invalid" $want) }}{{ toJson $want }}{{ end -}}
+{{- end -}}
