@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import {
   type BatchV1Api,
   type KubernetesObjectApi,
@@ -25,6 +26,24 @@ import { repeat } from "./repeat.ts";
 
 /** The label every detection Job carries, naming the template it came from: how the scaler finds its own Jobs. */
 export const DETECTION_JOB_LABEL = "inspection.dev/detection-job";
+
+/**
+ * The label every detection Job carries with the hash of the template it was made from (templateHash):
+ * a Job whose hash is not the scaler's was made before a helm upgrade changed the template, and is
+ * drained, never raised.
+ */
+export const TEMPLATE_HASH_LABEL = "inspection.dev/template-hash";
+
+/** JSON with every object's keys sorted: the same text for the same template however its YAML was ordered. */
+const canonicalJson = (value: unknown): string =>
+  JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+
+/** The first 12 hex digits of the SHA-256 of the template's canonical JSON: what TEMPLATE_HASH_LABEL says. */
+export const templateHash = (template: V1Job): string => createHash("sha256").update(canonicalJson(template)).digest("hex").slice(0, 12);
 
 /**
  * What the scaler needs of a template; the API server validates the rest when a Job is created.
@@ -81,9 +100,15 @@ const finishedOf = (job: V1Job) =>
  * reference and the planned parallelism; its pods are `vehicle-inspection inference` processes
  * that leave once the queue has been empty a while (INFERENCE_EXIT_WHEN_IDLE_MS), so the Job
  * completes by itself.
+ *
+ * An upgrade rolls the Jobs as a Deployment's rollout rolls its ReplicaSets: each Job is labelled
+ * with its template's hash, and a Job of another hash (an older template: another image, GPU count,
+ * anything) is never raised nor deleted; its ready pods count as capacity while they finish their
+ * work and leave, idle, and whatever more the queue wants goes to a Job of the current template.
  */
 export class DetectionJobScaler {
   readonly #o: DetectionJobScalerOptions;
+  readonly #hash: string;
   #ownerReference: V1OwnerReference | null = null;
   #loop: { stop(): Promise<void> } | undefined;
   #lastPlan = "";
@@ -95,6 +120,7 @@ export class DetectionJobScaler {
 
   constructor(options: DetectionJobScalerOptions) {
     this.#o = options;
+    this.#hash = templateHash(options.template);
   }
 
   /** Resolves the owner (its uid) and starts the passes. */
@@ -117,7 +143,10 @@ export class DetectionJobScaler {
     this.#observe(jobs);
     const plan = planDetectionJobs(depth, jobs, this.#o.bounds);
     const said = JSON.stringify({ depth, plan });
-    if (said !== this.#lastPlan) this.#o.log.info({ depth, plan, jobs: jobs.length }, "detection Jobs planned");
+    if (said !== this.#lastPlan) {
+      const outdated = jobs.filter((j) => j.outdated && !j.finished).length;
+      this.#o.log.info({ depth, plan, jobs: jobs.length, outdated }, "detection Jobs planned");
+    }
     this.#lastPlan = said;
     if (plan.action === "create") await this.#create(plan.parallelism);
     if (plan.action === "scale") await this.#scale(plan.name, plan.parallelism);
@@ -158,6 +187,7 @@ export class DetectionJobScaler {
       parallelism: job.spec?.parallelism ?? 1,
       suspended: job.spec?.suspend === true,
       finished: finishedOf(job),
+      outdated: job.metadata?.labels?.[TEMPLATE_HASH_LABEL] !== this.#hash,
       createdAt: job.metadata?.creationTimestamp ? new Date(job.metadata.creationTimestamp).getTime() : 0,
       active: job.status?.active ?? 0,
       ready: job.status?.ready ?? 0,
@@ -177,14 +207,14 @@ export class DetectionJobScaler {
         name: undefined,
         generateName: `${name}-`,
         namespace: this.#o.namespace,
-        labels: { ...template.metadata?.labels, [DETECTION_JOB_LABEL]: name },
+        labels: { ...template.metadata?.labels, [DETECTION_JOB_LABEL]: name, [TEMPLATE_HASH_LABEL]: this.#hash },
         ownerReferences: this.#ownerReference ? [this.#ownerReference] : undefined,
       },
       // A work queue: no completions count; the Job is done once a pod has finished and none runs.
       spec: { ...template.spec!, parallelism, completions: undefined },
     };
     const made = await this.#o.batch.createNamespacedJob({ namespace: this.#o.namespace, body });
-    this.#o.log.info({ job: made.metadata?.name, parallelism }, "detection Job created");
+    this.#o.log.info({ job: made.metadata?.name, parallelism, template_hash: this.#hash }, "detection Job created");
   }
 
   async #scale(name: string, parallelism: number): Promise<void> {

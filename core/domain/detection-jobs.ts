@@ -21,6 +21,11 @@ export type ObservedJob = {
   suspended: boolean;
   /** A Complete or Failed condition: its pods are gone, whatever work is left needs another Job. */
   finished: boolean;
+  /**
+   * Made from another Job template than the scaler's (a helm upgrade since changed the image, the
+   * GPUs, anything): never raised; its ready pods count as capacity until they leave, idle.
+   */
+  outdated: boolean;
   createdAt: number;
   /** Pods the Job has now (pending or running), and of them those ready. */
   active: number;
@@ -68,14 +73,17 @@ export function wantedPods(depth: number, bounds: DetectionJobBounds): number {
  *   Job one of whose pods exited 0 starts no more). A suspended Job is raised too: it is queued, and
  *   is admitted at the size the queue needs then;
  * - never lowered: a pod leaves by itself once idle, whereas a lowered parallelism deletes running
- *   pods, whose jobs then wait out their ack wait to be taken again.
+ *   pods, whose jobs then wait out their ack wait to be taken again;
+ * - a rollout, as a Deployment's: an outdated Job (an older template's) is never raised, only
+ *   drained; its ready pods count as running (not its pending ones: the upgrade may be what lets
+ *   pods be scheduled or pulled at all), and the growth goes to a Job of the current template.
  */
 export function planDetectionJobs(depth: number, jobs: readonly ObservedJob[], bounds: DetectionJobBounds): DetectionJobPlan {
   const wanted = wantedPods(depth, bounds);
   const unfinished = jobs.filter((j) => !j.finished).sort((a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name));
-  // What runs or will: a draining Job's active pods, any other Job's parallelism.
-  const running = unfinished.reduce((sum, j) => sum + (j.succeeded > 0 ? j.active : j.parallelism), 0);
-  const raisable = unfinished.filter((j) => j.succeeded === 0).at(-1);
+  // What runs or will: an outdated Job's ready pods, a draining Job's active pods, any other Job's parallelism.
+  const running = unfinished.reduce((sum, j) => sum + (j.outdated ? j.ready : j.succeeded > 0 ? j.active : j.parallelism), 0);
+  const raisable = unfinished.filter((j) => !j.outdated && j.succeeded === 0).at(-1);
   if (wanted > running) {
     return raisable
       ? { action: "scale", name: raisable.name, parallelism: raisable.parallelism + (wanted - running) }

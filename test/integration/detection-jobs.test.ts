@@ -5,7 +5,7 @@ import type { V1Deployment, V1Job } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DETECTION_QUEUE } from "../../core/adapters/nats/detection-queue.ts";
-import { DETECTION_JOB_LABEL, parseJobTemplate } from "../../operator/detection-job-scaler.ts";
+import { DETECTION_JOB_LABEL, parseJobTemplate, TEMPLATE_HASH_LABEL, templateHash } from "../../operator/detection-job-scaler.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
 import { createKey } from "../../bin/commands/keys.ts";
 import { chartJobTemplate, kubeClients, openDetectionQueue } from "../helpers/detection-queue.ts";
@@ -22,6 +22,12 @@ const BOUNDS = { minParallelism: 0, maxParallelism: 4, inspectionsPerPod: 2 };
 /** The chart's detection Job template for GPU nodes, as the service reads it from its ConfigMap. */
 const TEMPLATE = chartJobTemplate();
 const NAME = TEMPLATE.metadata!.name!;
+/** The template as an older release rendered it: another image, two GPUs a pod. */
+const OLD_TEMPLATE = chartJobTemplate(
+  "detection.jobs.image.repository=registry.example.com/vi",
+  "detection.jobs.image.tag=0.0.9-gpu",
+  "detection.jobs.gpus=2",
+);
 
 /**
  * Detection as Kubernetes Jobs, against a real kube-apiserver and a real nats-server: the operator
@@ -136,6 +142,49 @@ describe("detection Jobs scaled with the detection queue", () => {
     expect(await scaler().reconcile()).toEqual({ action: "create", parallelism: 4 });
     const [made] = await jobs();
     expect(made!.metadata!.name).not.toBe(job!.metadata!.name);
+  });
+
+  it("after an upgrade changed the template, makes a Job of the new one beside the old one's, which it never raises", async () => {
+    await deleteJobs();
+    expect(await q.depth()).toBeGreaterThanOrEqual(8);
+    // Before the upgrade: the old release's scaler made a Job of one pod, and that pod runs.
+    expect(await kube.scaler(OLD_TEMPLATE, q.depth, { ...BOUNDS, maxParallelism: 1 }).reconcile()).toEqual({
+      action: "create",
+      parallelism: 1,
+    });
+    const [old] = await jobs();
+    const oldName = old!.metadata!.name!;
+    expect(old!.metadata!.labels![TEMPLATE_HASH_LABEL]).toBe(templateHash(OLD_TEMPLATE));
+    // No Job controller runs here: the old Job's status is written as it would write it.
+    const status = (status: V1Job["status"]) =>
+      k.kubectl("patch", "job", oldName, "--subresource=status", "--type=merge", "-p", JSON.stringify({ status }));
+    await status({ startTime: new Date(), active: 1, ready: 1, uncountedTerminatedPods: {} });
+    // After it, the operator restarted with the new template: the queue wants 4 pods, the old Job runs 1, so a new Job of 3.
+    expect(await scaler().reconcile()).toEqual({ action: "create", parallelism: 3 });
+    const all = await jobs();
+    expect(all.length).toBe(2);
+    const made = all.find((j) => j.metadata!.name !== oldName)!;
+    expect(made.metadata!.labels![TEMPLATE_HASH_LABEL]).toBe(templateHash(TEMPLATE));
+    expect(templateHash(TEMPLATE)).not.toBe(templateHash(OLD_TEMPLATE));
+    const container = made.spec!.template.spec!.containers[0]!;
+    expect(container.image).toBe(TEMPLATE.spec!.template.spec!.containers[0]!.image);
+    expect(container.image).not.toBe("registry.example.com/vi:0.0.9-gpu");
+    expect(container.resources!.limits).toMatchObject({ "nvidia.com/gpu": "1" });
+    // The old Job as it was made: one pod, the old image and GPUs; it drains by itself.
+    const oldNow = all.find((j) => j.metadata!.name === oldName)!;
+    expect(oldNow.spec!.parallelism).toBe(1);
+    expect(oldNow.spec!.template.spec!.containers[0]!.image).toBe("registry.example.com/vi:0.0.9-gpu");
+    expect(oldNow.spec!.template.spec!.containers[0]!.resources!.limits).toMatchObject({ "nvidia.com/gpu": "2" });
+    expect(await scaler().reconcile()).toEqual({ action: "none", reason: "enough_pods" });
+    // Its pod gone, idle: the new Job carries all the growth, the old one left at 1.
+    await status({ active: 0, ready: 0, succeeded: 1 });
+    expect(await scaler().reconcile()).toEqual({ action: "scale", name: made.metadata!.name, parallelism: 4 });
+    expect((await jobs()).map((j) => [j.metadata!.name, j.spec!.parallelism]).sort()).toEqual(
+      [
+        [oldName, 1],
+        [made.metadata!.name, 4],
+      ].sort(),
+    );
   });
 
   it("refuses a template that is not a Job, saying what is wrong", () => {

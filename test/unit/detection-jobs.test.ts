@@ -7,6 +7,7 @@ const job = (over: Partial<ObservedJob> = {}): ObservedJob => ({
   parallelism: 1,
   suspended: false,
   finished: false,
+  outdated: false,
   createdAt: 1,
   active: 1,
   ready: 0,
@@ -49,6 +50,30 @@ describe("detection Jobs follow the queue", () => {
   it("counts a suspended Job as queued: no second Job beside it, raised as the queue grows", () => {
     expect(planDetectionJobs(3, [job({ suspended: true })], bounds)).toEqual({ action: "none", reason: "queued_behind_suspended" });
     expect(planDetectionJobs(9, [job({ suspended: true })], bounds)).toEqual({ action: "scale", name: "detection-a", parallelism: 3 });
+  });
+
+  it("rolls out a new template as a Deployment does: an outdated Job is drained, never raised; its ready pods count, its pending ones not", () => {
+    // Made before the upgrade: four pods, all ready. Enough for the queue: no new Job yet, and the old one is left as it is.
+    const old = job({ name: "old", outdated: true, parallelism: 4, active: 4, ready: 4 });
+    expect(planDetectionJobs(12, [old], bounds)).toEqual({ action: "none", reason: "enough_pods" });
+    // Two of them have left, idle: the queue's growth goes to a Job of the current template, never to the old one.
+    const leaving = { ...old, active: 2, ready: 2, succeeded: 2 };
+    expect(planDetectionJobs(12, [leaving], bounds)).toEqual({ action: "create", parallelism: 2 });
+    const current = job({ name: "new", parallelism: 2, createdAt: 2 });
+    expect(planDetectionJobs(12, [leaving, current], bounds)).toEqual({ action: "none", reason: "enough_pods" });
+    expect(planDetectionJobs(12, [{ ...leaving, active: 0, ready: 0, finished: true }, current], bounds)).toEqual({
+      action: "scale",
+      name: "new",
+      parallelism: 4,
+    });
+    // Its pods pending (the GPUs or the image the upgrade replaced): they are not capacity, and the old Job is not raised though it is the newest.
+    const pending = job({ name: "old", outdated: true, parallelism: 2, active: 2, ready: 0, createdAt: 3 });
+    expect(planDetectionJobs(12, [current, pending], bounds)).toEqual({ action: "scale", name: "new", parallelism: 4 });
+    // An outdated suspended Job holds nothing back: a current Job is made beside it.
+    expect(planDetectionJobs(3, [job({ outdated: true, suspended: true, active: 0 })], bounds)).toEqual({
+      action: "create",
+      parallelism: 1,
+    });
   });
 
   it("calls a Job stuck only after its pods have had none ready for the whole wait; a suspended one is queued", () => {
