@@ -107,6 +107,11 @@ export class Controller {
         // detection due), so a store of open inspections does not pile up in this process's memory.
         return requeueAfterMs !== null && requeueAfterMs <= this.#listEveryMs ? requeueAfterMs : null;
       },
+      onResult: (result, seconds) => {
+        options.metrics?.reconciles.inc({ controller: "inspection", result });
+        options.metrics?.reconcileSeconds.observe({ controller: "inspection" }, seconds);
+      },
+      // Counted with result "error" too: the two counts agree, as controller-runtime's do.
       onError: (id, error, retryInMs) => {
         options.metrics?.reconcileErrors.inc({ controller: "inspection" });
         options.log.error({ err: error, inspection_id: id, retry_in_ms: retryInMs }, "reconcile failed; this inspection is retried");

@@ -1,3 +1,4 @@
+import type { ReconcileResult } from "../core/runtime/metrics.ts";
 import type { Clock } from "../core/runtime/time.ts";
 
 /** After an error a key waits 100 ms, then twice as long after each further error, up to 30 s. */
@@ -16,21 +17,28 @@ export class WorkQueue {
   readonly #clock: Clock;
   readonly #handle: (key: string) => Promise<number | null>;
   readonly #onError: (key: string, error: unknown, retryInMs: number) => void;
+  readonly #onResult: ((result: ReconcileResult, seconds: number) => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | null = null;
   /** Set before a handler starts, since a handler may add keys before its promise exists. */
   #busy = false;
   #stopped = false;
 
-  /** `handle` answers in how many ms to handle the key again, or null for not unless added. */
+  /**
+   * `handle` answers in how many ms to handle the key again, or null for not unless added.
+   * `onResult` is told of each run: how it ended, as controller-runtime counts reconciles, and how
+   * long the handler took (wall time, whatever the clock).
+   */
   constructor(options: {
     clock: Clock;
     handle: (key: string) => Promise<number | null>;
     onError: (key: string, error: unknown, retryInMs: number) => void;
+    onResult?: (result: ReconcileResult, seconds: number) => void;
   }) {
     this.#clock = options.clock;
     this.#handle = options.handle;
     this.#onError = options.onError;
+    this.#onResult = options.onResult;
   }
 
   /** Due at `at` (now unless given); a key already waiting keeps the earlier of its two times. */
@@ -90,11 +98,15 @@ export class WorkQueue {
 
   async #run(key: string): Promise<void> {
     this.#due.delete(key);
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
     try {
       const again = await this.#handle(key);
+      this.#onResult?.(again === null ? "success" : again > 0 ? "requeue_after" : "requeue", seconds());
       this.#failures.delete(key);
       if (again !== null) this.add(key, this.#clock.now() + again);
     } catch (error) {
+      this.#onResult?.("error", seconds());
       const failures = (this.#failures.get(key) ?? 0) + 1;
       this.#failures.set(key, failures);
       const wait = Math.min(BACKOFF_BASE_MS * 2 ** (failures - 1), BACKOFF_MAX_MS);

@@ -18,10 +18,38 @@ export const METRIC = {
   detectionJobs: `${METRIC_PREFIX}detection_jobs`,
   leader: `${METRIC_PREFIX}operator_leader`,
   reconcileErrors: `${METRIC_PREFIX}reconcile_errors_total`,
+  reconciles: `${METRIC_PREFIX}reconcile_total`,
+  reconcileSeconds: `${METRIC_PREFIX}reconcile_duration_seconds`,
+  kubernetesRequests: `${METRIC_PREFIX}kubernetes_requests_total`,
   inspections: `${METRIC_PREFIX}inspections`,
   informerStaleness: `${METRIC_PREFIX}informer_staleness_seconds`,
   queueDepth: `${METRIC_PREFIX}queue_depth`,
 } as const;
+
+/**
+ * A reconcile's result as controller-runtime's `controller_runtime_reconcile_total` names it:
+ * `success` (done until something changes), `error` (threw; queued again with a backoff),
+ * `requeue` (to be handled again at once), `requeue_after` (to be handled again at a later time).
+ */
+export type ReconcileResult = "success" | "error" | "requeue" | "requeue_after";
+
+/**
+ * The process's requests to the Kubernetes API server, by verb and code: one tally per process, as
+ * the KubeConfig every client of the process is made from is one (bin/commands/kube-config.ts
+ * counts into it), read by each registry's counter when scraped.
+ */
+const kubernetesRequests = new Map<string, { verb: string; code: string; count: number }>();
+
+/**
+ * Counts one request to the Kubernetes API server: its verb (the HTTP method, `WATCH` for a GET
+ * that watches) and its status code, or `<error>` where no response came (client-go's label for it).
+ */
+export function countKubernetesRequest(verb: string, code: string): void {
+  const key = `${verb} ${code}`;
+  const seen = kubernetesRequests.get(key);
+  if (seen) seen.count++;
+  else kubernetesRequests.set(key, { verb, code, count: 1 });
+}
 
 /** A status code's class (`2xx` … `5xx`): a handful of series a route, whatever codes it answers. */
 export const statusClass = (statusCode: number): string => `${Math.floor(statusCode / 100)}xx`;
@@ -48,6 +76,10 @@ export class Metrics {
   readonly leader: Gauge;
   /** Reconciles that threw and were put back with a backoff, by controller: a rate above zero for long is an alert. */
   readonly reconcileErrors: Counter<"controller">;
+  /** Every reconcile a controller's work queue ran, by controller and result (controller-runtime's reconcile_total). */
+  readonly reconciles: Counter<"controller" | "result">;
+  /** A reconcile's run, from the handler's start to its result or error (controller-runtime's reconcile_time_seconds). */
+  readonly reconcileSeconds: Histogram<"controller">;
   readonly #depths = new Map<string, () => number | Promise<number>>();
   readonly #staleness = new Map<string, () => number>();
   #countInspections: (() => Promise<Map<string, number>>) | null = null;
@@ -106,6 +138,29 @@ export class Metrics {
       help: "Reconciles that failed and were queued again with a backoff, by controller: inspection (the controller).",
       labelNames: ["controller"],
       registers,
+    });
+    this.reconciles = new Counter({
+      name: METRIC.reconciles,
+      help: "Reconciles run, by controller (inspection) and result: success, error (queued again with a backoff), requeue (again at once), requeue_after (again at a later time).",
+      labelNames: ["controller", "result"],
+      registers,
+    });
+    this.reconcileSeconds = new Histogram({
+      name: METRIC.reconcileSeconds,
+      help: "One reconcile's run, by controller (inspection), from its start to its result or error.",
+      labelNames: ["controller"],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    });
+    new Counter({
+      name: METRIC.kubernetesRequests,
+      help: "Requests this process made to the Kubernetes API server, by verb (the HTTP method; WATCH for a watch) and status code (<error> where none came back).",
+      labelNames: ["verb", "code"],
+      registers,
+      collect() {
+        this.reset();
+        for (const { verb, code, count } of kubernetesRequests.values()) this.inc({ verb, code }, count);
+      },
     });
     const metrics = this;
     new Gauge({

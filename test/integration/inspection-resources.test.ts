@@ -217,6 +217,20 @@ describe("embedded mode: the Inspection resources are the store", () => {
     });
     expect(staleness).toBeGreaterThanOrEqual(0);
     expect(staleness).toBeLessThan(60);
+    // Its requests to the API server, each counted by verb and code: the cache's list and watch, the
+    // resources made (201) and their status written.
+    const scraped = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    console.log(
+      scraped
+        .split("\n")
+        .filter((l) => l.startsWith(`${METRIC.kubernetesRequests}{`) || l.startsWith(`${METRIC.reconciles}{`))
+        .join("\n"),
+    );
+    expect(sample(scraped, METRIC.kubernetesRequests, { verb: "GET", code: "200" })).toBeGreaterThanOrEqual(1);
+    expect(sample(scraped, METRIC.kubernetesRequests, { verb: "WATCH", code: "200" })).toBeGreaterThanOrEqual(1);
+    expect(sample(scraped, METRIC.kubernetesRequests, { verb: "POST", code: "201" })).toBeGreaterThanOrEqual(1);
+    expect(sample(scraped, METRIC.kubernetesRequests, { verb: "PUT", code: "200" })).toBeGreaterThanOrEqual(1);
+    expect(sample(scraped, METRIC.reconciles, { controller: "inspection", result: "success" })).toBeGreaterThanOrEqual(1);
   });
 
   it("cancels the inspection when a platform team sets spec.cancelRequested with kubectl", async () => {
@@ -283,7 +297,12 @@ describe("embedded mode: the Inspection resources are the store", () => {
     // It stays so: the storm is over and nothing writes it back.
     await new Promise((r) => setTimeout(r, 1_000));
     expect((await resource(name)).status.phase).toBe("completed");
-    console.log(`storm: ${overwrites} status overwrites and ${relabels} label changes`);
+    const port = (await service.line((l) => typeof l.metrics_port === "number")).metrics_port;
+    const scraped = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const conflicts = sample(scraped, METRIC.kubernetesRequests, { verb: "PUT", code: "409" }) ?? 0;
+    console.log(
+      `storm: ${overwrites} status overwrites and ${relabels} label changes; the service's writes refused with 409: ${conflicts}`,
+    );
     // The storm did overwrite the status: what is shown is it made right again, not a quiet moment.
     expect(overwrites).toBeGreaterThan(0);
   });

@@ -54,6 +54,12 @@ describe("/metrics", () => {
     expect(sample(text, `${METRIC.detectionSeconds}_count`, { outcome: "completed" })).toBe(1);
     expect(sample(text, METRIC.webhookAttempts, { outcome: "succeeded" })).toBeGreaterThanOrEqual(4);
     expect(sample(text, METRIC.queueDepth, { queue: "controller" })).toBe(0);
+    // Its reconciles, each with a result and a time; none threw. No API server here: no request to one.
+    const inspection = { controller: "inspection" };
+    expect(sample(text, METRIC.reconciles, { ...inspection, result: "success" })).toBeGreaterThanOrEqual(4);
+    expect(sample(text, METRIC.reconciles, { ...inspection, result: "error" })).toBeNull();
+    expect(sample(text, `${METRIC.reconcileSeconds}_count`, inspection)).toBeGreaterThanOrEqual(4);
+    expect(sample(text, METRIC.kubernetesRequests)).toBeNull();
     // The service's own series, every one, carry the one prefix; prom-client's defaults keep theirs.
     const names = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
     for (const name of names) expect(name, name).toMatch(/^(vehicle_inspection_|process_|nodejs_)/);

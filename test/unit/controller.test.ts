@@ -10,6 +10,7 @@ import type { InspectionStore } from "../../core/ports/inspection-store.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
 import { DEFAULT_PROCESSING_RETRY_SCHEDULE_MS } from "../../core/runtime/config.ts";
 import { METRIC, Metrics } from "../../core/runtime/metrics.ts";
+import { sample } from "../helpers/prometheus.ts";
 import { Signals } from "../../core/runtime/signals.ts";
 import { Controller } from "../../operator/controller.ts";
 import { sampleInspection } from "../contract/fixtures.ts";
@@ -314,7 +315,7 @@ describe("Controller.reconcile(id)", () => {
     expect((await store.getById(r.id))!.status).toBe("in_progress");
   });
 
-  it("counts a reconcile that throws on vehicle_inspection_reconcile_errors_total, and retries it", async () => {
+  it("counts a reconcile that throws on reconcile_errors_total and reconcile_total{result=error}, and retries it", async () => {
     const { store, make, clock, controllerOver } = setup();
     const r = await make();
     let failures = 0;
@@ -345,6 +346,11 @@ describe("Controller.reconcile(id)", () => {
     expect(failures).toBeGreaterThanOrEqual(2);
     const counted = (await errors()).find((v) => v.labels.controller === "inspection")?.value ?? 0;
     expect(counted).toBeGreaterThanOrEqual(2);
+    // Each is a reconcile too, with result error: the two counts agree; and each took a time.
+    const results = (await metrics.registry.getSingleMetric(METRIC.reconciles)!.get()).values;
+    expect(results.find((v) => v.labels.controller === "inspection" && v.labels.result === "error")?.value).toBe(counted);
+    const runs = sample(await metrics.registry.metrics(), `${METRIC.reconcileSeconds}_count`, { controller: "inspection" });
+    expect(runs).toBe(results.reduce((sum, v) => sum + v.value, 0));
   });
 
   it("answers nothing to do for an unknown id", async () => {

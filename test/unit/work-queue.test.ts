@@ -59,3 +59,29 @@ describe("WorkQueue", () => {
     expect(seen).toEqual(["a", "a", "a"]);
   });
 });
+
+describe("WorkQueue's results, as controller-runtime counts reconciles", () => {
+  it("tells each run's result and time: success, error, requeue (at once), requeue_after", async () => {
+    const answers: (number | null | "throw")[] = [0, 20, "throw", null];
+    const results: { result: string; seconds: number }[] = [];
+    const queue = new WorkQueue({
+      clock: systemClock,
+      handle: async () => {
+        await sleep(2);
+        const answer = answers.shift() ?? null;
+        if (answer === "throw") throw new Error("store unreachable");
+        return answer;
+      },
+      onError: () => {},
+      onResult: (result, seconds) => results.push({ result, seconds }),
+    });
+    queue.add("a");
+    await sleep(300);
+    await queue.stop();
+    expect(results.map((r) => r.result)).toEqual(["requeue", "requeue_after", "error", "success"]);
+    for (const { seconds } of results) {
+      expect(seconds).toBeGreaterThan(0.001);
+      expect(seconds).toBeLessThan(1);
+    }
+  });
+});
