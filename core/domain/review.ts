@@ -10,6 +10,13 @@ import { overallGrade } from "./grading.ts";
  */
 export const LOW_CONFIDENCE_BELOW = 0.5;
 
+/**
+ * The most reviews one inspection takes. Each is kept with its `inspection.reviewed` event, in the
+ * inspection's record (about 1.5 KB each, measured on the Inspection resources): bounded, so the
+ * record stays far below etcd's 1.5 MiB whatever its history. Its last review stands.
+ */
+export const MAX_REVIEWS = 100;
+
 export const REVIEW_POLICIES = ["off", "when_unsure", "always"] as const;
 export type ReviewPolicy = (typeof REVIEW_POLICIES)[number];
 /** An account's policy until it is changed in the dashboard. */

@@ -1,5 +1,5 @@
 import { REVIEWED } from "../domain/state-machine.ts";
-import { applyReview, reviewMistake, reviewRecord } from "../domain/review.ts";
+import { applyReview, MAX_REVIEWS, reviewMistake, reviewRecord } from "../domain/review.ts";
 import { ApiError } from "../domain/errors.ts";
 import { newId } from "../domain/ids.ts";
 import type { Scope } from "../ports/records.ts";
@@ -19,6 +19,12 @@ import { modelReport } from "./reports.ts";
 export async function submitReview(s: Services, scope: Scope, id: string, body: ReviewBody, reviewer: string): Promise<Report> {
   const inspection = await findInspection(s, scope, id);
   if (inspection.status !== "completed") throw notReviewable(inspection.status);
+  const reviews = (await s.events.forInspection(scope, id)).filter((e) => e.type === REVIEWED).length;
+  if (reviews >= MAX_REVIEWS)
+    throw new ApiError(
+      "inspection_not_reviewable",
+      `The inspection has been reviewed ${reviews} times, the most one keeps (${MAX_REVIEWS}); its last review stands.`,
+    );
   const report = await modelReport(s, inspection);
   const mistake = reviewMistake(report, body);
   if (mistake) throw new ApiError("parameter_invalid", mistake.message, { param: mistake.param });

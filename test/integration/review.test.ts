@@ -3,6 +3,7 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_REVIEWS } from "../../core/domain/review.ts";
 import { DAMAGE_VALID, DAMAGED_CASES, freshPhotos, severityPhoto } from "../helpers/photos.ts";
 import { startService, type TestService, withModels } from "../helpers/service.ts";
 import { create, type Made, walkaround } from "../helpers/walkaround.ts";
@@ -118,6 +119,33 @@ describe("review, without models", () => {
     // Nothing refused was stored.
     expect((await report(svc, key, m.id)).review.status).toBe("not_required");
   });
+});
+
+describe("review: bounded", () => {
+  let svc: TestService;
+  let key: string;
+  beforeAll(async () => {
+    svc = await startService();
+    key = await svc.key("test");
+  });
+  afterAll(() => svc.close());
+
+  it(`takes at most ${MAX_REVIEWS} reviews of an inspection, then answers 409 and keeps the last`, async () => {
+    const m = await create(svc, key);
+    expect((await walkaround(svc, key, m)).status).toBe("completed");
+    for (let n = 1; n <= MAX_REVIEWS; n++) {
+      const res = await review(svc, key, m.id, { note: `review ${n}` });
+      expect(res.status, await res.clone().text()).toBe(200);
+    }
+    const refused = await review(svc, key, m.id, { note: "one more" });
+    expect(refused.status).toBe(409);
+    expect((await refused.json()).error).toMatchObject({
+      type: "conflict_error",
+      code: "inspection_not_reviewable",
+      message: expect.stringContaining(`reviewed ${MAX_REVIEWS} times`),
+    });
+    expect((await report(svc, key, m.id)).review.note).toBe(`review ${MAX_REVIEWS}`);
+  }, 120_000);
 });
 
 describe("review, with the models", () => {
