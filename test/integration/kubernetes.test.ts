@@ -316,6 +316,8 @@ describe("the Inspection CRD on a real API server", () => {
       "ServiceAccount",
       "ServiceAccount",
       "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
       "ValidatingAdmissionPolicyBinding",
     ]);
     const applied = await k.kubectlResult(
@@ -506,4 +508,41 @@ describe("the Inspection CRD on a real API server", () => {
     const admin = await k.kubectlResult(["create", "--dry-run=server", "-n", "vi-rbac", "-f", "-"], job({ serviceAccountName: "default" }));
     expect(admin.code, admin.stderr).toBe(0);
   });
+
+  it("refuses kubectl delete namespace while the release keeps its Inspections there, saying how to tear down (issue 31)", async () => {
+    const { helm } = kubeTools();
+    await k.kubectl("create", "namespace", "vi-keep");
+    const manifest = execFileSync(
+      helm,
+      ["template", "r", CHART, "--namespace", "vi-keep", "--set", "publicUrl=https://inspect.example.com"],
+      {
+        encoding: "utf8",
+      },
+    );
+    const policy = parseAllDocuments(manifest)
+      .map((d) => d.toJS())
+      .filter((d) => d && ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"].includes(d.kind));
+    expect(policy.map((d) => d.metadata.name)).toEqual([
+      "r-vehicle-inspection-vi-keep-keep-namespace",
+      "r-vehicle-inspection-vi-keep-keep-namespace",
+    ]);
+    const applied = await k.kubectlResult(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items: policy }));
+    expect(applied.code, applied.stderr).toBe(0);
+    // A policy takes a moment to reach the API server's admission: until it refuses, the delete would go through.
+    await k.kubectl("create", "namespace", "vi-other");
+    const refused = await until(
+      "the namespace delete refused",
+      () => k.kubectlResult(["delete", "namespace", "vi-keep", "--dry-run=server"]),
+      (r) => r.code !== 0,
+      30_000,
+    );
+    expect(refused.stderr).toContain("namespace vi-keep holds the Inspections of the vehicle inspection release r");
+    expect(refused.stderr).toContain("kubectl delete inspections --all -n vi-keep");
+    // Another namespace is not the policy's.
+    expect((await k.kubectlResult(["delete", "namespace", "vi-other", "--wait=false"])).code).toBe(0);
+    // Told so, it goes.
+    await k.kubectl("annotate", "namespace", "vi-keep", "inspection.dev/allow-delete=true");
+    const gone = await k.kubectlResult(["delete", "namespace", "vi-keep", "--wait=false"]);
+    expect(gone.code, gone.stderr).toBe(0);
+  }, 180_000);
 });

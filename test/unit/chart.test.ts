@@ -220,6 +220,19 @@ describe("the Helm chart", () => {
     expect(r.stderr).toContain("publicUrl is required");
   });
 
+  it("keeps the release's namespace from a delete where it holds the Inspections, unless told not to", () => {
+    const names = (...set: string[]) =>
+      render("publicUrl=https://inspect.example.com", ...set)
+        .filter((d: any) => d.kind === "ValidatingAdmissionPolicy")
+        .map((d: any) => d.spec.matchConstraints.resourceRules[0]);
+    expect(names()).toEqual([
+      { apiGroups: [""], apiVersions: ["v1"], operations: ["DELETE"], resources: ["namespaces"], resourceNames: ["default"] },
+    ]);
+    expect(names("deletionProtection.namespace=false")).toEqual([]);
+    // Without resources there is nothing in etcd to strand.
+    expect(names("inspectionResources.enabled=false")).toEqual([]);
+  });
+
   it("runs one hardened replica of `start` with its data on a volume and probes on the health routes", () => {
     const docs = render("publicUrl=https://inspect.example.com");
     expect(docs.map((d: any) => d.kind).sort()).toEqual([
@@ -231,6 +244,9 @@ describe("the Helm chart", () => {
       "Service",
       "ServiceAccount",
       "StatefulSet",
+      // The namespace kept from a delete that would strand its Inspections (templates/namespace-protection.yaml).
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
     ]);
     // The CRDs (Inspection and its InspectionRecord) with the release (upgraded with it, kept on
     // uninstall), unless the platform team applies them.
