@@ -13,7 +13,8 @@ export type ImageDetections = { found: Detected[]; lb: Letterbox };
  * models batch by batch measured 10% slower, each evicting the other's weights from the CPU caches.
  * Returns, for each detector, each photo's detections and letterbox geometry, in order.
  * `thresholds[k]` overrides detector k's own score thresholds (evaluation scores everything);
- * `stopping` is called before each batch and throws to stop there.
+ * `mirrored[i]` has the first detector (the damage model) look at photo i mirrored too (a close-up:
+ * OnnxDetector.detect); `stopping` is called before each batch and throws to stop there.
  */
 export async function detectImages(
   detectors: OnnxDetector[],
@@ -21,8 +22,9 @@ export async function detectImages(
   {
     batchSize = 8,
     thresholds = [],
+    mirrored = [],
     stopping,
-  }: { batchSize?: number; thresholds?: (ArrayLike<number> | undefined)[]; stopping?: () => void } = {},
+  }: { batchSize?: number; thresholds?: (ArrayLike<number> | undefined)[]; mirrored?: boolean[]; stopping?: () => void } = {},
 ): Promise<ImageDetections[][]> {
   const sizes = detectors.map((d) => d.size);
   const prepare = (from: number): Promise<Letterboxed[][]> =>
@@ -32,10 +34,13 @@ export async function detectImages(
         .map(async (image) => (Buffer.isBuffer(image) ? letterboxes(image, sizes) : fromScaled(image, sizes))),
     );
   const out: ImageDetections[][] = detectors.map(() => []);
-  const run = async (k: number, batch: Letterboxed[]) => {
+  const run = async (k: number, batch: Letterboxed[], from: number) => {
     // Between batches is where a stopping process can leave: never inside a model's run.
     stopping?.();
-    const found = await detectors[k]!.detect(batch, thresholds[k]);
+    const found = await detectors[k]!.detect(
+      k === 0 ? batch.map((input, i) => ({ ...input, mirrored: mirrored[from + i] === true })) : batch,
+      thresholds[k],
+    );
     for (const [i, input] of batch.entries()) out[k]!.push({ found: found[i]!, lb: input.lb });
   };
   const kept: Letterboxed[][] = [];
@@ -49,6 +54,7 @@ export async function detectImages(
     await run(
       0,
       inputs.map((perModel) => perModel[0]!),
+      from,
     );
     kept.push(...inputs.map((perModel) => perModel.slice(1)));
   }
@@ -57,6 +63,7 @@ export async function detectImages(
       await run(
         k,
         kept.slice(from, from + batchSize).map((perModel) => perModel[k - 1]!),
+        from,
       );
   }
   return out;

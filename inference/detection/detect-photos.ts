@@ -156,7 +156,12 @@ export async function detectPhotos(
   const inputs = await Promise.all(
     searched.map(async (s) => (await stored.read(inspectionId, s.photo.mediaId, s.width, s.height)) ?? s.bytes),
   );
-  const [damageRuns, partsRuns] = await detectImages(detectors, inputs, { stopping: checkpoint });
+  // A close-up is looked at mirrored too (OnnxDetector.detect's MIRRORED): what the customer showed
+  // close is worth a second model run, the walkaround photos are not.
+  const [damageRuns, partsRuns] = await detectImages(detectors, inputs, {
+    mirrored: searched.map((s) => s.photo.angle === CLOSEUP),
+    stopping: checkpoint,
+  });
   const parts = partsRuns?.map((r) => r.found) ?? null;
   const damage =
     models.tiles > 1

@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import * as ort from "onnxruntime-node";
 import { classNames, inputSize, onnxMetadata } from "./onnx-metadata.ts";
-import { candidates, nms, unletterbox, type Box, type Candidate, type Letterbox } from "./postprocess.ts";
+import { candidates, fuseViews, nms, unletterbox, unmirror, type Box, type Candidate, type Letterbox } from "./postprocess.ts";
 
 export type Provider = "cpu" | "cuda";
 
@@ -82,21 +82,55 @@ export class OnnxDetector {
     return { data: out.data as Float32Array, n: dims[2]! };
   }
 
-  /** Detections per photo, in the photo's own pixels. */
-  async detect(batch: { chw: Float32Array; lb: Letterbox }[], thresholds?: ArrayLike<number>): Promise<Detected[][]> {
+  /**
+   * Detections per photo, in the photo's own pixels. A photo marked `mirrored` (a close-up) is also
+   * run flipped left to right, in the same batch, and the two views' detections are fused
+   * (fuseViews): see MIRRORED.
+   */
+  async detect(batch: { chw: Float32Array; lb: Letterbox; mirrored?: boolean }[], thresholds?: ArrayLike<number>): Promise<Detected[][]> {
     if (batch.length === 0) return [];
-    const { data, n } = await this.forward(batch.map((b) => b.chw));
-    return batch.map(({ lb }, b) =>
-      nms(candidates(data, b, this.names.length, n, thresholds ?? this.#thresholds), this.#iou).map((c: Candidate) => ({
-        ...unletterbox(c, lb),
-        score: c.score,
-        cls: c.cls,
-        name: this.names[c.cls]!,
-      })),
-    );
+    const views = batch.flatMap((b) => (b.mirrored ? [b.chw, mirror(b.chw, this.size)] : [b.chw]));
+    const { data, n } = await this.forward(views);
+    const nc = this.names.length;
+    const th = thresholds ?? this.#thresholds;
+    // A mirrored photo's views are read from a low floor, each through NMS, and fused; the class
+    // thresholds then apply to the fused scores.
+    const floor = Array.from(th, (t) => Math.min(t, MIRRORED.floor));
+    let v = 0;
+    return batch.map(({ lb, mirrored }) => {
+      const found = mirrored
+        ? fuseViews(
+            [
+              nms(candidates(data, v++, nc, n, floor), this.#iou),
+              nms(candidates(data, v++, nc, n, floor), this.#iou).map((c) => unmirror(c, this.size)),
+            ],
+            MIRRORED.fuseIou,
+          ).filter((c) => c.score >= th[c.cls]!)
+        : nms(candidates(data, v++, nc, n, th), this.#iou);
+      return found.map((c: Candidate) => ({ ...unletterbox(c, lb), score: c.score, cls: c.cls, name: this.names[c.cls]! }));
+    });
   }
 
   async close(): Promise<void> {
     await this.session.release();
   }
+}
+
+/**
+ * How a close-up is looked at (issue 36: "close-ups run through the damage model at full
+ * strength"): as it is and mirrored, each view's boxes through NMS, fused where they overlap by more
+ * than `fuseIou`; `floor` is the lowest score read from each view before fusing (a fused score is
+ * the mean of the views', so a view's box under the class threshold still counts). Chosen on
+ * car-damage `valid` (the damage model's card; `eval`): mAP50 0.552 → 0.570 (mAP50-95 0.369 → 0.383)
+ * for two model runs a close-up, in one batch.
+ */
+export const MIRRORED = { fuseIou: 0.6, floor: 0.01 } as const;
+
+/** A size×size CHW tensor flipped left to right. */
+export function mirror(chw: Float32Array, size: number): Float32Array {
+  const out = new Float32Array(chw.length);
+  for (let row = 0; row < chw.length; row += size) {
+    for (let x = 0, end = row + size - 1; x < size; x++) out[row + x] = chw[end - x]!;
+  }
+  return out;
 }

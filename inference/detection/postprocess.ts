@@ -68,3 +68,38 @@ export function relativeBbox(box: Box, width: number, height: number): [number, 
   const r = (v: number) => Math.round(v * 10_000) / 10_000;
   return [r(box.x1 / width), r(box.y1 / height), r((box.x2 - box.x1) / width), r((box.y2 - box.y1) / height)];
 }
+
+/** A box found on the mirrored input (flipped left to right), back in the input's own pixels. */
+export function unmirror<B extends Box>(box: B, size: number): B {
+  return { ...box, x1: size - box.x2, x2: size - box.x1 };
+}
+
+/**
+ * Weighted box fusion (Solovyev et al. 2021) of one photo's detections from `views` looks at it
+ * (each view already through NMS), within each class, highest score first: a box joins the first
+ * fused box of its class it overlaps by more than `iouThreshold`, which becomes its members' mean
+ * weighted by score. A fused box scores its members' mean score times the share of views that saw
+ * it (at most 1), so damage seen in one view only scores half. Pure.
+ */
+export function fuseViews(perView: Candidate[][], iouThreshold: number, maxDetections = 300): Candidate[] {
+  const views = perView.length;
+  const clusters: { box: Candidate; members: Candidate[] }[] = [];
+  for (const c of perView.flat().sort((a, b) => b.score - a.score)) {
+    const into = clusters.find((k) => k.box.cls === c.cls && iou(k.box, c) > iouThreshold);
+    if (!into) {
+      clusters.push({ box: { ...c }, members: [c] });
+      continue;
+    }
+    into.members.push(c);
+    const weight = into.members.reduce((s, m) => s + m.score, 0);
+    const mean = (side: keyof Box) => into.members.reduce((s, m) => s + m[side] * m.score, 0) / weight;
+    into.box = { x1: mean("x1"), y1: mean("y1"), x2: mean("x2"), y2: mean("y2"), score: into.box.score, cls: c.cls };
+  }
+  return clusters
+    .map(({ box, members }) => {
+      const mean = members.reduce((s, m) => s + m.score, 0) / members.length;
+      return { ...box, score: (mean * Math.min(members.length, views)) / views };
+    })
+    .sort((a, b) => b.score - a.score)
+    .slice(0, maxDetections);
+}

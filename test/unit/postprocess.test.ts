@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { findingSeverity, overallGrade } from "../../core/domain/grading.ts";
-import { candidates, iou, nms, relativeBbox, unletterbox } from "../../inference/detection/postprocess.ts";
+import { mirror } from "../../inference/detection/onnx-detector.ts";
+import { candidates, fuseViews, iou, nms, relativeBbox, unletterbox, unmirror } from "../../inference/detection/postprocess.ts";
 
 describe("post-processing", () => {
   // Two classes, three anchors, one image: [cx, cy, w, h, score0, score1] per anchor, laid out [6, 3].
@@ -69,5 +70,52 @@ describe("grading table", () => {
   it("grades an inspection from its findings", () => {
     const severities = [findingSeverity("scratch", 0.05), findingSeverity("scratch", 0.06), findingSeverity("dent", 0.01)];
     expect(overallGrade(severities)).toBe("moderate");
+  });
+});
+
+describe("a close-up's two views (mirrored too, fused)", () => {
+  it("mirrors each row of each channel, and maps a box found mirrored back", () => {
+    // Two channels of a 3×3 square.
+    const chw = Float32Array.from({ length: 18 }, (_, i) => i);
+    expect([...mirror(chw, 3)]).toEqual([2, 1, 0, 5, 4, 3, 8, 7, 6, 11, 10, 9, 14, 13, 12, 17, 16, 15]);
+    expect(unmirror({ x1: 10, y1: 5, x2: 50, y2: 20, score: 0.5, cls: 1 }, 384)).toEqual({
+      x1: 334,
+      y1: 5,
+      x2: 374,
+      y2: 20,
+      score: 0.5,
+      cls: 1,
+    });
+  });
+
+  it("fuses a box both views found into their score-weighted mean with the mean score; one view's box scores half", () => {
+    const a = { x1: 0, y1: 0, x2: 100, y2: 100, score: 0.6, cls: 0 };
+    const b = { x1: 10, y1: 0, x2: 110, y2: 100, score: 0.3, cls: 0 };
+    const lone = { x1: 300, y1: 300, x2: 320, y2: 320, score: 0.8, cls: 0 };
+    const otherClass = { x1: 0, y1: 0, x2: 100, y2: 100, score: 0.5, cls: 1 };
+    const fused = fuseViews(
+      [
+        [a, lone],
+        [b, otherClass],
+      ],
+      0.7,
+    );
+    expect(fused).toEqual([
+      {
+        x1: expect.closeTo(10 / 3, 6),
+        y1: 0,
+        x2: expect.closeTo(100 + 10 / 3, 6),
+        y2: expect.closeTo(100, 6),
+        score: expect.closeTo(0.45, 6),
+        cls: 0,
+      },
+      { ...lone, score: expect.closeTo(0.4, 6) },
+      { ...otherClass, score: expect.closeTo(0.25, 6) },
+    ]);
+    // Under the overlap threshold they stay apart, each at half its score.
+    expect(fuseViews([[a], [{ ...b, x1: 60, x2: 160 }]], 0.7).map((d) => d.score)).toEqual([
+      expect.closeTo(0.3, 6),
+      expect.closeTo(0.15, 6),
+    ]);
   });
 });
