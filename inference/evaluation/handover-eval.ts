@@ -2,17 +2,13 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
-import { photoBlobKey } from "../../core/domain/blob-keys.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
-import { type Comparable, compareFindings } from "../../core/domain/comparison.ts";
-import type { BlobStore } from "../../core/ports/blob-store.ts";
-import type { Detection } from "../../core/ports/detection-runner.ts";
-import { detectPhotos, type Models } from "../detection/detect-photos.ts";
+import { compareFindings } from "../../core/domain/comparison.ts";
+import type { Models } from "../detection/detect-photos.ts";
 import { loadModels } from "../detection/load-models.ts";
-import { measureQuality } from "../quality/measure-quality.ts";
 import sharp from "sharp";
 import { isHeldOut } from "./held-out.ts";
+import { photoFindings } from "./photo-findings.ts";
 
 /** A seeded uniform [0, 1) generator, so a run can be repeated. */
 function mulberry32(a: number): () => number {
@@ -49,24 +45,7 @@ try {
   const config = loadConfig(process.env);
   const models: Models = await loadModels(config.models);
 
-  const findingsOf = async (bytes: Buffer, tag: string): Promise<(Comparable & { box: number[] })[]> => {
-    const blobs: BlobStore = new MemoryBlobStore();
-    const blobKey = photoBlobKey("insp_eval", "med_eval");
-    await blobs.put(blobKey, bytes, "image/jpeg");
-    const photo = { mediaId: "med_eval", angle: "front", blobKey, quality: await measureQuality(bytes), part: null };
-    const { detections } = await detectPhotos(blobs, "insp_eval", [photo], models);
-    return detections.map((d: Detection, i) => ({
-      id: `${tag}${i}`,
-      type: d.type,
-      part: d.part,
-      severity: d.severity,
-      part_position: d.partPosition ?? null,
-      source: "model",
-      review: null,
-      angle: "front",
-      box: d.bbox,
-    }));
-  };
+  const findingsOf = (bytes: Buffer, tag: string) => photoFindings(models, bytes, tag);
   const sizeOf = async (file: string) => {
     const { width = 0, height = 0 } = await sharp(join(dir, file)).metadata();
     return { w: width, h: height };
