@@ -119,16 +119,6 @@ describe("review, without models", () => {
     // Nothing refused was stored.
     expect((await report(svc, key, m.id)).review.status).toBe("not_required");
   });
-});
-
-describe("review: bounded", () => {
-  let svc: TestService;
-  let key: string;
-  beforeAll(async () => {
-    svc = await startService();
-    key = await svc.key("test");
-  });
-  afterAll(() => svc.close());
 
   it(`takes at most ${MAX_REVIEWS} reviews of an inspection, then answers 409 and keeps the last`, async () => {
     const m = await create(svc, key);
