@@ -1,6 +1,6 @@
 import { blobStoreFrom } from "../../core/adapters/blob-store-from.ts";
 import { apiStatus, NOT_FOUND } from "../../core/adapters/kubernetes/api-status.ts";
-import { InspectionRecords } from "../../core/adapters/kubernetes/inspection-records.ts";
+import { InspectionRecords, type InspectionView } from "../../core/adapters/kubernetes/inspection-records.ts";
 import { prunedAt } from "../../core/adapters/kubernetes/inspection-resource.ts";
 import { isTerminal, STATUSES } from "../../core/domain/state-machine.ts";
 import type { ListFilter } from "../../core/ports/inspection-store.ts";
@@ -47,8 +47,8 @@ export async function restoreFromArchive(config: Config, now: number, print: (li
   // A finished inspection was made at most its capture link's lifetime before it finished (and
   // detection and deliveries take minutes): older ones are past the retention, their entries unread.
   const createdFrom = now - config.resourceRetentionMs - Math.max(EXPIRES_IN.max * 1000, config.inspectionTtlMs) - DAY_MS;
-  const restore = async (id: string, status: string) => {
-    if (await madeAgain(() => records.restore(id))) {
+  const restore = async (id: string, status: string, read?: InspectionView) => {
+    if (await madeAgain(() => records.restore(id, read))) {
       counts.restored++;
       print(`restored ${id} (${status})`);
     } else counts.live++;
@@ -74,7 +74,7 @@ export async function restoreFromArchive(config: Config, now: number, print: (li
           else if (!isTerminal(v.record.status))
             return; // restored above
           else if ((prunedAt(v.record, config.resourceRetentionMs) ?? 0) <= now) counts.leftArchived++;
-          else await restore(id, v.record.status);
+          else await restore(id, v.record.status, v);
         });
       }
     }

@@ -686,11 +686,11 @@ export class InspectionRecords {
    * UNRECOGNIZED_AFTER_MS) and a re-run finishes a restore cut off between them. False where it is
    * live already, or not in the archive.
    */
-  async restore(id: string): Promise<boolean> {
+  async restore(id: string, read?: InspectionView): Promise<boolean> {
     const name = resourceName(id);
     if (this.#kept.get(this.namespace, name)) return false;
-    const bytes = await this.#archive?.get(ARCHIVE.inspection(id));
-    const v = bytes ? this.view(JSON.parse(bytes.toString("utf8")) as InspectionResource) : null;
+    // `read`: the archived inspection as the caller has read it already (archived(id)).
+    const v = read ?? (await this.archived(id));
     if (!v) return false;
     if (!this.#cache.get(this.namespace, name)) {
       const body: InspectionResource = {
