@@ -24,6 +24,8 @@ const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 let service: ServiceProcess;
 let receiver: WebhookReceiver;
 let port: number;
+/** The `webhooks listen` process group, ended after the test has seen what it forwarded. */
+let listener = 0;
 const dataDir = mkdtempSync(join(tmpdir(), "vi-readme-"));
 
 beforeAll(async () => {
@@ -33,6 +35,11 @@ beforeAll(async () => {
   await service.line((l) => l.msg === "vehicle inspection service started", 120_000);
 }, 150_000);
 afterAll(async () => {
+  try {
+    if (listener) process.kill(-listener, "SIGTERM");
+  } catch {
+    // Already gone: the group ended on its own.
+  }
   await service?.stop();
   await receiver?.close();
   rmSync(dataDir, { recursive: true, force: true });
@@ -58,13 +65,19 @@ it("the README's Try it commands run as written, and the dashboard user sees wha
     );
   const listenLog = join(dataDir, "listen.log");
   // npx does not pass a SIGTERM on to the command it runs, which outlived the test: the listener
-  // runs in a process group of its own (setsid), and the whole group is ended.
-  const { stdout } = await promisify(execFile)("bash", ["-c", `set -eo pipefail\n${script}\necho\necho "ID=$ID"\nkill -- -$LISTENER`], {
-    cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), LISTEN_LOG: listenLog },
-    timeout: 240_000,
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  // runs in a process group of its own (setsid), and the whole group is ended once its last
+  // forward has been seen (ending it with the script raced the completed event's forward).
+  const { stdout } = await promisify(execFile)(
+    "bash",
+    ["-c", `set -eo pipefail\n${script}\necho\necho "ID=$ID"\necho "LISTENER=$LISTENER"`],
+    {
+      cwd: ROOT,
+      env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), LISTEN_LOG: listenLog },
+      timeout: 240_000,
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  );
+  listener = Number(stdout.match(/^LISTENER=(\d+)$/m)?.[1]);
   // The demo went from creation to its report.
   const demoId = stdout.match(/^created (insp_\w+) for 1HGCM82633A004352/m)?.[1];
   expect(demoId, stdout.slice(0, 3_000)).toBeDefined();
