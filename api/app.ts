@@ -1,7 +1,6 @@
 import Fastify, { LogController } from "fastify";
 import swagger from "@fastify/swagger";
 import { z } from "zod";
-import rateLimit from "@fastify/rate-limit";
 import {
   jsonSchemaTransform,
   jsonSchemaTransformObject,
@@ -9,7 +8,7 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from "fastify-type-provider-zod";
-import { ApiError } from "../core/domain/errors.ts";
+import type { ApiError } from "../core/domain/errors.ts";
 import { newId } from "../core/domain/ids.ts";
 import type { Services } from "../core/runtime/services.ts";
 import type { Nats } from "../core/adapters/nats/nats-connection.ts";
@@ -30,12 +29,11 @@ import { answerBareRequests, clientErrorHandler, errorHandler, frameworkErrors, 
 import { FailedAuthLimiter } from "./plugins/failed-auth-limit.ts";
 import { idempotency } from "./plugins/idempotency.ts";
 import { jsonBodyText, refuseBadStrings } from "./plugins/strict-input.ts";
-import { perKeyRateLimit } from "./plugins/rate-limit.ts";
+import { perKeyRateLimit, perLinkRateLimit } from "./plugins/rate-limit.ts";
 import { RouteMethods } from "./plugins/route-methods.ts";
 import { requestMetrics } from "./plugins/request-metrics.ts";
 import { requestLogger } from "./plugins/request-logger.ts";
 import { probeRoutes, runChecks, serviceChecks } from "./routes/probe-routes.ts";
-import { sharedRateLimitStore } from "./plugins/shared-rate-limit-store.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { inspectionRoutes } from "./routes/inspections.ts";
 import { mediaRoutes } from "./routes/media.ts";
@@ -157,24 +155,14 @@ export async function buildApp(s: Services) {
   await app.register(async (capture) => {
     // An unknown capture token is a failed authentication too: tokens are guessed like keys.
     capture.setErrorHandler(failedAuth.errorHandler(new Set(["resource_missing"])));
-    await capture.register(rateLimit, {
-      global: true,
-      store: sharedRateLimitStore(s.rateLimits.requests, s.clock, "capture"),
-      skipOnError: true,
-      timeWindow: 1000,
-      enableDraftSpec: true,
-      // Per capture link and client address: a phone uploading ten photos never comes near the default.
-      max: s.config.rateLimit.capturePerSecond,
-      keyGenerator: (request) => `${request.ip}:${(request.params as { token?: string }).token ?? ""}`,
-      errorResponseBuilder: (_request, context) => new ApiError("rate_limited", `Too many requests; retry after ${context.after}.`),
-    });
+    capture.addHook("onRequest", perLinkRateLimit(s.config.rateLimit.capturePerSecond, s.rateLimits.requests, s.clock));
     await capture.register(captureRoutes);
   });
   await app.register(pageRoutes);
   await app.register(dashboardRoutes, {
     prefix: DASHBOARD_PREFIX,
     cookieSecret: s.signingKeys.cookies,
-    rateLimitStore: sharedRateLimitStore(s.rateLimits.requests, s.clock, "dashboard"),
+    rateLimits: s.rateLimits.requests,
   });
   // Read-only report links: the dashboard's pages, without its session, at /r/.
   await app.register(sharedReportRoutes);

@@ -3,11 +3,11 @@ import { join } from "node:path";
 import cookie from "@fastify/cookie";
 import csrf from "@fastify/csrf-protection";
 import formbody from "@fastify/formbody";
-import rateLimit, { type FastifyRateLimitStoreCtor } from "@fastify/rate-limit";
 import fastifyStatic from "@fastify/static";
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { isApiError } from "../core/domain/errors.ts";
+import type { RateLimitStore } from "../core/ports/rate-limit-store.ts";
 import { COOKIE_OPTIONS, sessionUser } from "./auth/sessions.ts";
 import { inspectionPageRoutes } from "./routes/inspection-page.ts";
 import { inspectionRoutes } from "./routes/inspections.ts";
@@ -49,9 +49,9 @@ export const DASHBOARD_HEADERS = {
  * cookie. Registered with the /dashboard prefix; shared report links (/r/) are registered beside it.
  */
 /** What the dashboard is registered with: its cookies' signing key, and where its rate limits count. */
-type DashboardOptions = { cookieSecret: Buffer; rateLimitStore: FastifyRateLimitStoreCtor };
+type DashboardOptions = { cookieSecret: Buffer; rateLimits: RateLimitStore };
 
-const routes: FastifyPluginAsync<DashboardOptions> = async (app, { cookieSecret, rateLimitStore }) => {
+const routes: FastifyPluginAsync<DashboardOptions> = async (app, { cookieSecret, rateLimits }) => {
   if (!existsSync(join(DASHBOARD_DIST, "main.js"))) app.log.warn("the dashboard's script is not built (npm run build:page)");
   await app.register(cookie, { secret: cookieSecret });
   await app.register(formbody, { bodyLimit: 16 * 1024 });
@@ -60,11 +60,6 @@ const routes: FastifyPluginAsync<DashboardOptions> = async (app, { cookieSecret,
     cookieOpts: { ...COOKIE_OPTIONS, sameSite: "strict", signed: true },
     // Forms post the token as a field; the script's fetches send it as a header.
     getToken: (request) => (request.body as { _csrf?: string } | undefined)?._csrf ?? (request.headers["x-csrf-token"] as string),
-  });
-  await app.register(rateLimit, {
-    global: false,
-    store: rateLimitStore,
-    skipOnError: true,
   });
   app.addHook("onRequest", async (_request, reply) => {
     reply.headers(DASHBOARD_HEADERS);
@@ -110,7 +105,7 @@ const routes: FastifyPluginAsync<DashboardOptions> = async (app, { cookieSecret,
     },
   });
 
-  await app.register(signInRoutes);
+  await app.register(signInRoutes, { rateLimits });
   await app.register(async (pages) => {
     // Everything below needs a signed-in user; a page asked for without one leads to the sign-in.
     pages.addHook("onRequest", async (request, reply) => {

@@ -1,49 +1,87 @@
-import type { onRequestHookHandler } from "fastify";
+import type { FastifyRequest, onRequestHookHandler, preHandlerHookHandler } from "fastify";
 import { ApiError } from "../../core/domain/errors.ts";
 import type { RateLimitStore } from "../../core/ports/rate-limit-store.ts";
 import type { Clock } from "../../core/runtime/time.ts";
 
-const WINDOW_MS = 1000;
+/** One limit: `max(request)` requests per `windowMs` for each `key(request)`, counted in `store`. */
+export type RateLimit = {
+  store: RateLimitStore;
+  clock: Clock;
+  windowMs: number;
+  max: (request: FastifyRequest) => number;
+  /** The counter's key: its scope first (`api:`, `capture:`, `sign-in:`), so scopes never share one. */
+  key: (request: FastifyRequest) => string;
+  /** What a refused request is told; `retryS` is whole seconds. */
+  refusal: (max: number, retryS: number) => string;
+};
 
 /**
- * Per API key, per second (live and test limits differ): an onRequest hook added after
- * authentication's, so it counts per authenticated key; failed authentications are limited per
- * client address before that (failed-auth-limit.ts). Headers per the IETF draft: RateLimit-Limit,
- * RateLimit-Remaining, RateLimit-Reset, and Retry-After when refused. The counters are the store's
- * (in a cluster, every API replica's) under `api:<live|test>:<key id>`; the store out of reach
- * (NATS down) lets requests through rather than refuse them all.
+ * Every rate limit of the service, as a hook (onRequest, or preHandler where the body decides
+ * nothing but the route must be known): headers per the IETF draft (RateLimit-Limit,
+ * RateLimit-Remaining, RateLimit-Reset, and Retry-After when refused) and 429 `rate_limited`. The
+ * counters are the store's (in a cluster, every API replica's); the store out of reach (NATS down)
+ * lets requests through rather than refuse them all. Failed authentications have a limiter of their
+ * own (failed-auth-limit.ts), counted only once a credential has failed.
  *
- * What @fastify/rate-limit did here (the capture and dashboard scopes keep it), with the same
- * headers, keys and refusal: its hook awaited the key generator, the limit and the store in turn,
- * five promises a request, where this one takes from the store once and answers in its callback
- * (its share of a GET's CPU: docs/benchmarks.md).
+ * A callback hook that takes from the store once and answers in its callback: @fastify/rate-limit,
+ * which this replaced, awaited its key generator, its limit and the store in turn (five promises a
+ * request; its share of a GET's CPU: docs/benchmarks.md).
  */
-export function perKeyRateLimit(limits: { livePerSecond: number; testPerSecond: number }, store: RateLimitStore, clock: Clock) {
-  const hook: onRequestHookHandler = (request, reply, done) => {
-    const live = request.scope.livemode;
-    const max = live ? limits.livePerSecond : limits.testPerSecond;
-    store.take(`api:${live ? "live" : "test"}:${request.apiKeyId}`, max, WINDOW_MS, clock.now()).then(
+export function rateLimit(limit: RateLimit): onRequestHookHandler & preHandlerHookHandler {
+  return (request, reply, done) => {
+    const max = limit.max(request);
+    limit.store.take(limit.key(request), max, limit.windowMs, limit.clock.now()).then(
       (a) => {
-        const resetS = Math.ceil(a.resetMs / 1000);
+        const resetS = Math.max(1, Math.ceil(a.resetMs / 1000));
         reply.header("ratelimit-limit", max);
-        if (a.used <= max) {
+        reply.header("ratelimit-reset", resetS);
+        if (a.allowed) {
           reply.header("ratelimit-remaining", max - a.used);
-          reply.header("ratelimit-reset", resetS);
           return done();
         }
         reply.header("ratelimit-remaining", 0);
-        reply.header("ratelimit-reset", resetS);
         reply.header("retry-after", resetS);
-        // The window is a second, so the wait is whole seconds.
-        done(
-          new ApiError(
-            "rate_limited",
-            `Too many requests: at most ${max} a second with this key; retry after ${resetS} second${resetS === 1 ? "" : "s"}.`,
-          ),
-        );
+        done(new ApiError("rate_limited", limit.refusal(max, resetS)));
       },
       () => done(),
     );
   };
-  return hook;
+}
+
+const seconds = (n: number) => `${n} second${n === 1 ? "" : "s"}`;
+
+/** /v1: per API key, per second, live and test limits apart; added after authentication's hook, so it counts per authenticated key. */
+export function perKeyRateLimit(limits: { livePerSecond: number; testPerSecond: number }, store: RateLimitStore, clock: Clock) {
+  return rateLimit({
+    store,
+    clock,
+    windowMs: 1000,
+    max: (request) => (request.scope.livemode ? limits.livePerSecond : limits.testPerSecond),
+    key: (request) => `api:${request.scope.livemode ? "live" : "test"}:${request.apiKeyId}`,
+    refusal: (max, retryS) => `Too many requests: at most ${max} a second with this key; retry after ${seconds(retryS)}.`,
+  });
+}
+
+/** The capture API: per capture link and client address, per second; a phone uploading ten photos never comes near it. */
+export function perLinkRateLimit(perSecond: number, store: RateLimitStore, clock: Clock) {
+  return rateLimit({
+    store,
+    clock,
+    windowMs: 1000,
+    max: () => perSecond,
+    key: (request) => `capture:${request.ip}:${(request.params as { token?: string }).token ?? ""}`,
+    refusal: (max, retryS) => `Too many requests: at most ${max} a second for this capture link; retry after ${seconds(retryS)}.`,
+  });
+}
+
+/** The dashboard's sign-in: per client address, per minute, right or wrong (each try costs an argon2 verification). */
+export function signInRateLimit(perMinute: number, store: RateLimitStore, clock: Clock) {
+  return rateLimit({
+    store,
+    clock,
+    windowMs: 60_000,
+    max: () => perMinute,
+    key: (request) => `sign-in:${request.ip}`,
+    refusal: (_max, retryS) => `Too many attempts; retry after ${seconds(retryS)}.`,
+  });
 }

@@ -1,7 +1,9 @@
 import fp from "fastify-plugin";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { signInRateLimit } from "../../api/plugins/rate-limit.ts";
 import { newId, sha256 } from "../../core/domain/ids.ts";
+import type { RateLimitStore } from "../../core/ports/rate-limit-store.ts";
 import { normalizeEmail } from "../auth/email.ts";
 import { hashPassword, NOBODY_HASH, passwordMatches, passwordProblem } from "../auth/passwords.ts";
 import { endSession, sessionUser, startSession } from "../auth/sessions.ts";
@@ -19,7 +21,7 @@ const InviteForm = z.object({ password: z.string().max(1024).default(""), _csrf:
 /** Only a dashboard path may follow a sign-in: `next` must not send the user to another site. */
 const safeNext = (next: string | undefined) => (next && /^\/dashboard(\/[^/\\]|$)/.test(next) ? next : "/dashboard");
 
-const routes: FastifyPluginAsyncZod = async (app) => {
+const routes: FastifyPluginAsyncZod<{ rateLimits: RateLimitStore }> = async (app, { rateLimits }) => {
   const { users, clock, config } = app;
   app.get("/sign-in", { schema: { querystring: NextQuery } }, async (request, reply) => {
     if (await sessionUser(app, request)) return reply.redirect(safeNext(request.query.next), 303);
@@ -31,7 +33,7 @@ const routes: FastifyPluginAsyncZod = async (app) => {
     {
       schema: { querystring: NextQuery, body: SignInForm },
       // Per client address: each try costs an argon2 verification, and passwords must not be guessed at speed.
-      config: { rateLimit: { max: config.rateLimit.signInPerMinute, timeWindow: 60_000, hook: "preHandler" } },
+      preHandler: signInRateLimit(config.rateLimit.signInPerMinute, rateLimits, clock),
     },
     async (request, reply) => {
       const email = normalizeEmail(request.body.email);

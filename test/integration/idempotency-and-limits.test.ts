@@ -156,7 +156,7 @@ describe("Idempotency-Key", () => {
 
 describe("rate limits", () => {
   it("sends RateLimit-* on every response and 429 with Retry-After past the limit", async () => {
-    const limited = await startService({ RATE_LIMIT_TEST_PER_SECOND: "5" });
+    const limited = await startService({ RATE_LIMIT_TEST_PER_SECOND: "5", RATE_LIMIT_CAPTURE_PER_SECOND: "4" });
     try {
       const k = await limited.key("test");
       const results = await Promise.all(Array.from({ length: 8 }, () => limited.api(k, "/v1/inspections")));
@@ -181,6 +181,26 @@ describe("rate limits", () => {
       expect(posted.status).toBe(201);
       // Another key has its own budget.
       expect((await limited.api(await limited.key("test", "other"), "/v1/inspections")).status).toBe(200);
+
+      // The capture API counts per capture link (and client address), apart from the API key's budget.
+      const captureApi = async (created: Response) =>
+        ((await created.json()) as { capture_url: string }).capture_url.replace("/c/", "/capture/v1/");
+      const first = await captureApi(posted);
+      const session = await Promise.all(Array.from({ length: 6 }, () => fetch(first)));
+      expect(session.map((r) => r.headers.get("ratelimit-limit"))).toEqual(Array(6).fill("4"));
+      expect(session.filter((r) => r.status === 200)).toHaveLength(4);
+      const refused = session.filter((r) => r.status === 429);
+      expect(refused).toHaveLength(2);
+      expect(refused[0]!.headers.get("retry-after")).toBe("1");
+      expect(refused[0]!.headers.get("ratelimit-remaining")).toBe("0");
+      const error = (await refused[0]!.json()).error;
+      expect(error).toMatchObject({ type: "rate_limit_error", code: "rate_limited" });
+      expect(error.message).toContain("at most 4 a second for this capture link");
+      // Another link has its own.
+      const second = await captureApi(
+        await limited.api(await limited.key("test", "third"), "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } }),
+      );
+      expect((await fetch(second)).status).toBe(200);
     } finally {
       await limited.close();
     }
