@@ -9,7 +9,8 @@ import { darkenToContrast } from "../../core/domain/branding.ts";
 import { auditDashboardPage, axeViolations, DESKTOP, fitsPhone, launchShowing, PHONE, watchedPage } from "../helpers/browser.ts";
 import { createUser } from "../../bin/commands/users.ts";
 import { carPhoto } from "../helpers/photos.ts";
-import { newInspection, startService, type TestService } from "../helpers/service.ts";
+import { startService, type TestService } from "../helpers/service.ts";
+import { create } from "../helpers/walkaround.ts";
 
 /**
  * Whose page it is (issue 33, item 3) in Chromium: the branding set on the dashboard's settings
@@ -102,7 +103,7 @@ describe("the dashboard's settings form", () => {
 
 describe("the branded capture page at 390 × 844", () => {
   it("says who asks, shows the logo and the accent colour under its CSP, accessibly", async () => {
-    const { token } = await newInspection(svc, key);
+    const { token } = await create(svc, key);
     const session = (await (await fetch(`${svc.url}/capture/v1/${token}`)).json()) as any;
     expect(session.account).toMatchObject({ display_name: "Acme Insurance", accent_color: ACCENT });
     const vehicle = [session.vehicle.year, session.vehicle.make, session.vehicle.model].filter(Boolean).join(" ");
@@ -130,7 +131,7 @@ describe("the branded capture page at 390 × 844", () => {
   });
 
   it("says who asks in each of its languages", async () => {
-    const { token } = await newInspection(svc, key);
+    const { token } = await create(svc, key);
     const session = (await (await fetch(`${svc.url}/capture/v1/${token}`)).json()) as any;
     const vehicle = [session.vehicle.year, session.vehicle.make, session.vehicle.model].filter(Boolean).join(" ");
     for (const locale of LOCALES) {
@@ -151,7 +152,7 @@ describe("the branded capture page at 390 × 844", () => {
     form.set("display_name", "Acme Insurance");
     form.set("accent_color", floor);
     expect((await staff.postMultipart("/dashboard/test/settings/branding", form, "/dashboard/test/settings")).status).toBe(303);
-    const { token } = await newInspection(svc, key);
+    const { token } = await create(svc, key);
     const { context, page, problems } = await watchedPage(browser, { ...PHONE, locale: "de-DE" });
     await page.goto(`${svc.url}/c/${token}`);
     await expect.poll(() => page.getByRole("button", { name: "Foto aufnehmen", exact: true }).count()).toBe(1);
@@ -170,7 +171,7 @@ describe("the branded capture page at 390 × 844", () => {
   });
 
   it("without branding: no header, the page's own colours", async () => {
-    const { token } = await newInspection(svc, await svc.key("test", "globex"));
+    const { token } = await create(svc, await svc.key("test", "globex"));
     const { context, page, problems } = await watchedPage(browser, PHONE);
     await page.goto(`${svc.url}/c/${token}`);
     await expect.poll(() => page.getByRole("button", { name: "Take photo", exact: true }).count()).toBe(1);

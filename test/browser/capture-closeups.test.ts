@@ -7,8 +7,8 @@ import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import en from "../../capture/page/messages/en.json" with { type: "json" };
 import { launchShowing, phonePage, shot } from "../helpers/browser.ts";
 import { carPhotos, SUGGESTS_CLOSEUPS } from "../helpers/photos.ts";
-import { newInspection, startService, type TestService, withModels } from "../helpers/service.ts";
-import { confirmVin, photograph } from "../helpers/walkaround.ts";
+import { startService, type TestService, withModels } from "../helpers/service.ts";
+import { confirmVin, create, photograph } from "../helpers/walkaround.ts";
 
 /**
  * The capture page's "Any damage?" step on a phone, with the models on: the camera shows a damaged
@@ -46,8 +46,7 @@ async function takePhoto(page: Page, path: RegExp): Promise<{ url: string; body:
 
 it("asks for the close-ups the upload suggested, each skippable, then one of a part the customer picks; none blocks submit", async () => {
   const page = await phonePage(browser);
-  const { id, token } = await newInspection(svc, key);
-  const base = `${svc.url}/capture/v1/${token}`;
+  const { id, token, base } = await create(svc, key);
   // The walkaround is done but for the rear left corner, which the page then opens at.
   const clean = carPhotos(REQUIRED_ANGLES.length);
   const angles = REQUIRED_ANGLES.filter((a) => a !== "rear_left");

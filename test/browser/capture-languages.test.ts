@@ -7,7 +7,8 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { PAGE_DIST } from "../../capture/routes/page-routes.ts";
 import { axeViolations, launch, PHONE, shot } from "../helpers/browser.ts";
 import { carPhoto } from "../helpers/photos.ts";
-import { newInspection, startService, type TestService } from "../helpers/service.ts";
+import { startService, type TestService } from "../helpers/service.ts";
+import { create } from "../helpers/walkaround.ts";
 import { writeY4m } from "../helpers/y4m.ts";
 
 /**
@@ -42,7 +43,7 @@ async function firstStep(locale: string, language: string): Promise<{ page: Page
   const page = await (await browser.newContext({ ...PHONE, locale })).newPage();
   const scripts: string[] = [];
   page.on("request", (r) => r.resourceType() === "script" && scripts.push(new URL(r.url()).pathname));
-  const { token } = await newInspection(svc, key);
+  const { token } = await create(svc, key);
   await page.goto(`${svc.url}/c/${token}`);
   const messages = catalogue(language);
   await expect.poll(() => heading(page).textContent()).toBe(messages["angle.front"]);

@@ -11,7 +11,7 @@ import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { launch, phonePage, shot } from "../helpers/browser.ts";
 import { carPhoto } from "../helpers/photos.ts";
 import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
-import { photograph } from "../helpers/walkaround.ts";
+import { create, photograph } from "../helpers/walkaround.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 import { vinPlate, writeY4m } from "../helpers/y4m.ts";
 
@@ -36,9 +36,10 @@ beforeAll(async () => {
 });
 afterAll(() => svc.close());
 
+/** An inspection (`create`) and the link the customer opens. */
 async function newInspection() {
-  const inspection = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
-  return { id: inspection.id as string, url: inspection.capture_url as string, token: inspection.capture_url.split("/").pop() as string };
+  const made = await create(svc, key);
+  return { ...made, url: `${svc.url}/c/${made.token}` };
 }
 const status = async (id: string) => (await (await svc.api(key, `/v1/inspections/${id}`)).json()).status;
 const heading = (page: Page) => page.locator("h1");
@@ -262,9 +263,9 @@ describe("VIN confirmation", () => {
     const browser = await launch(await camera("vin", await vinPlate(VALID_VIN)));
     try {
       const page = await phonePage(browser);
-      const { id, token } = await newInspection();
+      const { id, token, base } = await newInspection();
       // The exterior photos are already in (as if taken earlier): the page resumes at the VIN step.
-      await photograph({ base: `${svc.url}/capture/v1/${token}` }, { open: true, angles: EXTERIOR_ANGLES });
+      await photograph({ base }, { open: true, angles: EXTERIOR_ANGLES });
       await page.goto(`${svc.url}/c/${token}`);
       await expect.poll(() => heading(page).textContent()).toBe("VIN");
       await page.getByRole("button", { name: "Take photo" }).click();
@@ -291,9 +292,9 @@ describe("VIN confirmation after a reload", () => {
     const browser = await launch("none");
     try {
       const page = await phonePage(browser);
-      const { token } = await newInspection();
+      const { token, base } = await newInspection();
       // Every photo is in, the VIN's too, but the customer reloaded before confirming it.
-      await photograph({ base: `${svc.url}/capture/v1/${token}` }, { open: true });
+      await photograph({ base }, { open: true });
       await page.goto(`${svc.url}/c/${token}`);
       await expect.poll(() => heading(page).textContent()).toBe("VIN");
       await expect.poll(() => page.locator(".status").textContent()).toContain("Your VIN photo is in");

@@ -8,7 +8,8 @@ import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import en from "../../capture/page/messages/en.json" with { type: "json" };
 import { axeViolations, fitsPhone, launch, PHONE, shot } from "../helpers/browser.ts";
 import { carPhoto } from "../helpers/photos.ts";
-import { newInspection, startService, type TestService, VALID_VIN } from "../helpers/service.ts";
+import { startService, type TestService, VALID_VIN } from "../helpers/service.ts";
+import { create } from "../helpers/walkaround.ts";
 import { writeY4m } from "../helpers/y4m.ts";
 
 /**
@@ -73,7 +74,7 @@ const rows = (page: Page) =>
 
 it("shows each accepted photo, reviews every photo with its verdict, retakes from the review, and sends", async () => {
   const page = await (await browser.newContext(PHONE)).newPage();
-  const { id, token } = await newInspection(svc, key);
+  const { id, token } = await create(svc, key);
   const session = async () => (await fetch(`${svc.url}/capture/v1/${token}`)).json();
   await page.goto(`${svc.url}/c/${token}`);
   await expect.poll(() => heading(page).textContent()).toBe("Front");

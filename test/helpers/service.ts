@@ -10,7 +10,6 @@ import { type ControlPlane, startControlPlane } from "./kube-control-plane.ts";
 import { createKey, webhookSecret } from "../../bin/commands/keys.ts";
 import { DEFAULT_MODELS, loadConfig, type Config } from "../../core/runtime/config.ts";
 import { freePort } from "./free-port.ts";
-import { until } from "./webhook-receiver.ts";
 
 export { freePort };
 
@@ -86,30 +85,6 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
-}
-
-/** A new inspection made with `key`, with its capture token (the last segment of its capture_url). */
-export async function newInspection(svc: TestService, key: string): Promise<{ id: string; token: string }> {
-  const made = (await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json()) as {
-    id: string;
-    capture_url: string;
-  };
-  return { id: made.id, token: made.capture_url.split("/c/")[1]! };
-}
-
-/**
- * Submits an inspection through its capture API (`captureBase`: /capture/v1/<token>) and waits
- * until processing is over: the inspection as it then is.
- */
-export async function submitAndWait(svc: TestService, key: string, captureBase: string, id: string): Promise<any> {
-  const submitted = await fetch(`${captureBase}/submit`, { method: "POST" });
-  if (submitted.status !== 202) throw new Error(`submit answered ${submitted.status}: ${await submitted.text()}`);
-  return until(
-    "processing over",
-    async () => (await svc.api(key, `/v1/inspections/${id}`)).json(),
-    (i: any) => i.status !== "processing",
-    90_000,
-  );
 }
 
 /** PUBLIC_URL must name the port before the service starts, so a free one is found first. */

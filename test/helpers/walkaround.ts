@@ -1,7 +1,8 @@
 import { expect } from "vitest";
 import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos } from "./photos.ts";
-import { submitAndWait, type TestService, VALID_VIN } from "./service.ts";
+import { type TestService, VALID_VIN } from "./service.ts";
+import { until } from "./webhook-receiver.ts";
 
 /**
  * One customer's capture, for every test that needs photos sent: create → (open) → a photo per
@@ -80,6 +81,17 @@ export async function submit(m: { base: string }): Promise<void> {
   expect(res.status, await res.text()).toBe(202);
 }
 
+/** Submits (`submit`) and waits until processing is over: the inspection as processing left it. */
+export async function submitAndWait(svc: TestService, key: string, m: { id: string; base: string }): Promise<any> {
+  await submit(m);
+  return until(
+    "processing over",
+    async () => (await svc.api(key, `/v1/inspections/${m.id}`)).json(),
+    (i: any) => i.status !== "processing",
+    90_000,
+  );
+}
+
 export type WalkaroundOptions = PhotoOptions & {
   /** Confirm the VIN (VALID_VIN, or `vin`): yes unless told. */
   confirmVin?: boolean;
@@ -96,5 +108,5 @@ export async function walkaround(svc: TestService, key: string, m: Made, o: Walk
   await photograph(m, o);
   if (o.confirmVin !== false) await confirmVin(m, o.vin);
   if (o.wait === false) return submit(m).then(() => null);
-  return submitAndWait(svc, key, m.base, m.id);
+  return submitAndWait(svc, key, m);
 }

@@ -1,7 +1,8 @@
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DashboardClient } from "../helpers/dashboard-client.ts";
-import { newInspection, startService, type TestService } from "../helpers/service.ts";
+import { startService, type TestService } from "../helpers/service.ts";
+import { create } from "../helpers/walkaround.ts";
 
 /**
  * Whose page it is (issue 33, item 3), over HTTP as a browser without scripts uses the dashboard:
@@ -68,8 +69,8 @@ describe("branding the capture page from the dashboard", () => {
       DashboardClient.signedIn(svc, "brand@acme.test", "acme"),
       DashboardClient.signedIn(svc, "brand@globex.test", "globex"),
     ]);
-    token = (await newInspection(svc, await svc.key("live", "acme"))).token;
-    strangersToken = (await newInspection(svc, await svc.key("test", "globex"))).token;
+    token = (await create(svc, await svc.key("live", "acme"))).token;
+    strangersToken = (await create(svc, await svc.key("test", "globex"))).token;
   }, 120_000);
   afterAll(() => svc?.close());
 

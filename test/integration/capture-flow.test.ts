@@ -2,8 +2,8 @@ import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EXTERIOR_ANGLES, REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos, heicOf } from "../helpers/photos.ts";
-import { startService, OTHER_VALID_VIN, submitAndWait, VALID_VIN, type TestService } from "../helpers/service.ts";
-import { confirmVin, create, photograph } from "../helpers/walkaround.ts";
+import { startService, OTHER_VALID_VIN, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { confirmVin, create, photograph, submitAndWait } from "../helpers/walkaround.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
 let svc: TestService;
@@ -16,24 +16,18 @@ beforeAll(async () => {
 });
 afterAll(() => svc.close());
 
-async function newInspection(body: Record<string, unknown> = {}) {
-  const res = await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, ...body } });
-  const inspection = await res.json();
-  return { inspection, token: inspection.capture_url.split("/").pop() as string };
-}
-
 const capture = (token: string, path = "", init: RequestInit = {}) => fetch(`${svc.url}/capture/v1/${token}${path}`, init);
 const upload = (token: string, angle: string, bytes: Buffer, type = "image/jpeg") =>
   capture(token, `/photos/${angle}`, { method: "PUT", body: bytes, headers: { "content-type": type } });
 
 describe("capture API", () => {
   it("walks a real inspection from link to report: photos, VIN, submit, completed", async () => {
-    const { inspection, token } = await newInspection({ reference: "walk" });
+    const { id, token } = await create(svc, key, { reference: "walk" });
     const session = await (await capture(token)).json();
     expect(session.status).toBe("in_progress");
     expect(session.steps.map((s: any) => s.angle)).toEqual([...EXTERIOR_ANGLES, "vin", "odometer"]);
     expect(session.steps.filter((s: any) => s.required).length).toBe(9);
-    expect((await (await svc.api(key, `/v1/inspections/${inspection.id}`)).json()).status).toBe("in_progress");
+    expect((await (await svc.api(key, `/v1/inspections/${id}`)).json()).status).toBe("in_progress");
 
     const incomplete = await capture(token, "/submit", { method: "POST" });
     expect(incomplete.status).toBe(409);
@@ -62,14 +56,14 @@ describe("capture API", () => {
 
     const done = await until(
       "completed",
-      async () => (await svc.api(key, `/v1/inspections/${inspection.id}`)).json(),
+      async () => (await svc.api(key, `/v1/inspections/${id}`)).json(),
       (i: any) => i.status === "completed",
     );
     expect(done.summary).toEqual({ findings: 0, grade: "none", needs_review: false, new_findings: null });
-    expect(done.report_url).toBe(`${svc.url}/v1/inspections/${inspection.id}/report`);
+    expect(done.report_url).toBe(`${svc.url}/v1/inspections/${id}/report`);
     expect(done.submitted_at).toMatch(/Z$/);
-    const report = await (await svc.api(key, `/v1/inspections/${inspection.id}/report`)).json();
-    expect(report).toMatchObject({ object: "report", inspection_id: inspection.id, grade: "none", findings: [], model: null });
+    const report = await (await svc.api(key, `/v1/inspections/${id}/report`)).json();
+    expect(report).toMatchObject({ object: "report", inspection_id: id, grade: "none", findings: [], model: null });
     expect(report.vehicle).toMatchObject({ vin: VALID_VIN, vin_confirmed: true, vin_observed: VALID_VIN });
     expect(report.photos.map((p: any) => p.angle).sort()).toEqual([...angles].sort());
 
@@ -97,7 +91,7 @@ describe("capture API", () => {
     await photograph(inspection, { open: true });
     const vin = await confirmVin(inspection, OTHER_VALID_VIN);
     expect(vin).toMatchObject({ valid: true, matches_vehicle: false, make: "Tesla" });
-    await submitAndWait(svc, key, inspection.base, inspection.id);
+    await submitAndWait(svc, key, inspection);
     const report = await (await svc.api(key, `/v1/inspections/${inspection.id}/report`)).json();
     expect(report.findings).toHaveLength(1);
     expect(report.findings[0]).toMatchObject({ object: "finding", type: "vin_mismatch", severity: "moderate" });
@@ -107,7 +101,7 @@ describe("capture API", () => {
   });
 
   it("decodes a VIN without recording it, for the customer to check", async () => {
-    const { token } = await newInspection();
+    const { token } = await create(svc, key);
     const res = await capture(token, `/vin?vin=${OTHER_VALID_VIN.toLowerCase()}`);
     expect(await res.json()).toEqual({
       vin: OTHER_VALID_VIN,
@@ -122,7 +116,7 @@ describe("capture API", () => {
   });
 
   it("an invalid VIN is 400 with param vin", async () => {
-    const { token } = await newInspection();
+    const { token } = await create(svc, key);
     const res = await capture(token, "/vin", {
       method: "POST",
       body: JSON.stringify({ vin: "1HGCM82643A004352" }),
@@ -133,7 +127,7 @@ describe("capture API", () => {
   });
 
   it("re-encodes to JPEG and strips EXIF, GPS included; a retake replaces the photo", async () => {
-    const { token } = await newInspection();
+    const { token } = await create(svc, key);
     const withGps = await sharp(photos[0]!)
       .withExif({
         IFD0: { Make: "PhoneCo", Model: "X" },
@@ -159,7 +153,7 @@ describe("capture API", () => {
   });
 
   it("keeps but flags a dark or blurred photo, with its problems", async () => {
-    const { token } = await newInspection();
+    const { token } = await create(svc, key);
     const dark = await sharp(photos[2]!).linear(0.15, 0).jpeg().toBuffer();
     const blurry = await sharp(photos[3]!).blur(12).jpeg().toBuffer();
     const d = await (await upload(token, "left", dark)).json();
@@ -172,7 +166,7 @@ describe("capture API", () => {
   });
 
   it("takes HEIC, what iPhones send, and stores it as the same picture in JPEG; a HEIC bomb is 413, a broken one 400", async () => {
-    const { token } = await newInspection();
+    const { token } = await create(svc, key);
     const heic = await heicOf(photos[0]!);
     expect(heic.toString("latin1", 4, 12)).toBe("ftypheic");
     const res = await upload(token, "front", heic, "image/heic");
@@ -205,7 +199,7 @@ describe("capture API", () => {
   });
 
   it("refuses undecodable photos, wrong types, oversized bodies and decompression bombs", async () => {
-    const { token } = await newInspection();
+    const { token } = await create(svc, key);
     let res = await upload(token, "front", Buffer.from("not an image at all"));
     expect(res.status).toBe(415);
     expect((await res.json()).error).toMatchObject({ code: "unsupported_media_type", param: "photo" });
@@ -239,8 +233,8 @@ describe("capture API", () => {
 
   it("an unknown token is 404; a canceled or expired inspection's link is 410", async () => {
     expect((await capture("A".repeat(43))).status).toBe(404);
-    const { inspection, token } = await newInspection();
-    await svc.api(key, `/v1/inspections/${inspection.id}/cancel`, { method: "POST" });
+    const { id, token } = await create(svc, key);
+    await svc.api(key, `/v1/inspections/${id}/cancel`, { method: "POST" });
     const res = await upload(token, "front", photos[0]!);
     expect(res.status).toBe(410);
     expect((await res.json()).error.code).toBe("capture_link_inactive");
@@ -252,12 +246,11 @@ describe("expiry", () => {
     const short = await startService({ INSPECTION_TTL_HOURS: String(1.5 / 3600) });
     try {
       const k = await short.key("test");
-      const created = await (await short.api(k, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
-      const token = created.capture_url.split("/").pop();
+      const { id, token } = await create(short, k);
       expect((await fetch(`${short.url}/capture/v1/${token}`)).status).toBe(200);
       const expired = await until(
         "expired",
-        async () => (await short.api(k, `/v1/inspections/${created.id}`)).json(),
+        async () => (await short.api(k, `/v1/inspections/${id}`)).json(),
         (i: any) => i.status === "expired",
         10_000,
       );
@@ -265,7 +258,7 @@ describe("expiry", () => {
       expect((await fetch(`${short.url}/capture/v1/${token}`)).status).toBe(410);
       const events = await (await short.api(k, "/v1/events")).json();
       expect(events.data.map((e: any) => e.type)).toEqual(["inspection.expired", "inspection.in_progress", "inspection.created"]);
-      const cancel = await short.api(k, `/v1/inspections/${created.id}/cancel`, { method: "POST" });
+      const cancel = await short.api(k, `/v1/inspections/${id}/cancel`, { method: "POST" });
       expect(cancel.status).toBe(409);
       expect((await cancel.json()).error.code).toBe("inspection_not_cancelable");
     } finally {

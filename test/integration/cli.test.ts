@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
-import { newInspection, startService } from "../helpers/service.ts";
+import { startService } from "../helpers/service.ts";
+import { create } from "../helpers/walkaround.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
 const run = promisify(execFile);
@@ -59,7 +60,7 @@ describe("vehicle-inspection CLI", () => {
     const svc = await startService({ WEBHOOKS_ALLOW_PRIVATE_TARGETS: "false" });
     const receiver = await new WebhookReceiver().start();
     const key = await svc.key("test");
-    const before = await newInspection(svc, key);
+    const before = await create(svc, key);
     const child = spawn(process.execPath, [CLI, "webhooks", "listen", "--api-key", key, "--forward-to", receiver.url, "--url", svc.url], {
       env: { ...process.env, DATA_DIR: svc.dataDir },
     });
@@ -72,8 +73,8 @@ describe("vehicle-inspection CLI", () => {
         (o) => o.includes("Forwarding"),
       );
       // The service would refuse this receiver as a notify_url (loopback): listen needs no such setting.
-      const made = await newInspection(svc, key);
-      await fetch(`${svc.url}/capture/v1/${made.token}`);
+      const made = await create(svc, key);
+      await fetch(made.base);
       await until(
         "two events forwarded",
         () => receiver.events(),

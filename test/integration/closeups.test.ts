@@ -6,8 +6,8 @@ import { VEHICLE_PARTS } from "../../core/domain/closeups.ts";
 import { modelInputSizes } from "../../inference/detection/model-input.ts";
 import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
-import { newInspection, startService, submitAndWait, withModels, type TestService } from "../helpers/service.ts";
-import { create, photograph, walkaround } from "../helpers/walkaround.ts";
+import { startService, withModels, type TestService } from "../helpers/service.ts";
+import { create, photograph, submitAndWait, walkaround } from "../helpers/walkaround.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
 /**
@@ -19,7 +19,6 @@ const photos = carPhotos(10);
 
 const put = (base: string, path: string, bytes: Buffer) =>
   fetch(`${base}${path}`, { method: "PUT", body: bytes, headers: { "content-type": "image/jpeg" } });
-const captureBase = (svc: TestService, token: string) => `${svc.url}/capture/v1/${token}`;
 
 describe("close-ups, without models", () => {
   let svc: TestService;
@@ -31,8 +30,7 @@ describe("close-ups, without models", () => {
   afterAll(() => svc.close());
 
   it("takes close-ups 1 to 8 with or without a part, answers as a photo, and a retake of a slot replaces it", async () => {
-    const { token } = await newInspection(svc, key);
-    const base = captureBase(svc, token);
+    const { base } = await create(svc, key);
     const hood = await put(base, "/closeups/1?part=hood", photos[0]!);
     expect(hood.status).toBe(200);
     const first = await hood.json();
@@ -69,19 +67,18 @@ describe("close-ups, without models", () => {
     ["/closeups/1?part=roof", "part"],
     ["/closeups/1?part=", "part"],
   ])("refuses %s with 400 and param %s", async (path, param) => {
-    const { token } = await newInspection(svc, key);
-    const res = await put(captureBase(svc, token), path, photos[0]!);
+    const { base } = await create(svc, key);
+    const res = await put(base, path, photos[0]!);
     expect(res.status).toBe(400);
     const body = await res.json();
     expect(body.error).toMatchObject({ type: "invalid_request_error", code: "parameter_invalid", param });
     expect(body.error.request_id).toMatch(/^req_/);
-    expect((await (await fetch(captureBase(svc, token))).json()).closeups).toEqual([]);
+    expect((await (await fetch(base)).json()).closeups).toEqual([]);
   });
 
   it("refuses a malformed close-up with 400 whatever its link's state: a canceled inspection's link answers 410 only to a well-formed one", async () => {
-    const { id, token } = await newInspection(svc, key);
+    const { id, base } = await create(svc, key);
     expect((await svc.api(key, `/v1/inspections/${id}/cancel`, { method: "POST" })).status).toBe(200);
-    const base = captureBase(svc, token);
     const badPart = await put(base, "/closeups/5?part=%0B", photos[0]!);
     expect(badPart.status).toBe(400);
     expect((await badPart.json()).error).toMatchObject({ code: "parameter_invalid", param: "part" });
@@ -93,8 +90,7 @@ describe("close-ups, without models", () => {
   });
 
   it("refuses an unknown query parameter, and checks the body as a photo upload does", async () => {
-    const { token } = await newInspection(svc, key);
-    const base = captureBase(svc, token);
+    const { base } = await create(svc, key);
     const unknown = await put(base, "/closeups/2?side=left", photos[0]!);
     expect(unknown.status).toBe(400);
     expect((await unknown.json()).error).toMatchObject({ code: "parameter_unknown", param: "side" });
@@ -113,7 +109,7 @@ describe("close-ups, without models", () => {
     const made = await create(svc, key);
     const { id, base } = made;
     const { "closeup-3": closeup } = await photograph(made, { closeups: [{ n: 3, part: "left_mirror", bytes: photos[9]! }] });
-    expect((await submitAndWait(svc, key, base, id)).status).toBe("completed");
+    expect((await submitAndWait(svc, key, made)).status).toBe("completed");
     const report = await (await svc.api(key, `/v1/inspections/${id}/report`)).json();
     expect(report.photos).toHaveLength(REQUIRED_ANGLES.length + 1);
     expect(report.photos.find((p: any) => p.media_id === closeup.media_id)).toMatchObject({ angle: "closeup", part: "left_mirror" });
@@ -149,8 +145,7 @@ describe("close-ups, with the models", () => {
   afterAll(() => svc.close());
 
   it("an exterior photo the judgement calls damaged suggests close-ups of parts; a clean one none", async () => {
-    const { token } = await newInspection(svc, key);
-    const base = captureBase(svc, token);
+    const { base } = await create(svc, key);
     const damaged = await (await put(base, "/photos/rear_right", readFileSync(DAMAGED))).json();
     expect(damaged.suggested_closeups.length).toBeGreaterThan(0);
     expect(damaged.suggested_closeups.length).toBeLessThanOrEqual(2);
@@ -166,13 +161,13 @@ describe("close-ups, with the models", () => {
 
   it("stores a close-up's model inputs on upload, processing takes it with its part, and they are deleted once settled", async () => {
     const made = await create(svc, key);
-    const { id, base } = made;
+    const { id } = made;
     const { "closeup-1": closeup } = await photograph(made, { closeups: [{ n: 1, part: "hood", bytes: readFileSync(DAMAGED) }] });
     const sizes = modelInputSizes(svc.config.models);
     expect(sizes).toHaveLength(3); // damage, parts, judgement
     const inputs = sizes.map((size) => svc.blobPath(modelInputBlobKey(id, closeup.media_id, size)));
     for (const path of inputs) expect(existsSync(path), path).toBe(true);
-    expect((await submitAndWait(svc, key, base, id)).status).toBe("completed");
+    expect((await submitAndWait(svc, key, made)).status).toBe("completed");
     const report = await (await svc.api(key, `/v1/inspections/${id}/report`)).json();
     expect(report.photos.find((p: any) => p.media_id === closeup.media_id)).toMatchObject({ angle: "closeup", part: "hood" });
     await until(

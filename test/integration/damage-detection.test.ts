@@ -13,8 +13,8 @@ import { BlobModelInputStore, modelInputSizes } from "../../inference/detection/
 import { EXTERIOR_ANGLES, REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
 import { carPhotos, DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
-import { startService, submitAndWait, withModels } from "../helpers/service.ts";
-import { create, photograph } from "../helpers/walkaround.ts";
+import { startService, withModels } from "../helpers/service.ts";
+import { create, photograph, submitAndWait } from "../helpers/walkaround.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
 /** The files in a directory; none where it is gone (an S3 server drops a prefix's directory with its last object). */
@@ -35,7 +35,7 @@ async function openCapture(svc: Awaited<ReturnType<typeof startService>>) {
   const upload = async (angle: string, body: Buffer): Promise<Uploaded> =>
     (await fetch(`${base}/photos/${angle}`, { method: "PUT", body, headers: { "content-type": "image/jpeg" } })).json();
   /** Submits, waits until processing is over, and expects the inspection completed. */
-  const complete = async () => expect((await submitAndWait(svc, key, base, made.id)).status).toBe("completed");
+  const complete = async () => expect((await submitAndWait(svc, key, made)).status).toBe("completed");
   return { key, made, base, upload, complete };
 }
 

@@ -2,7 +2,8 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { DashboardClient } from "../helpers/dashboard-client.ts";
-import { newInspection, startService, type TestService } from "../helpers/service.ts";
+import { startService, type TestService } from "../helpers/service.ts";
+import { create } from "../helpers/walkaround.ts";
 
 const CLI = join(import.meta.dirname, "../../bin/vehicle-inspection.ts");
 
@@ -88,7 +89,7 @@ describe("dashboard security", () => {
     const mine = await DashboardClient.signedIn(svc, "mine@example.com", "mine-co");
     const theirs = await DashboardClient.signedIn(svc, "theirs@example.com", "theirs-co");
     const theirKey = await svc.key("test", "theirs-co");
-    const inspection = await newInspection(svc, theirKey);
+    const inspection = await create(svc, theirKey);
     expect((await theirs.get(`/dashboard/test/inspections/${inspection.id}`)).status).toBe(200);
     expect((await mine.get(`/dashboard/test/inspections/${inspection.id}`)).status).toBe(404);
     // …nor in the other environment of its own account.

@@ -4,8 +4,8 @@ import { describe, expect, it } from "vitest";
 import { photoBlobKey } from "../../core/domain/blob-keys.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos, streetBackground } from "../helpers/photos.ts";
-import { startService, submitAndWait, withModels, type TestService } from "../helpers/service.ts";
-import { create, photograph } from "../helpers/walkaround.ts";
+import { startService, withModels, type TestService } from "../helpers/service.ts";
+import { create, photograph, submitAndWait } from "../helpers/walkaround.ts";
 
 /** Uploads one photo per required angle (`override` replaces some), submits, and returns the settled inspection. */
 async function inspect(
@@ -26,7 +26,7 @@ async function inspect(
     const bytes = readFileSync(path);
     writeFileSync(path, bytes.subarray(0, Math.floor(bytes.length / 2)));
   }
-  const settled = await submitAndWait(svc, key, made.base, made.id);
+  const settled = await submitAndWait(svc, key, made);
   return { inspection: settled, media };
 }
 

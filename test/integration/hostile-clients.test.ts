@@ -1,6 +1,7 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newInspection, startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { create } from "../helpers/walkaround.ts";
 
 /**
  * What a careless or hostile client sends at the edge: deep JSON, odd encodings and characters,
@@ -15,7 +16,7 @@ let token: string;
 beforeAll(async () => {
   svc = await startService();
   key = await svc.key("test");
-  ({ id: inspectionId, token } = await newInspection(svc, key));
+  ({ id: inspectionId, token } = await create(svc, key));
 });
 afterAll(() => svc.close());
 
@@ -245,7 +246,7 @@ describe("failed authentication", () => {
   it("counts guessed capture tokens too, and never refuses a real one", async () => {
     const limited = await startService({ RATE_LIMIT_FAILED_AUTH_PER_MINUTE: "3" });
     try {
-      const { token: real } = await newInspection(limited, await limited.key("test"));
+      const { token: real } = await create(limited, await limited.key("test"));
       for (let i = 0; i < 3; i++) await expectError(await fetch(`${limited.url}/capture/v1/guess${i}`), 404, "resource_missing");
       await expectError(await fetch(`${limited.url}/capture/v1/guess9`), 429, "rate_limited");
       expect((await fetch(`${limited.url}/capture/v1/${real}`)).status).toBe(200);

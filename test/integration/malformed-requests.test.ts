@@ -1,7 +1,8 @@
 import { connect } from "node:net";
 import { request } from "undici";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { newInspection, startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { create } from "../helpers/walkaround.ts";
 
 /**
  * A sweep of malformed requests over every route: bodies, content types, query strings, ids, paths,
@@ -16,7 +17,7 @@ let token: string;
 beforeAll(async () => {
   svc = await startService();
   key = await svc.key("test");
-  ({ id: inspectionId, token } = await newInspection(svc, key));
+  ({ id: inspectionId, token } = await create(svc, key));
 });
 afterAll(() => svc.close());
 

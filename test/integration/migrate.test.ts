@@ -18,8 +18,8 @@ import { DashboardClient } from "../helpers/dashboard-client.ts";
 import { startNatsServer, startVersityGw } from "../helpers/go-servers.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
-import { freePort, submitAndWait, type TestService, VALID_VIN } from "../helpers/service.ts";
-import { create, photograph, walkaround } from "../helpers/walkaround.ts";
+import { freePort, type TestService } from "../helpers/service.ts";
+import { confirmVin, create, photograph, submitAndWait, walkaround } from "../helpers/walkaround.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
 const CLI = join(import.meta.dirname, "../../bin/vehicle-inspection.ts");
@@ -340,16 +340,11 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
         expect(JSON.stringify(((await session.json()) as { account: unknown }).account)).toBe(before.get("account"));
         const left = ANGLES.filter((a) => a !== "front" && a !== "rear");
         await photograph({ base: link }, { angles: left, photos: left.map((a) => fill[ANGLES.indexOf(a)]!) });
-        const vin = await fetch(`${link}/vin`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ vin: VALID_VIN }),
-        });
-        expect(vin.status).toBe(200);
+        await confirmVin({ base: link });
         // Submitted there, its report finds the photos sent in the embedded installation's walkaround
         // through the photo index the command copied.
         const svc = { url: clusterUrl, api: (k: string, path: string) => callApi(clusterUrl, k, path) } as TestService;
-        expect((await submitAndWait(svc, testKey, link, ids.open)).status).toBe("completed");
+        expect((await submitAndWait(svc, testKey, { id: ids.open, base: link })).status).toBe("completed");
         const report = (await (await get(clusterUrl, testKey, `/v1/inspections/${ids.open}/report`)).json()) as {
           integrity: { reused_photos: { inspection: string | null; reason: string }[] };
         };

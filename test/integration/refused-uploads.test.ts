@@ -3,7 +3,8 @@ import { request } from "node:http";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LINGER_MS } from "../../api/plugins/staged-close.ts";
-import { newInspection, startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { create } from "../helpers/walkaround.ts";
 
 /**
  * A large body refused from its first bytes (issue 33, item 9): the client is still sending when
@@ -82,7 +83,7 @@ function expectAnswered(outcome: Outcome, status: number, code: string) {
 }
 
 describe("a 60 MB chunked upload refused from its first bytes", () => {
-  const capturePhoto = async () => `${svc.url}/capture/v1/${(await newInspection(svc, key)).token}/photos/front`;
+  const capturePhoto = async () => `${(await create(svc, key)).base}/photos/front`;
 
   it("an SVG sent as image/jpeg: 415, read by the client, then a clean close", async () => {
     expectAnswered(await streamUpload(await capturePhoto(), { "content-type": "image/jpeg" }, SVG, 60 * MB), 415, "unsupported_media_type");

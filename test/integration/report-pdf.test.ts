@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_MODELS } from "../../core/runtime/config.ts";
 import { readPdf } from "../helpers/pdf-text.ts";
 import { carPhotos, DATASETS, freshPhotos } from "../helpers/photos.ts";
-import { newInspection, startService, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
+import { startService, type TestService, VALID_VIN, withModels } from "../helpers/service.ts";
 import { create, walkaround } from "../helpers/walkaround.ts";
 
 /**
@@ -152,7 +152,7 @@ describe("the condition report as PDF, without findings, and refused", () => {
   }, 60_000);
 
   it("answers 409 report_not_ready before completion, 409 report_unavailable once canceled, 404 to another account", async () => {
-    const { id } = await newInspection(svc, key);
+    const { id } = await create(svc, key);
     const code = async (k: string) => {
       const { res, bytes } = await getPdf(svc, k, id);
       return [res.status, JSON.parse(bytes.toString()).error.code];

@@ -6,8 +6,8 @@ import { DEFAULT_MODELS } from "../../core/runtime/config.ts";
 import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { startVersityGw, type VersityGw } from "../helpers/go-servers.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
-import { startService, submitAndWait, withModels, type TestService } from "../helpers/service.ts";
-import { create, photograph } from "../helpers/walkaround.ts";
+import { startService, withModels, type TestService } from "../helpers/service.ts";
+import { create, photograph, submitAndWait } from "../helpers/walkaround.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
 /** A damaged car (a shattered windscreen the shipped model finds), so the inspection has evidence photos. */
@@ -46,7 +46,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("blobs in S3", () => {
       fetch(`${base}/photos/${angle}`, { method: "PUT", body: photoFor(angle), headers: { "content-type": "image/jpeg" } });
     const session = async () => (await (await fetch(base)).json()) as { steps: { angle: string; done: boolean }[] };
     const complete = async () => {
-      expect((await submitAndWait(svc, key, base, made.id)).status).toBe("completed");
+      expect((await submitAndWait(svc, key, made)).status).toBe("completed");
       return (await svc.api(key, `/v1/inspections/${made.id}/report`)).json();
     };
     return { key, id: made.id, base, upload, session, complete };
