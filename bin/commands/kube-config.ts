@@ -13,6 +13,9 @@ export const logCacheErrors =
 /** The undici of @kubernetes/client-node (its own, not this project's): its dispatcher and what wraps one. */
 type Dispatcher = NonNullable<ReturnType<RequestContext["getDispatcher"]>>;
 type Dispatch = Dispatcher["dispatch"];
+type MakeDispatcher = (cluster: { name?: string; server?: string } | null, agentOptions: object) => Dispatcher | undefined;
+/** What a connection is made with: a change in any of them makes a new pool. */
+const POOL_OPTIONS = ["ca", "cert", "key", "pfx", "passphrase", "rejectUnauthorized", "servername"] as const;
 
 /**
  * Counts each request on `countKubernetesRequest` once, when its response starts (a watch: when
@@ -61,6 +64,35 @@ export class CountedKubeConfig extends KubeConfig {
     const dispatcher = context.getDispatcher();
     // Never absent: createDispatcherOptions below always asks for one.
     if (dispatcher) context.setDispatcher(dispatcher.compose(countRequests));
+  }
+
+  /**
+   * One connection pool for the process's life, where client-node 2.0.1 makes a new undici Agent
+   * (a pool of its own) for every request: each call to the API server opened a connection, and
+   * over TLS paid a handshake on both sides, the status writes and their 409 retries included. A
+   * new pool is made only when what it connects with changes (a rotated client certificate or CA);
+   * the old one is closed once its requests are done. Bearer tokens are headers, read per request.
+   * `createDispatcher` is private in client-node's typings, so it is replaced on the instance.
+   */
+  constructor() {
+    super();
+    const self = this as unknown as { createDispatcher: MakeDispatcher };
+    const make = self.createDispatcher.bind(this);
+    let pool: { key: string; dispatcher: Dispatcher | undefined } | undefined;
+    self.createDispatcher = (cluster, agentOptions) => {
+      const o = agentOptions as Record<string, unknown>;
+      const key = JSON.stringify([
+        cluster?.name,
+        cluster?.server,
+        this.getCurrentUser()?.name,
+        ...POOL_OPTIONS.map((k) => (o[k] === undefined ? null : String(o[k]))),
+      ]);
+      if (pool?.key !== key) {
+        void pool?.dispatcher?.close().catch(() => {});
+        pool = { key, dispatcher: make(cluster, agentOptions) };
+      }
+      return pool.dispatcher;
+    };
   }
 
   /**
