@@ -8,7 +8,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api } from "@kubernetes/client-node";
+import { CountedKubeConfig } from "../../bin/commands/kube-config.ts";
 import { InspectionRecords } from "../../core/adapters/kubernetes/inspection-records.ts";
 import { KubernetesEventStore } from "../../core/adapters/kubernetes/kubernetes-event-store.ts";
 import { KubernetesInspectionStore } from "../../core/adapters/kubernetes/kubernetes-inspection-store.ts";
@@ -60,7 +61,8 @@ const k = await startControlPlane();
 const rows: string[] = [];
 try {
   await k.installCrds();
-  const kc = new KubeConfig();
+  // The processes' own config: one connection pool, as the api and the operator run.
+  const kc = new CountedKubeConfig();
   kc.loadFromFile(k.kubeconfig);
   for (const n of SIZES) {
     const namespace = `bench-${n}`;
