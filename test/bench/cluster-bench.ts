@@ -15,9 +15,10 @@ import { loadConfig } from "../../core/runtime/config.ts";
 import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { buildGoServers, startNatsServer, startVersityGw } from "../helpers/go-servers.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
-import { freePort, VALID_VIN, withModels } from "../helpers/service.ts";
+import { apiAt, freePort, VALID_VIN, withModels } from "../helpers/service.ts";
 import { startControlPlane } from "../helpers/kube-control-plane.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
+import { create, type Made, photograph } from "../helpers/walkaround.ts";
 import { WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
 const INSPECTIONS = Number(process.env.BENCH_INSPECTIONS ?? 8);
@@ -107,21 +108,11 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 
 /** INSPECTIONS walkarounds captured first, then submitted together: the time from each submit to its completed webhook. */
 async function throughput(setup: Setup, receiver: WebhookReceiver, key: string) {
-  const api = (path: string, body: unknown) =>
-    fetch(setup.url + path, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-  const captured: { id: string; base: string }[] = [];
+  const captured: Made[] = [];
   for (let i = 0; i < INSPECTIONS; i++) {
-    const made = await (await api("/v1/inspections", { vehicle: { vin: VALID_VIN }, notify_url: receiver.url })).json();
-    const base = made.capture_url.replace("/c/", "/capture/v1/");
-    await fetch(base);
-    for (const angle of ANGLES) {
-      await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photoFor(angle), headers: { "content-type": "image/jpeg" } });
-    }
-    captured.push({ id: made.id, base });
+    const made = await create(apiAt(setup.url), key, { notify_url: receiver.url });
+    await photograph(made, { open: true, photos: photoFor });
+    captured.push(made);
   }
   const submittedAt = new Map<string, number>();
   const started = performance.now();

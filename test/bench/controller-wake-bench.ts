@@ -25,16 +25,14 @@ import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { createKey } from "../../bin/commands/keys.ts";
 import { resourceName } from "../../core/adapters/kubernetes/inspection-resource.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
-import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { INSPECTION_RECORD_RESOURCE, INSPECTION_RESOURCE } from "../../core/schemas/inspection-resource.ts";
 import { buildGoServers, startNatsServer, startVersityGw } from "../helpers/go-servers.ts";
 import { startControlPlane } from "../helpers/kube-control-plane.ts";
-import { carPhotos } from "../helpers/photos.ts";
-import { freePort, VALID_VIN } from "../helpers/service.ts";
+import { apiAt, freePort } from "../helpers/service.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
+import { create, photograph } from "../helpers/walkaround.ts";
 
 const INSPECTIONS = Number(process.env.BENCH_INSPECTIONS ?? 20);
-const photos = carPhotos(REQUIRED_ANGLES.length);
 
 type Sample = { open: number; openedIntent: number; submit: number; submittedIntent: number; submitAnswer: number; cancel: number };
 
@@ -110,27 +108,19 @@ async function run(mode: "poll" | "watch"): Promise<Sample[]> {
     await processes[0]!.line((l) => l.msg === "leading", 60_000).catch(() => null);
     Object.assign(process.env, { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey });
     const key = await createKey(loadConfig(env), "test", "bench");
-    const api = (path: string, body: unknown) =>
-      fetch(url + path, {
-        method: "POST",
-        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
+    const api = apiAt(url);
     const samples: Sample[] = [];
     // One unmeasured round first: connections, caches and the JIT warm.
     for (let i = 0; i <= INSPECTIONS; i++) {
-      const made = (await (await api("/v1/inspections", { vehicle: { vin: VALID_VIN } })).json()) as { id: string; capture_url: string };
-      const base = made.capture_url.replace("/c/", "/capture/v1/");
+      const made = await create(api, key);
+      const { base } = made;
       const openAt = Date.now();
       const opened = await fetch(base);
       if (opened.status !== 200) throw new Error(`open answered ${opened.status}`);
       const inProgress = await movedAt(namespace, made.id, "inspection.in_progress");
       const open = inProgress.at - openAt;
       const openedIntent = inProgress.at - inProgress.kept.spec.capture.openedAt!;
-      for (const [n, angle] of REQUIRED_ANGLES.entries()) {
-        const put = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photos[n], headers: { "content-type": "image/jpeg" } });
-        if (put.status !== 200) throw new Error(`photo ${angle} answered ${put.status}: ${await put.text()}`);
-      }
+      await photograph({ base });
       const submitAt = Date.now();
       const submitted = await fetch(`${base}/submit`, { method: "POST" });
       const submitAnswer = Date.now() - submitAt;
@@ -140,7 +130,7 @@ async function run(mode: "poll" | "watch"): Promise<Sample[]> {
       const submittedIntent = processing.at - processing.kept.spec.capture.submitRequestedAt!;
 
       // Another inspection, canceled by a client of the API server as kubectl would: the spec's cancelRequested.
-      const other = (await (await api("/v1/inspections", { vehicle: { vin: VALID_VIN } })).json()) as { id: string };
+      const other = await create(api, key);
       const { group, version, plural } = INSPECTION_RESOURCE;
       const name = resourceName(other.id);
       // Settled first (the operator shows a new Inspection's status), then written, again on a 409.

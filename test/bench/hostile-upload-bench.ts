@@ -20,7 +20,8 @@ import { loadConfig } from "../../core/runtime/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { heavyPng, hostilePhotos } from "../helpers/hostile-photos.ts";
 import { carPhoto } from "../helpers/photos.ts";
-import { freePort, VALID_VIN } from "../helpers/service.ts";
+import { apiAt, freePort } from "../helpers/service.ts";
+import { create } from "../helpers/walkaround.ts";
 
 const UPLOADS = Number(process.env.BENCH_UPLOADS ?? 100);
 const HOSTILE_CONNECTIONS = Number(process.env.BENCH_HOSTILE_CONNECTIONS ?? 4);
@@ -66,21 +67,13 @@ const svc = await startChild(["bin/vehicle-inspection.ts", "start"], env, "vehic
 // Whatever ends this process, the service goes with it.
 process.on("exit", () => svc.kill("SIGTERM"));
 
-async function captureToken(): Promise<string> {
-  const res = await fetch(`${url}/v1/inspections`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ vehicle: { vin: VALID_VIN } }),
-  });
-  return ((await res.json()) as { capture_url: string }).capture_url.split("/c/")[1]!;
-}
 const put = async (token: string, angle: string, body: Buffer, type: string): Promise<number> => {
   const res = await fetch(`${url}/capture/v1/${token}/photos/${angle}`, { method: "PUT", body, headers: { "content-type": type } });
   await res.arrayBuffer();
   return res.status;
 };
 
-const [tokenA, tokenB] = [await captureToken(), await captureToken()];
+const [{ token: tokenA }, { token: tokenB }] = [await create(apiAt(url), key), await create(apiAt(url), key)];
 await fetch(`${url}/capture/v1/${tokenA}`);
 await fetch(`${url}/capture/v1/${tokenB}`);
 

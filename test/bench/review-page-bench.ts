@@ -16,12 +16,11 @@ import type { Page } from "playwright-core";
 import { createKey } from "../../bin/commands/keys.ts";
 import { createUser } from "../../bin/commands/users.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
-import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { DESKTOP, launch } from "../helpers/browser.ts";
 import { carPhotos, DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
 import { startServiceProcess } from "../helpers/service-process.ts";
-import { freePort, VALID_VIN } from "../helpers/service.ts";
-import { until } from "../helpers/webhook-receiver.ts";
+import { apiAt, freePort } from "../helpers/service.ts";
+import { create, walkaround } from "../helpers/walkaround.ts";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const EMAIL = "bench@acme.test";
@@ -76,27 +75,14 @@ try {
 
 /** An inspection with the damaged photos at their angles and the VIN left unconfirmed (so it waits for review), completed. */
 async function completedInspection(key: string): Promise<string> {
-  const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-  const body = JSON.stringify({ vehicle: { vin: VALID_VIN }, reference: "bench-review" });
-  const made = (await (await fetch(`${url}/v1/inspections`, { method: "POST", headers, body })).json()) as {
-    id: string;
-    capture_url: string;
-  };
-  const base = made.capture_url.replace("/c/", "/capture/v1/");
+  const api = apiAt(url);
+  const made = await create(api, key, { reference: "bench-review" });
   const photos = carPhotos(9);
-  for (const [i, angle] of REQUIRED_ANGLES.entries()) {
+  const damaged = (angle: string, i: number) => {
     const file = DAMAGED_CASES.find((d) => d.angle === angle)?.file;
-    const photo = file ? readFileSync(join(DAMAGE_VALID, "images", file)) : photos[i]!;
-    const put = await fetch(`${base}/photos/${angle}`, { method: "PUT", body: photo, headers: { "content-type": "image/jpeg" } });
-    if (put.status !== 200) throw new Error(`${angle}: ${put.status} ${await put.text()}`);
-  }
-  await fetch(`${base}/submit`, { method: "POST" });
-  const done = await until(
-    "the inspection completed",
-    async () => (await fetch(`${url}/v1/inspections/${made.id}`, { headers })).json(),
-    (i: { status: string }) => i.status !== "processing" && i.status !== "in_progress",
-    180_000,
-  );
+    return file ? readFileSync(join(DAMAGE_VALID, "images", file)) : photos[i]!;
+  };
+  const done = await walkaround(api, key, made, { photos: damaged, confirmVin: false });
   if (done.status !== "completed") throw new Error(`the inspection is ${done.status}`);
   return made.id;
 }

@@ -70,6 +70,24 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
     blobPath: (...key) => join(cluster?.bucketDir ?? join(dataDir, "blobs"), ...key),
     key: (e = "test", account = "acme") => createKey(config, e, account),
     secret: (e = "test", account = "acme") => webhookSecret(config, e, account),
+    api: apiAt(url).api,
+    close: async () => {
+      await service.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A service's URL and its API called with a key: what the capture helpers need of a service (walkaround.ts). */
+export type ServiceApi = Pick<TestService, "url" | "api">;
+
+/**
+ * The API of the service at `url`, called with a key as TestService.api calls it: for a service this
+ * file did not start (a process of its own, another installation).
+ */
+export function apiAt(url: string): ServiceApi {
+  return {
+    url,
     api: (key, path, init = {}) => {
       const headers = new Headers(init.headers);
       headers.set("authorization", `Bearer ${key}`);
@@ -79,10 +97,6 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
         body = JSON.stringify(init.json);
       }
       return fetch(url + path, { ...init, headers, body });
-    },
-    close: async () => {
-      await service.close();
-      rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

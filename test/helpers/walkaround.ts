@@ -1,7 +1,7 @@
 import { expect } from "vitest";
 import { REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { carPhotos } from "./photos.ts";
-import { type TestService, VALID_VIN } from "./service.ts";
+import { type ServiceApi, VALID_VIN } from "./service.ts";
 import { until } from "./webhook-receiver.ts";
 
 /**
@@ -20,7 +20,7 @@ export function captureBase(captureUrl: string, on?: string): { token: string; b
 }
 
 /** Creates an inspection of VALID_VIN (unless `extra` names another vehicle) and expects 201. */
-export async function create(svc: TestService, key: string, extra: Record<string, unknown> = {}): Promise<Made> {
+export async function create(svc: ServiceApi, key: string, extra: Record<string, unknown> = {}): Promise<Made> {
   const res = await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN }, ...extra } });
   expect(res.status, await res.clone().text()).toBe(201);
   const made = (await res.json()) as { id: string; capture_url: string };
@@ -82,7 +82,7 @@ export async function submit(m: { base: string }): Promise<void> {
 }
 
 /** Submits (`submit`) and waits until processing is over: the inspection as processing left it. */
-export async function submitAndWait(svc: TestService, key: string, m: { id: string; base: string }): Promise<any> {
+export async function submitAndWait(svc: ServiceApi, key: string, m: { id: string; base: string }): Promise<any> {
   await submit(m);
   return until(
     "processing over",
@@ -104,7 +104,7 @@ export type WalkaroundOptions = PhotoOptions & {
  * The whole capture: photos (`photograph`), the VIN confirmed unless told, submitted, and waited
  * for: the inspection as processing left it.
  */
-export async function walkaround(svc: TestService, key: string, m: Made, o: WalkaroundOptions = {}): Promise<any> {
+export async function walkaround(svc: ServiceApi, key: string, m: Made, o: WalkaroundOptions = {}): Promise<any> {
   await photograph(m, o);
   if (o.confirmVin !== false) await confirmVin(m, o.vin);
   if (o.wait === false) return submit(m).then(() => null);

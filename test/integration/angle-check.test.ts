@@ -2,7 +2,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DATASETS } from "../helpers/photos.ts";
-import { startService, VALID_VIN, withModels, type TestService } from "../helpers/service.ts";
+import { startService, withModels, type TestService } from "../helpers/service.ts";
+import { create } from "../helpers/walkaround.ts";
 
 /**
  * A photo of the wrong side is flagged on upload (`wrong_angle`), from the parts the parts model
@@ -15,8 +16,7 @@ let base: string;
 
 beforeAll(async () => {
   svc = await startService(withModels);
-  const made = await (await svc.api(await svc.key(), "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
-  base = made.capture_url.replace("/c/", "/capture/v1/");
+  ({ base } = await create(svc, await svc.key()));
 });
 afterAll(() => svc.close());
 

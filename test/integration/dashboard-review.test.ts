@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DashboardClient } from "../helpers/dashboard-client.ts";
 import { freshPhotos } from "../helpers/photos.ts";
-import { startService, type TestService, VALID_VIN } from "../helpers/service.ts";
+import { startService, type TestService } from "../helpers/service.ts";
 import { create, walkaround } from "../helpers/walkaround.ts";
 
 /**
@@ -185,7 +185,7 @@ describe("reviewing in the dashboard", () => {
   });
 
   it("refuses to review an inspection before it is completed", async () => {
-    const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
+    const made = await create(svc, key);
     const page = `/dashboard/test/inspections/${made.id}/review`;
     const res = await staff.get(page);
     expect(res.status).toBe(409);

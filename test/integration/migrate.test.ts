@@ -18,7 +18,7 @@ import { DashboardClient } from "../helpers/dashboard-client.ts";
 import { startNatsServer, startVersityGw } from "../helpers/go-servers.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { carPhotos, DATASETS } from "../helpers/photos.ts";
-import { freePort, type TestService } from "../helpers/service.ts";
+import { apiAt, freePort } from "../helpers/service.ts";
 import { confirmVin, create, photograph, submitAndWait, walkaround } from "../helpers/walkaround.ts";
 import { until, WebhookReceiver } from "../helpers/webhook-receiver.ts";
 
@@ -56,14 +56,6 @@ async function kubeNamespace(): Promise<string> {
   }
   await controlPlane.kubectl("create", "namespace", "migrated");
   return "migrated";
-}
-
-/** A request with a bearer key, as TestService.api makes it. */
-function callApi(base: string, key: string, path: string, init: RequestInit & { json?: unknown } = {}): Promise<Response> {
-  const headers = new Headers(init.headers);
-  headers.set("authorization", `Bearer ${key}`);
-  if (init.json !== undefined) headers.set("content-type", "application/json");
-  return fetch(base + path, { ...init, headers, body: init.json === undefined ? init.body : JSON.stringify(init.json) });
 }
 
 /** `vehicle-inspection migrate` as an operator runs it: its exit code and what it printed. */
@@ -143,10 +135,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
       await webhookSecret(embedded, "test", "acme");
       // A rotation with an overlap: the rotated-out secret still signs, and must after the move too.
       await rotateSecret(embedded, "test", "acme", 24);
-      const svc = {
-        url: embeddedUrl,
-        api: (k: string, path: string, init: RequestInit & { json?: unknown } = {}) => callApi(embeddedUrl, k, path, init),
-      } as TestService;
+      const svc = apiAt(embeddedUrl);
 
       const done = await create(svc, testKey, { notify_url: receiver.url, reference: "walkaround" });
       ids.completed = done.id;
@@ -158,7 +147,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
         findings: { id: string }[];
       };
       expect(report.findings.length).toBeGreaterThan(0);
-      const reviewed = await callApi(embeddedUrl, testKey, `/v1/inspections/${done.id}/review`, {
+      const reviewed = await svc.api(testKey, `/v1/inspections/${done.id}/review`, {
         method: "POST",
         json: { decisions: report.findings.map((f) => ({ finding: f.id, action: "confirm" })), note: "seen" },
       });
@@ -181,7 +170,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
       before.set("account", JSON.stringify(shownAccount));
       const canceled = await create(svc, testKey, { notify_url: receiver.url, reference: "called off" });
       ids.canceled = canceled.id;
-      const cancel = await callApi(embeddedUrl, testKey, `/v1/inspections/${canceled.id}/cancel`, { method: "POST" });
+      const cancel = await svc.api(testKey, `/v1/inspections/${canceled.id}/cancel`, { method: "POST" });
       expect(cancel.status, await cancel.clone().text()).toBe(200);
       ids.live = (await create(svc, liveKey, { reference: "live one" })).id;
 
@@ -343,8 +332,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
         await confirmVin({ base: link });
         // Submitted there, its report finds the photos sent in the embedded installation's walkaround
         // through the photo index the command copied.
-        const svc = { url: clusterUrl, api: (k: string, path: string) => callApi(clusterUrl, k, path) } as TestService;
-        expect((await submitAndWait(svc, testKey, { id: ids.open, base: link })).status).toBe("completed");
+        expect((await submitAndWait(apiAt(clusterUrl), testKey, { id: ids.open, base: link })).status).toBe("completed");
         const report = (await (await get(clusterUrl, testKey, `/v1/inspections/${ids.open}/report`)).json()) as {
           integrity: { reused_photos: { inspection: string | null; reason: string }[] };
         };

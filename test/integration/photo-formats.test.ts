@@ -3,7 +3,8 @@ import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { heavyPng, hostilePhotos } from "../helpers/hostile-photos.ts";
 import { carPhoto, heicOf } from "../helpers/photos.ts";
-import { startService, VALID_VIN, type TestService } from "../helpers/service.ts";
+import { startService, type TestService } from "../helpers/service.ts";
+import { create } from "../helpers/walkaround.ts";
 
 /**
  * A photo is what it claims to be: its bytes are one of the accepted formats (JPEG, PNG, WebP, HEIC)
@@ -22,8 +23,7 @@ beforeAll(async () => {
   // Many uploads to one link, most refused in a millisecond: past the default 20/s capture limit.
   svc = await startService({ RATE_LIMIT_CAPTURE_PER_SECOND: "10000" });
   const key = await svc.key("test");
-  const made = await (await svc.api(key, "/v1/inspections", { method: "POST", json: { vehicle: { vin: VALID_VIN } } })).json();
-  token = made.capture_url.split("/c/")[1];
+  ({ token } = await create(svc, key));
   hostile = await hostilePhotos(photo);
 });
 afterAll(() => svc.close());
