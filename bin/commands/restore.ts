@@ -41,8 +41,13 @@ export async function restoreFromArchive(config: Config, now: number, print: (li
   if (config.inspectionStore !== "kubernetes")
     throw new ConfigError("restore needs INSPECTION_STORE=kubernetes: it makes archived inspections Inspection resources again");
   const archive = blobStoreFrom(config.blobs);
-  const records = await InspectionRecords.open(kubeConfig(), config.namespace, { archive });
+  // The accounts first: a failure of theirs (NATS away) after the caches had started would leave them
+  // listing and watching, and the command running after its error.
   const { keys, close } = await accountStoresOnly(config);
+  const records = await InspectionRecords.open(kubeConfig(), config.namespace, { archive }).catch(async (error) => {
+    await close();
+    throw error;
+  });
   const counts: RestoreCounts = { restored: 0, live: 0, leftArchived: 0 };
   // A finished inspection was made at most its capture link's lifetime before it finished (and
   // detection and deliveries take minutes): older ones are past the retention, their entries unread.
