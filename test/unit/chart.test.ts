@@ -413,11 +413,17 @@ describe("the Helm chart", () => {
         "detection Jobs' containers set allowPrivilegeEscalation as securityContext does",
         "detection Jobs' containers have the capabilities securityContext sets",
         "detection Jobs keep the confinement podSecurityContext",
+        "detection Jobs' containers have the environment the chart renders and no other",
         "detection Jobs mount scratch volumes",
         "detection Jobs read no Secret but the S3 credentials",
       ]);
       // securityContext as the values set it: another user, an added capability, a writable root.
       const rule = (docs: any[], start: string) => policyOf(docs).spec.validations.find((v: any) => v.message.startsWith(start));
+      // The environment exactly as the Job template renders it: NODE_OPTIONS would run any code.
+      const rendered = render(...JOBS);
+      const env = template(rendered).spec!.template!.spec!.containers[0]!.env!.map((e) => `${e.name}=${e.value}`);
+      expect(env).toContain("NATS_URL=nats://nats:4222");
+      expect(rule(rendered, "detection Jobs' containers have the environment").expression).toContain(`== ${JSON.stringify(env)})`);
       const loosened = render(
         ...JOBS,
         "podSecurityContext.runAsUser=2000",

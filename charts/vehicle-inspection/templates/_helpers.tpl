@@ -146,6 +146,23 @@ topologySpreadConstraints:
 {{- end }}
 {{- end }}
 
+{{/*
+The detection Jobs' container env: the Job template renders it, and the Jobs' admission policy
+holds every Job to exactly it (detection-job-policy.yaml).
+*/}}
+{{- define "vi.detectionJobEnv" -}}
+{{- $jobs := .Values.detection.jobs -}}
+- { name: DATA_DIR, value: /tmp/data }
+- { name: METRICS_PORT, value: {{ .Values.metrics.port | quote }} }
+- { name: INFERENCE_EXIT_WHEN_IDLE_MS, value: {{ mul $jobs.idleExitSeconds 1000 | quote }} }
+- { name: DETECTION_THREADS, value: {{ .Values.detection.threads | quote }} }
+- { name: ONNX_PROVIDER, value: {{ ternary "cuda" .Values.detection.provider (gt (int $jobs.gpus) 0) | quote }} }
+- { name: LOG_LEVEL, value: {{ .Values.logLevel | quote }} }
+{{- with include "vi.sharedEnv" . | trim }}
+{{ . }}
+{{- end }}
+{{- end -}}
+
 {{/* The detection Jobs' pods' own service account (no Kubernetes API; annotatable for a cloud identity). */}}
 {{- define "vi.detectionAccount" -}}
 {{- printf "%s-detection" (include "vi.fullname" .) | trunc 63 | trimSuffix "-" -}}
