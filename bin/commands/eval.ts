@@ -14,15 +14,14 @@ const BATCH = 8;
  * `vehicle-inspection eval --data DIR`: the detector over a YOLO-format folder, scored as COCO scores
  * boxes (all detections down to 0.001, at most 300 an image). The photos are looked at as processing
  * looks at a close-up (each also mirrored, the views fused: OnnxDetector's MIRRORED), since the
- * folders it scores (car-damage) are close-ups; `asCloseups` false scores the model's single view, as
- * a walkaround photo gets. Prints a line per class, then, last, the contract's JSON object.
+ * folders it scores (car-damage) are close-ups. Prints a line per class, then, last, the contract's
+ * JSON object.
  */
 export async function evaluate(
   config: Config,
   dataDir: string,
   modelPath?: string,
   log: (line: string) => void = console.log,
-  asCloseups = true,
 ): Promise<Record<string, unknown>> {
   const path = modelPath ?? config.models.damageModel;
   if (!path) throw new Error("no damage model is configured (DAMAGE_MODEL)");
@@ -38,7 +37,7 @@ export async function evaluate(
   const [results] = await detectImages(
     [model],
     images.map((img) => readFileSync(img.image)),
-    { batchSize: BATCH, mirrored: images.map(() => asCloseups) },
+    { batchSize: BATCH, mirrored: images.map(() => true) },
   );
   const inferenceMs = performance.now() - t0;
   images.forEach((img, j) => {
@@ -50,11 +49,7 @@ export async function evaluate(
     truths.push(img.boxes.map((b) => ({ cls: b.cls, x1: b.x1 * width, y1: b.y1 * height, x2: b.x2 * width, y2: b.y2 * height })));
   });
   await model.close();
-  log(
-    asCloseups
-      ? "looked at as close-ups are: each photo also mirrored, the two views fused"
-      : "looked at in one view, as walkaround photos are",
-  );
+  log("looked at as close-ups are: each photo also mirrored, the two views fused");
   const result = boxMap(detections, truths, EVAL_CLASSES.length);
   const operating = f1Thresholds(detections, truths, EVAL_CLASSES.length);
   const perClass: Record<string, { ap50: number; ap50_95: number; instances: number }> = {};
