@@ -236,5 +236,8 @@ main(process.argv.slice(2)).then(
       console.error(error);
       process.exitCode = 1;
     }
+    // Ends whatever the command had started before it failed: a `start` whose port was taken kept
+    // its probes (alive, never ready), the controller's timers and its watches, and never ended.
+    process.exit();
   },
 );

@@ -1,5 +1,7 @@
 import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, statSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -163,6 +165,29 @@ describe("vehicle-inspection CLI", () => {
       stderr: expect.stringContaining("could not reach the service"),
     });
   });
+
+  it("start ends with exit code 1 when it cannot serve (its port taken), instead of staying up alive and never ready", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "vi-cli-"));
+    const taken = createServer();
+    await new Promise<void>((listening) => taken.listen(0, "127.0.0.1", listening));
+    const port = String((taken.address() as AddressInfo).port);
+    try {
+      const env = {
+        ...process.env,
+        DATA_DIR: dir,
+        HOST: "127.0.0.1",
+        PORT: port,
+        METRICS_PORT: "0",
+        PUBLIC_URL: `http://127.0.0.1:${port}`,
+      };
+      await expect(run(process.execPath, [CLI, "start"], { env, timeout: 30_000 })).rejects.toMatchObject({
+        code: 1,
+        stderr: expect.stringContaining("EADDRINUSE"),
+      });
+    } finally {
+      taken.close();
+    }
+  }, 40_000);
 
   it("refuses bad usage with exit code 2 and says why", async () => {
     const dir = mkdtempSync(join(tmpdir(), "vi-cli-"));
