@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { restoreFromArchive } from "./commands/restore.ts";
+import { RestoreRefused, restoreFromArchive } from "./commands/restore.ts";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../core/runtime/config.ts";
@@ -221,7 +221,8 @@ main(process.argv.slice(2)).then(
       error instanceof UserCreationError ||
       error instanceof ListenError ||
       error instanceof DemoError ||
-      error instanceof MigrationRefused
+      error instanceof MigrationRefused ||
+      error instanceof RestoreRefused
     ) {
       console.error(`vehicle-inspection: ${error.message}`);
       process.exitCode = 1;

@@ -1,3 +1,4 @@
+import { CustomObjectsApi } from "@kubernetes/client-node";
 import { blobStoreFrom } from "../../core/adapters/blob-store-from.ts";
 import { apiStatus, NOT_FOUND } from "../../core/adapters/kubernetes/api-status.ts";
 import { InspectionRecords, type InspectionView } from "../../core/adapters/kubernetes/inspection-records.ts";
@@ -6,6 +7,7 @@ import { isTerminal, STATUSES } from "../../core/domain/state-machine.ts";
 import type { ListFilter } from "../../core/ports/inspection-store.ts";
 import { EXPIRES_IN } from "../../core/domain/capture-plan.ts";
 import { type Config, ConfigError } from "../../core/runtime/config.ts";
+import { INSPECTION_RECORD_RESOURCE, INSPECTION_RESOURCE } from "../../core/schemas/inspection-resource.ts";
 import { accountStoresOnly } from "../account-stores.ts";
 import { kubeConfig } from "./kube-config.ts";
 
@@ -29,6 +31,27 @@ async function madeAgain<T>(write: () => Promise<T>, until = Date.now() + CRD_SE
 }
 const PAGE = 1_000;
 
+/** What restore refuses to start on, said as it is to the platform team (exit 1, no usage text). */
+export class RestoreRefused extends Error {}
+
+/**
+ * The API server serves both kinds, asked once: the caches below would list and watch a kind that is
+ * not there, or an API server that cannot be reached, for ever, and the command would wait silently.
+ * A 404 is the CRDs not back yet; any other failure (no API server, no permission) is said as it is.
+ */
+async function crdsServed(namespace: string): Promise<void> {
+  const api = kubeConfig().makeApiClient(CustomObjectsApi);
+  for (const kind of [INSPECTION_RESOURCE, INSPECTION_RECORD_RESOURCE]) {
+    const { group, version, plural } = kind;
+    await api.listNamespacedCustomObject({ group, version, plural, namespace, limit: 1 }).catch((error: unknown) => {
+      if (apiStatus(error) !== NOT_FOUND) throw error;
+      throw new RestoreRefused(
+        `restore: the API server does not serve ${plural}.${group} (404): put the CRDs back first (helm upgrade, or kubectl apply -f crds/), then run restore again`,
+      );
+    });
+  }
+}
+
 /**
  * `vehicle-inspection restore`: after the Inspection resources were lost (`kubectl delete crd`, which
  * the archive finalizer turns into an archive of every inspection first, or a cluster rebuilt
@@ -40,6 +63,7 @@ const PAGE = 1_000;
 export async function restoreFromArchive(config: Config, now: number, print: (line: string) => void): Promise<RestoreCounts> {
   if (config.inspectionStore !== "kubernetes")
     throw new ConfigError("restore needs INSPECTION_STORE=kubernetes: it makes archived inspections Inspection resources again");
+  await crdsServed(config.namespace);
   const archive = blobStoreFrom(config.blobs);
   // The accounts first: a failure of theirs (NATS away) after the caches had started would leave them
   // listing and watching, and the command running after its error.

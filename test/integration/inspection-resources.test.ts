@@ -321,6 +321,13 @@ describe("embedded mode: the Inspection resources are the store", () => {
     const served = async () => (await api(`/v1/inspections/${open.id}`)).json();
     expect((await served()).status).toBe("created");
 
+    // Run before the CRDs are back, restore says so and ends, rather than waiting on lists that never come.
+    const early = await run(process.execPath, [CLI, "restore"], { env: { ...process.env, ...env, INSPECTION_STORE: "kubernetes" } }).then(
+      () => null,
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(early?.code).toBe(1);
+    expect(early?.stderr).toContain("does not serve inspections.inspection.dev (404): put the CRDs back first");
     // The CRDs back (helm upgrade), then the archive made live again, with the service's own environment.
     await k.installCrds();
     const { stdout } = await run(process.execPath, [CLI, "restore"], { env: { ...process.env, ...env, INSPECTION_STORE: "kubernetes" } });
