@@ -32,8 +32,8 @@ const CHALLENGE = {
 
 /**
  * An onRequest hook for the /v1 routes: a missing, malformed, unknown or revoked key is 401. The
- * key's SHA-256 is made on every request (about 1 µs): a cache of it would keep thousands of
- * plain-text keys in the process's memory for its life, where the stores keep only hashes.
+ * key's SHA-256 is made on every request (its cost: docs/benchmarks.md): a cache of it would keep
+ * thousands of plain-text keys in the process's memory for its life, where the stores keep only hashes.
  */
 export function authenticate(keys: KeyStore, noteUse: (keyId: string) => void = () => {}) {
   return async (request: FastifyRequest) => {

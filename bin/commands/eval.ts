@@ -26,7 +26,7 @@ export async function evaluate(
   const path = modelPath ?? config.models.damageModel;
   if (!path) throw new Error("no damage model is configured (DAMAGE_MODEL)");
   // Every box down to SCORING's floor, through NMS at the product's overlap (OnnxDetector's
-  // default, 0.5), not SCORING's 0.6: the mAP of what processing gives (0.6 read 0.549, 0.5 0.552).
+  // default, 0.5), not SCORING's 0.6: the mAP of what processing gives (both figures in the damage model's card).
   const model = await OnnxDetector.load(path, { provider: config.models.provider, fallback: SCORING.fallback });
   // Model classes are matched to the folder's classes by name.
   const toEval = model.names.map((n) => EVAL_CLASSES.indexOf(n.replace(/_/g, " ")));
