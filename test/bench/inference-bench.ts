@@ -316,5 +316,34 @@ if (CLOSEUPS > 0) {
   console.log(
     `close-up pipeline / bare: ${(pct(0, 0.5) / pct(2, 0.5)).toFixed(2)} at p50; close-up / walkaround: ${(pct(0, 0.5) / pct(1, 0.5)).toFixed(2)} at p50`,
   );
+  // As processing meets them: an inspection's close-ups go through detectPhotos with its other
+  // photos, in one call, batched; here all of them at once, against the same photos as walkaround photos.
+  for (const [i, c] of cases.entries()) {
+    const f = readFileSync(join(dir, names[i]!));
+    await closeInputs.write("closeups", c.closeup, f);
+    await closeInputs.write("walkarounds", c.walkaround, f);
+  }
+  const together = (await bestOf([
+    () =>
+      detectPhotos(
+        blobs,
+        "closeups",
+        cases.map((c) => c.closeup),
+        models,
+      ),
+    () =>
+      detectPhotos(
+        blobs,
+        "walkarounds",
+        cases.map((c) => c.walkaround),
+        models,
+      ),
+  ])) as [number, number];
+  console.log(`
+the same ${cases.length} photos in one detectPhotos call, as processing batches an inspection's photos`);
+  header();
+  row("as close-ups (two views each)", together[0], cases.length);
+  row("as walkaround photos (one view)", together[1], cases.length);
+  console.log(`close-ups / walkaround photos, batched: ${(together[0] / together[1]).toFixed(2)}`);
   await Promise.all([models.damage?.close(), models.parts?.close(), models.judge?.close()]);
 }
