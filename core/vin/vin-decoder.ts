@@ -34,7 +34,6 @@ const FAILED_FOR_MS = 60_000;
 export class VinDecoder {
   readonly #pool: Piscina;
   readonly #cache = new LRUCache<string, Promise<DecodedVehicle>>({ max: 10_000 });
-  readonly #failed = new LRUCache<string, true>({ max: 10_000, ttl: FAILED_FOR_MS });
   readonly #timeoutMs: number;
   readonly #onError: (error: unknown) => void;
   #closed = false;
@@ -71,7 +70,6 @@ export class VinDecoder {
   #decoding(vin: string): Promise<DecodedVehicle> {
     const key = vin.slice(0, 8) + vin.slice(9, 11);
     let hit = this.#cache.get(key);
-    if (!hit && this.#failed.has(key)) return Promise.resolve(UNKNOWN);
     if (!hit) {
       hit = this.#run(vin, key);
       this.#cache.set(key, hit);
@@ -86,9 +84,8 @@ export class VinDecoder {
       } catch (error) {
         this.#onError(error);
         if (tried < TRIES && !this.#closed) continue;
-        // A failure is not cached, so a decode of the same pattern after FAILED_FOR_MS tries again.
-        this.#cache.delete(key);
-        this.#failed.set(key, true);
+        // A failure is kept for FAILED_FOR_MS only, so a decode of the same pattern after it tries again.
+        this.#cache.set(key, Promise.resolve(UNKNOWN), { ttl: FAILED_FOR_MS });
         return UNKNOWN;
       }
     }
