@@ -5,6 +5,7 @@ import { ApiError } from "../../core/domain/errors.ts";
 import type { RateLimitStore } from "../../core/ports/rate-limit-store.ts";
 import type { Clock } from "../../core/runtime/time.ts";
 import { sendError, toApiError } from "./error-handler.ts";
+import { rateLimitHeaders } from "./rate-limit.ts";
 
 /** The longest a refused failure is held before its answer: a held answer is a timer and an open connection. */
 const MAX_HOLD_MS = 1_000;
@@ -33,15 +34,6 @@ export class FailedAuthLimiter {
     this.#store = options.store;
   }
 
-  /** The RateLimit-* headers (IETF draft, as the per-key limiter sends them) of an address's allowance. */
-  #headers(a: Allowance): Record<string, string> {
-    return {
-      "ratelimit-limit": String(this.#limit),
-      "ratelimit-remaining": String(Math.max(0, this.#limit - a.used)),
-      "ratelimit-reset": String(Math.max(1, Math.ceil(a.resetMs / 1000))),
-    };
-  }
-
   /**
    * Counts a failed authentication from `address`; the error to answer it with: the failure itself
    * with the address's RateLimit-* while it has failures left, else 429, once held.
@@ -55,7 +47,7 @@ export class FailedAuthLimiter {
       // as the per-key limits let requests through then (skipOnError).
       return failure;
     }
-    const headers = this.#headers(a);
+    const headers = rateLimitHeaders(this.#limit, a);
     if (a.allowed)
       return new ApiError(failure.code, failure.message, { param: failure.param, headers: { ...failure.headers, ...headers } });
     await sleep(Math.min(a.resetMs, MAX_HOLD_MS));

@@ -1,4 +1,5 @@
 import type { FastifyRequest, onRequestHookHandler, preHandlerHookHandler } from "fastify";
+import type { Allowance } from "../../core/domain/allowance.ts";
 import { ApiError } from "../../core/domain/errors.ts";
 import type { RateLimitStore } from "../../core/ports/rate-limit-store.ts";
 import type { Clock } from "../../core/runtime/time.ts";
@@ -14,6 +15,15 @@ export type RateLimit = {
   /** What a refused request is told; `retryS` is whole seconds. */
   refusal: (max: number, retryS: number) => string;
 };
+
+/** The RateLimit-* headers (IETF draft) of an allowance under `limit`: every limiter's, refused or not. */
+export function rateLimitHeaders(limit: number, a: Allowance): Record<string, string> {
+  return {
+    "ratelimit-limit": String(limit),
+    "ratelimit-remaining": String(Math.max(0, limit - a.used)),
+    "ratelimit-reset": String(Math.max(1, Math.ceil(a.resetMs / 1000))),
+  };
+}
 
 /**
  * Every rate limit of the service, as a hook (onRequest, or preHandler where the body decides
@@ -32,14 +42,10 @@ export function rateLimit(limit: RateLimit): onRequestHookHandler & preHandlerHo
     const max = limit.max(request);
     limit.store.take(limit.key(request), max, limit.windowMs, limit.clock.now()).then(
       (a) => {
-        const resetS = Math.max(1, Math.ceil(a.resetMs / 1000));
-        reply.header("ratelimit-limit", max);
-        reply.header("ratelimit-reset", resetS);
-        if (a.allowed) {
-          reply.header("ratelimit-remaining", max - a.used);
-          return done();
-        }
-        reply.header("ratelimit-remaining", 0);
+        const headers = rateLimitHeaders(max, a);
+        reply.headers(headers);
+        if (a.allowed) return done();
+        const resetS = Number(headers["ratelimit-reset"]);
         reply.header("retry-after", resetS);
         done(new ApiError("rate_limited", limit.refusal(max, resetS)));
       },
