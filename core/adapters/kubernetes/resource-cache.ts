@@ -225,6 +225,9 @@ export class ResourceCache<T extends KubernetesObject> {
         reject(error);
       },
     );
+    // Stopped while the watch was being made: stop() found none to end, and this one would run on
+    // until the client's inactivity timeout, holding stop() (and a command's end) 30 s.
+    if (this.#stopped) this.#abort.abort();
     return promise;
   }
 
