@@ -29,7 +29,6 @@ describe("the process's requests to the Kubernetes API server", () => {
   let server: Server;
   let url: string;
   const seen: string[] = [];
-  let connections = 0;
 
   beforeAll(async () => {
     server = createServer((req, res) => {
@@ -48,7 +47,6 @@ describe("the process's requests to the Kubernetes API server", () => {
         res.end("{}");
       }
     });
-    server.on("connection", () => connections++);
     await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
@@ -90,14 +88,6 @@ describe("the process's requests to the Kubernetes API server", () => {
     expect(requests).toHaveLength(4);
     // Read again, the counts stay: each scrape reads the tally, and adds nothing to it.
     expect(sample((await new Metrics("operator").scrape()).body, METRIC.kubernetesRequests, { verb: "POST", code: "409" })).toBe(1);
-  });
-
-  it("keeps its connections to the API server open for the next request, as client-go does", async () => {
-    const core = configFor(url).makeApiClient(CoreV1Api);
-    const before = connections;
-    for (let i = 0; i < 50; i++) await core.readNamespace({ name: "default" });
-    // client-node 2.0.1 alone makes a new pool, so a new connection, for each of the 50.
-    expect(connections - before).toBeLessThanOrEqual(2);
   });
 
   it("has a dispatcher to count on where client-node would leave it to fetch's global one (https, no TLS options)", () => {
