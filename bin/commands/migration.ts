@@ -362,7 +362,8 @@ async function copyInspection(
   }
   for (const e of events) {
     if (sent.has(e.id) || e.type !== (REVIEWED satisfies EventType) || !r.review) continue;
-    if (!(await to.inspections.recordReview(r.id, r.review, () => body(e)))) throw new Error(`the target refused the review of ${r.id}`);
+    const reviewed = await to.inspections.recordReview(r.id, r.review, () => body(e));
+    if (!reviewed || "refused" in reviewed) throw new Error(`the target refused the review of ${r.id}`);
     wrote = true;
   }
 

@@ -26,6 +26,13 @@ export type TransitionPatch = Partial<Pick<InspectionRecord, "submittedAt" | "co
 export type PutPhotoResult = { accepted: true; replaced: MediaRecord | null } | { accepted: false };
 
 /**
+ * recordReview's refusal of a review of an inspection that keeps MAX_REVIEWS already (`reviews`,
+ * how many it keeps): nothing written, its last review stands.
+ */
+export type TooManyReviews = { readonly refused: "too_many_reviews"; readonly reviews: number };
+export const tooManyReviews = (reviews: number): TooManyReviews => ({ refused: "too_many_reviews", reviews });
+
+/**
  * What every inspection starts with, whatever the record given to `create` says: no move recorded,
  * no intent, no processing yet.
  */
@@ -124,9 +131,13 @@ export interface InspectionStore {
   /**
    * Stores a review of a completed inspection, replacing any earlier one, with the summary it makes
    * and its `inspection.reviewed` event, atomically; null (nothing written) unless the inspection is
-   * completed. Of two reviews racing, both are stored and both events kept; the later write stands.
+   * completed; TooManyReviews (nothing written) where it has MAX_REVIEWS `inspection.reviewed`
+   * events already. The count and the write are one atomic step against every other write, so the
+   * bound holds of reviews racing (two api replicas, the API and the dashboard): of those past it,
+   * each is refused. Of two reviews racing within it, both are stored and both events kept; the
+   * later write stands.
    */
-  recordReview(id: string, review: ReviewRecord, event: EventFactory): Promise<InspectionRecord | null>;
+  recordReview(id: string, review: ReviewRecord, event: EventFactory): Promise<InspectionRecord | TooManyReviews | null>;
 
   // Photos, media and reports.
   /**

@@ -36,6 +36,7 @@ import type { KeyStore } from "../../core/ports/key-store.ts";
 import type { UserStore } from "../../core/ports/user-store.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord } from "../../core/ports/records.ts";
 import { newId } from "../../core/domain/ids.ts";
+import { MAX_REVIEWS } from "../../core/domain/review.ts";
 import { sampleInspection } from "./fixtures.ts";
 import { IDEMPOTENCY_RETENTION_MS } from "../../api/plugins/idempotency.ts";
 import { startNatsServer, startVersityGw, type NatsServer, type VersityGw } from "../helpers/go-servers.ts";
@@ -269,6 +270,34 @@ function photoOf(
   ];
 }
 
+/** An inspection created and moved to completed by `inspections` with `summary` (one needing a review unless told). */
+async function completedInspection(
+  inspections: InspectionStore,
+  summary: InspectionRecord["summary"] = { findings: 1, grade: "minor", needs_review: true, new_findings: null },
+): Promise<InspectionRecord> {
+  const r = sampleInspection({ status: "processing" });
+  await inspections.create(r, "h", event());
+  await inspections.transition(
+    r.id,
+    "processing",
+    "completed",
+    r.createdAt + 1,
+    { completedAt: r.createdAt + 1, summary },
+    event("inspection.completed"),
+  );
+  return r;
+}
+
+/** A review by `by` at `at` that changes no finding, only the grade; its note says who. */
+const plainReview = (by: string, at: number, grade: "minor" | "severe") => ({
+  by,
+  at,
+  note: by,
+  decisions: [],
+  added: [],
+  summary: { findings: 1, grade, needs_review: false as const, new_findings: null },
+});
+
 for (const adapter of INSPECTION_ADAPTERS) {
   describe(`InspectionStore contract: ${adapter.name}`, () => {
     if (adapter.before) beforeAll(adapter.before);
@@ -410,16 +439,7 @@ for (const adapter of INSPECTION_ADAPTERS) {
 
     it("stores the summary with the completing move", async () => {
       const { inspections } = await adapter.make();
-      const r = sampleInspection({ status: "processing" });
-      await inspections.create(r, "h", event());
-      await inspections.transition(
-        r.id,
-        "processing",
-        "completed",
-        r.createdAt,
-        { completedAt: r.createdAt, summary: { findings: 2, grade: "none", needs_review: true, new_findings: 1 } },
-        event(),
-      );
+      const r = await completedInspection(inspections, { findings: 2, grade: "none", needs_review: true, new_findings: 1 });
       expect((await inspections.get(scope, r.id))!.summary).toEqual({ findings: 2, grade: "none", needs_review: true, new_findings: 1 });
     });
 
@@ -472,7 +492,7 @@ for (const adapter of INSPECTION_ADAPTERS) {
         reviewPolicy: "always",
         baselineInspectionId: "insp_baseline",
       });
-      expect(first!.review).toEqual(review(r.createdAt + 3, "minor"));
+      expect((first as InspectionRecord).review).toEqual(review(r.createdAt + 3, "minor"));
       await inspections.recordReview(r.id, review(r.createdAt + 4, "severe"), event("inspection.reviewed"));
       const stored = (await (await reopen()).get(scope, r.id))!;
       expect(stored.review).toEqual(review(r.createdAt + 4, "severe"));
@@ -490,35 +510,49 @@ for (const adapter of INSPECTION_ADAPTERS) {
     it("of two writers' reviews at once (two api replicas), both are stored with their events, and one stands whole", async () => {
       const { inspections, events, reopen } = await adapter.make();
       const other = await reopen();
-      const r = sampleInspection({ status: "processing" });
-      await inspections.create(r, "h", event());
-      await inspections.transition(
-        r.id,
-        "processing",
-        "completed",
-        r.createdAt + 1,
-        { completedAt: r.createdAt + 1, summary: { findings: 1, grade: "minor", needs_review: true, new_findings: null } },
-        event("inspection.completed"),
-      );
-      const review = (by: string, grade: "minor" | "severe") => ({
-        by,
-        at: r.createdAt + 2,
-        note: by,
-        decisions: [],
-        added: [],
-        summary: { findings: 1, grade, needs_review: false as const, new_findings: null },
-      });
+      const r = await completedInspection(inspections);
+      const review = (by: string, grade: "minor" | "severe") => plainReview(by, r.createdAt + 2, grade);
       const written = await Promise.all([
         inspections.recordReview(r.id, review("key_a", "minor"), event("inspection.reviewed")),
         other.recordReview(r.id, review("key_b", "severe"), event("inspection.reviewed")),
       ]);
-      expect(written.map((w) => w?.review?.by)).toEqual(["key_a", "key_b"]);
+      expect(written.map((w) => (w as InspectionRecord).review?.by)).toEqual(["key_a", "key_b"]);
       const types = async () => (await events.forInspection(scope, r.id)).map((e) => e.type);
       await expect.poll(types).toEqual(["inspection.created", "inspection.completed", "inspection.reviewed", "inspection.reviewed"]);
       const stands = (await (await reopen()).get(scope, r.id))!;
       expect([review("key_a", "minor"), review("key_b", "severe")]).toContainEqual(stands.review);
       expect(stands.summary).toEqual(stands.review!.summary);
     });
+
+    it(`keeps at most ${MAX_REVIEWS} reviews of an inspection, written at once by two writers past the bound: the rest refused, nothing of them stored`, async () => {
+      const { inspections, events, reopen } = await adapter.make();
+      const other = await reopen();
+      const r = await completedInspection(inspections);
+      const review = (n: number) => plainReview(`key_${n}`, r.createdAt + 2 + n, "minor");
+      // All but `room` one after the other, then three times the room left at once, from both writers.
+      const room = 4;
+      for (let n = 0; n < MAX_REVIEWS - room; n++) await inspections.recordReview(r.id, review(n), event("inspection.reviewed"));
+      const racing = Array.from({ length: 3 * room }, (_, i) => MAX_REVIEWS - room + i);
+      const written = await Promise.all(
+        racing.map((n) => (n % 2 === 0 ? inspections : other).recordReview(r.id, review(n), event("inspection.reviewed"))),
+      );
+      const stored = written.flatMap((w) => (w && !("refused" in w) ? [w.review!.by] : []));
+      expect(stored).toHaveLength(room);
+      expect(written.filter((w) => w && "refused" in w)).toEqual(
+        Array(2 * room).fill({ refused: "too_many_reviews", reviews: MAX_REVIEWS }),
+      );
+      const reviewed = async () => (await events.forInspection(scope, r.id)).filter((e) => e.type === "inspection.reviewed").length;
+      await expect.poll(reviewed).toBe(MAX_REVIEWS);
+      await afterOtherProcessWrites();
+      expect(await reviewed()).toBe(MAX_REVIEWS);
+      // The review that stands is one of those stored.
+      expect(stored).toContain((await (await reopen()).get(scope, r.id))!.review!.by);
+      // One more, one at a time, is refused as well.
+      expect(await inspections.recordReview(r.id, review(MAX_REVIEWS + 2 * room), event("inspection.reviewed"))).toEqual({
+        refused: "too_many_reviews",
+        reviews: MAX_REVIEWS,
+      });
+    }, 120_000);
 
     it("stores an evidence row written again (a resumed detection) once, and refuses another row under its id", async () => {
       const { inspections, reopen } = await adapter.make();

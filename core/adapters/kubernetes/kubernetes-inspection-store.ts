@@ -9,9 +9,11 @@ import {
   sameMedia,
   type ListFilter,
   type PutPhotoResult,
+  type TooManyReviews,
+  tooManyReviews,
   type TransitionPatch,
 } from "../../ports/inspection-store.ts";
-import type { ReviewRecord } from "../../domain/review.ts";
+import { MAX_REVIEWS, type ReviewRecord } from "../../domain/review.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
 import type { CaptureRecord } from "../../schemas/inspection-resource.ts";
 import { eventStamp, type InspectionRecords, withCapture } from "./inspection-records.ts";
@@ -150,9 +152,11 @@ export class KubernetesInspectionStore implements InspectionStore {
    * The api's write, on the resource as its other writes are: the review and its event in the
    * capture record, counted as an intent so that the controller writes the status it makes (the
    * `Reviewed` condition). Two replicas' reviews of one inspection are compare-and-set writes one
-   * after the other: both events are kept, the later review stands.
+   * after the other: both events are kept, the later review stands. The bound is counted on the
+   * version each write is made on, so a review that met a newer version (409) is counted again on
+   * it: past MAX_REVIEWS, it is refused.
    */
-  async recordReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | null> {
+  async recordReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | TooManyReviews | null> {
     const written = await this.#writeReview(id, review, events);
     if (written) return written;
     // Not completed in this replica's cache, which may not have the controller's move yet: ask the API server.
@@ -160,9 +164,12 @@ export class KubernetesInspectionStore implements InspectionStore {
     return this.#writeReview(id, review, events);
   }
 
-  #writeReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | null> {
-    return this.#records.updateResource(id, null as InspectionRecord | null, (v) => {
+  #writeReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | TooManyReviews | null> {
+    return this.#records.updateResource(id, null as InspectionRecord | TooManyReviews | null, (v) => {
       if (v.record.status !== "completed") return { answer: null };
+      // Reviews are never taken back: a cache's version that counts MAX_REVIEWS is right to refuse.
+      const reviews = v.capture.reviewEvents?.length ?? 0;
+      if (reviews >= MAX_REVIEWS) return { answer: tooManyReviews(reviews) };
       const after: InspectionRecord = { ...v.record, review, summary: { new_findings: null, ...review.summary }, updatedAt: review.at };
       const made = eventsMade(events(after)).map((e) => ({
         id: e.id,

@@ -1,5 +1,5 @@
 import { byChange, listed, moved, needsReconcile, newestFirst, takesPhotos } from "../../domain/inspection-queries.ts";
-import type { Status } from "../../domain/state-machine.ts";
+import { REVIEWED, type Status } from "../../domain/state-machine.ts";
 import {
   UNSTARTED,
   type EventFactory,
@@ -9,9 +9,11 @@ import {
   sameMedia,
   type ListFilter,
   type PutPhotoResult,
+  type TooManyReviews,
+  tooManyReviews,
   type TransitionPatch,
 } from "../../ports/inspection-store.ts";
-import type { ReviewRecord } from "../../domain/review.ts";
+import { MAX_REVIEWS, type ReviewRecord } from "../../domain/review.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
 import { appendEvent } from "./memory-event-store.ts";
 import { constraint, photoPlace, snapshot, type MemoryState, type StoredPhoto } from "./memory-state.ts";
@@ -134,9 +136,12 @@ export class MemoryInspectionStore implements InspectionStore {
     return this.#write(snapshot({ ...r, status: to, updatedAt: at, ...moved(patch) }), at, events);
   }
 
-  async recordReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | null> {
+  async recordReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | TooManyReviews | null> {
+    // Counted and written with no await between: no other write of this state lands in between.
     const r = this.#state.inspections.get(id);
     if (r?.status !== "completed") return null;
+    const reviews = this.#state.events.filter((e) => e.inspectionId === id && e.type === REVIEWED).length;
+    if (reviews >= MAX_REVIEWS) return tooManyReviews(reviews);
     return this.#write(
       snapshot({ ...r, review, summary: { new_findings: null, ...review.summary }, updatedAt: review.at }),
       review.at,

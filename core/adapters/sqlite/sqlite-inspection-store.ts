@@ -1,6 +1,6 @@
 import type { StatementSync } from "node:sqlite";
 import { LRUCache } from "lru-cache";
-import { isCaptureOpen, STATUSES, type Status } from "../../domain/state-machine.ts";
+import { isCaptureOpen, REVIEWED, STATUSES, type Status } from "../../domain/state-machine.ts";
 import {
   type EventFactory,
   type EventsFactory,
@@ -9,9 +9,11 @@ import {
   sameMedia,
   type ListFilter,
   type PutPhotoResult,
+  type TooManyReviews,
+  tooManyReviews,
   type TransitionPatch,
 } from "../../ports/inspection-store.ts";
-import type { ReviewPolicy, ReviewRecord } from "../../domain/review.ts";
+import { MAX_REVIEWS, type ReviewPolicy, type ReviewRecord } from "../../domain/review.ts";
 import { type CapturePlan, DEFAULT_CAPTURE_PLAN } from "../../domain/capture-plan.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "../../ports/records.ts";
 import { groupCommit, sql, transaction, type Database } from "./database.ts";
@@ -359,8 +361,13 @@ export class SqliteInspectionStore implements InspectionStore {
     });
   }
 
-  async recordReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | null> {
+  async recordReview(id: string, review: ReviewRecord, events: EventsFactory): Promise<InspectionRecord | TooManyReviews | null> {
+    // One IMMEDIATE transaction: no other review (from this process or another) lands between the count and the write.
     return transaction(this.#db, () => {
+      const { reviews } = this.#sql("SELECT COUNT(*) AS reviews FROM events WHERE inspection_id = ? AND type = ?").get(id, REVIEWED) as {
+        reviews: number;
+      };
+      if (reviews >= MAX_REVIEWS) return tooManyReviews(reviews);
       const { summary } = review;
       const result = this.#sql(
         `UPDATE inspections SET review = ?, summary_findings = ?, summary_grade = ?, summary_needs_review = 0,
