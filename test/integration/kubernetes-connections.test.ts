@@ -1,18 +1,30 @@
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CoreV1Api } from "@kubernetes/client-node";
+import { CoreV1Api, Watch } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CountedKubeConfig } from "../../bin/commands/kube-config.ts";
 import { restoreFromArchive } from "../../bin/commands/restore.ts";
 import { InspectionRecords } from "../../core/adapters/kubernetes/inspection-records.ts";
 import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
+import { METRIC, Metrics } from "../../core/runtime/metrics.ts";
 import { INSPECTION_RESOURCE } from "../../core/schemas/inspection-resource.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { freePort } from "../helpers/service.ts";
 
 const NAMESPACE = "vi";
+
+/** The sum of the samples `name` in Prometheus text whose labels include every one of `labels`. */
+function total(text: string, name: string, labels: Record<string, string>): number {
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    const m = /^([a-z_]+)\{(.*)\} (\S+)$/.exec(line);
+    if (m?.[1] === name && Object.entries(labels).every(([key, value]) => m[2]!.split(",").includes(`${key}="${value}"`)))
+      sum += Number(m[3]);
+  }
+  return sum;
+}
 
 /**
  * The watches the API server holds open on the Inspection kinds, as it counts them itself on its
@@ -20,12 +32,37 @@ const NAMESPACE = "vi";
  */
 async function inspectionWatches(k: ControlPlane): Promise<number> {
   const metrics = await k.kubectl("get", "--raw", "/metrics");
-  let open = 0;
-  for (const line of metrics.split("\n")) {
-    const m = /^apiserver_longrunning_requests\{(.*)\} (\S+)$/.exec(line);
-    if (m && m[1]!.includes(`group="${INSPECTION_RESOURCE.group}"`) && m[1]!.includes('verb="WATCH"')) open += Number(m[2]);
+  return total(metrics, "apiserver_longrunning_requests", { group: INSPECTION_RESOURCE.group, verb: "WATCH" });
+}
+
+/**
+ * The requests on Namespaces the API server has answered, as it counts them itself on its /metrics
+ * (apiserver_request_total; a watch once it has ended): reads of one 200, creates 409, watches 200.
+ */
+async function namespaceRequestsServed(k: ControlPlane): Promise<{ get: number; post: number; watch: number }> {
+  const metrics = await k.kubectl("get", "--raw", "/metrics");
+  const served = (verb: string, code: string) =>
+    total(metrics, "apiserver_request_total", { resource: "namespaces", subresource: "", verb, code });
+  return { get: served("GET", "200"), post: served("POST", "409"), watch: served("WATCH", "200") };
+}
+
+/** The process's tally of its requests to the API server, `verb code` to count, as a scrape of `metrics` shows it. */
+async function requestsCounted(metrics: Metrics): Promise<Map<string, number>> {
+  const counted = new Map<string, number>();
+  for (const line of (await metrics.scrape()).body.split("\n")) {
+    const m = /^([a-z_]+)\{(.*)\} (\S+)$/.exec(line);
+    if (m?.[1] !== METRIC.kubernetesRequests || !m[2]!.includes('workload="operator"')) continue;
+    const label = (key: string) => new RegExp(`${key}="([^"]*)"`).exec(m[2]!)?.[1];
+    counted.set(`${label("verb")} ${label("code")}`, Number(m[3]));
   }
-  return open;
+  return counted;
+}
+
+/** What `after` counted that `before` had not. */
+function countedSince(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
+  const added: Record<string, number> = {};
+  for (const [key, count] of after) if (count !== (before.get(key) ?? 0)) added[key] = count - (before.get(key) ?? 0);
+  return added;
 }
 
 /**
@@ -53,10 +90,11 @@ function connectionsTo(port: number): string[] {
 }
 
 /**
- * What the process's requests to a real kube-apiserver leave behind: the watches of `restore` once it
- * ends, and the connections of many requests through the one pool of CountedKubeConfig.
+ * The process's requests to a real kube-apiserver and what they leave behind: each counted once on
+ * vehicle_inspection_kubernetes_requests_total{verb,code}, the watches of `restore` once it ends,
+ * and the connections of many requests through the one pool of CountedKubeConfig.
  */
-describe("the process's watches and connections on a real API server", () => {
+describe("the process's requests, watches and connections on a real API server", () => {
   let k: ControlPlane;
 
   beforeAll(async () => {
@@ -77,6 +115,57 @@ describe("the process's watches and connections on a real API server", () => {
       POD_NAMESPACE: NAMESPACE,
       ...env,
     });
+
+  it("counts each request to the API server once, by verb and code, the API clients' and Watch's alike", async () => {
+    const kc = new CountedKubeConfig();
+    kc.loadFromFile(k.kubeconfig);
+    const core = kc.makeApiClient(CoreV1Api);
+    const metrics = new Metrics("operator");
+    const before = await requestsCounted(metrics);
+    const servedBefore = await namespaceRequestsServed(k);
+
+    expect((await core.readNamespace({ name: "default" })).metadata?.name).toBe("default");
+    // beforeAll made it: a second create conflicts.
+    await expect(core.createNamespace({ body: { metadata: { name: NAMESPACE } } })).rejects.toMatchObject({ code: 409 });
+    const events: string[] = [];
+    await new Promise<void>((done, failed) => {
+      // The API server ends the watch after a second: done with no error.
+      void new Watch(kc).watch(
+        "/api/v1/namespaces",
+        { fieldSelector: `metadata.name=${NAMESPACE}`, timeoutSeconds: 1 },
+        (type) => events.push(type),
+        (err) => (err ? failed(err) : done()),
+      );
+    });
+    expect(events).toEqual(["ADDED"]);
+    // The same API server's address with its port closed: nothing answers, counted as <error>.
+    const away = new CountedKubeConfig();
+    away.loadFromFile(k.kubeconfig);
+    const closed = `https://127.0.0.1:${await freePort()}`;
+    away.loadFromOptions({
+      clusters: away.clusters.map((cluster) => ({ ...cluster, server: closed })),
+      users: away.users,
+      contexts: away.contexts,
+      currentContext: away.currentContext,
+    });
+    await expect(away.makeApiClient(CoreV1Api).readNamespace({ name: "default" })).rejects.toThrow();
+
+    const after = await requestsCounted(metrics);
+    expect(countedSince(before, after)).toEqual({ "GET 200": 1, "POST 409": 1, "WATCH 200": 1, "GET <error>": 1 });
+    // Read again, the counts stay: each scrape reads the tally, and adds nothing to it.
+    expect(await requestsCounted(metrics)).toEqual(after);
+    // The API server saw each once, authenticated (RBAC answers 401 or 403 otherwise): counting changed nothing of the
+    // requests. It counts a watch once the watch has ended.
+    await expect
+      .poll(
+        async () => {
+          const served = await namespaceRequestsServed(k);
+          return { get: served.get - servedBefore.get, post: served.post - servedBefore.post, watch: served.watch - servedBefore.watch };
+        },
+        { timeout: 10_000 },
+      )
+      .toEqual({ get: 1, post: 1, watch: 1 });
+  });
 
   it("counts the Inspection caches' watches where the API server counts them: two while open, none once closed", async () => {
     const kc = new CountedKubeConfig();
