@@ -47,6 +47,13 @@ const BREAKS_FROM: readonly string[] = ["dent", "scratch", "crack"];
 /** How far apart pairings that are not on one part count: behind every pairing on one part, the seam's before the photo's. */
 const ACROSS_A_SEAM = 1;
 const ON_ONE_PHOTO = 2;
+/**
+ * What pairing with another type adds to the distance: within one tier (one part, a seam, a photo) a
+ * baseline finding of the same type comes first, so a broken part at return pairs with the broken
+ * part the pick-up saw there, not with a scratch beside it (which would make it worse, so new). Under
+ * ACROSS_A_SEAM - SAME_PLACE_WITHIN, it never moves a pairing into another tier.
+ */
+const ANOTHER_TYPE = 0.5;
 
 /**
  * Whether two findings may be one damage, and how far apart they are if so (null if not): a type
@@ -96,8 +103,8 @@ function worse(now: Comparable, then: Comparable): boolean {
 /**
  * The before/after comparison of a handover (api-contract.md, "Before and after"): each damage of
  * this inspection is new or was there at the baseline. Each finding pairs with its nearest baseline
- * finding (distance above): by part, type and place on the part, never by pixel position in the
- * frame. One baseline finding may vouch for several: a damage seen as two boxes is still one. A
+ * finding (distance above, its own type first): by part, type and place on the part, never by pixel
+ * position in the frame. One baseline finding may vouch for several: a damage seen as two boxes is still one. A
  * paired damage that is worse now is new, its baseline finding named in `worsened`. A finding
  * matched by nothing is new: nothing vouches that it was there before.
  */
@@ -108,8 +115,10 @@ export function compareFindings(baselineInspection: string, after: Comparable[],
   for (const a of now) {
     let best: { b: Comparable; d: number } | null = null;
     for (const b of then) {
-      const d = distance(a, b);
-      if (d !== null && (!best || d < best.d)) best = { b, d };
+      const apart = distance(a, b);
+      if (apart === null) continue;
+      const d = apart + (a.type === b.type ? 0 : ANOTHER_TYPE);
+      if (!best || d < best.d) best = { b, d };
     }
     if (best) paired.set(a.id, best.b);
   }

@@ -13,6 +13,9 @@ const f = (id: string, type: F["type"], part: string | null, at: [number, number
   review: null,
 });
 
+/** A finding on a photo of that angle ("closeup" for a close-up). */
+const at = (x: F, angle: string) => ({ ...x, angle });
+
 describe("before and after: which damage is new", () => {
   it("pairs the same damage by part, type and place on the part, whatever the frame; a new one elsewhere on the part is new", () => {
     const before = [f("b1", "dent", "front_left_door", [0.3, 0.5]), f("b2", "scratch", "hood", [0.5, 0.5])];
@@ -53,6 +56,38 @@ describe("before and after: which damage is new", () => {
     expect(c.preexisting).toEqual([{ finding: "a2", baseline_finding: "b2" }]);
   });
 
+  it("pairs with a baseline finding of its own type before one of a type it may have grown from: a broken part seen at both visits is not worse", () => {
+    // Close-ups carry no place on the part, so both baseline findings are as near; the scratch comes first.
+    const before = [
+      at(f("b1", "scratch", "hood", null, "severe"), "closeup"),
+      at(f("b2", "broken_part", "hood", null, "moderate"), "closeup"),
+    ];
+    const after = [
+      at(f("a1", "broken_part", "hood", null, "moderate"), "closeup"),
+      at(f("a2", "scratch", "hood", null, "severe"), "closeup"),
+    ];
+    const c = compareFindings("insp_b", after, before);
+    expect(c.new).toEqual([]);
+    expect(c.preexisting).toEqual([
+      { finding: "a1", baseline_finding: "b2" },
+      { finding: "a2", baseline_finding: "b1" },
+    ]);
+    // On one part with places, too: the broken part a little further off than the scratch.
+    const placed = compareFindings(
+      "insp_b",
+      [f("a1", "broken_part", "hood", [0.5, 0.5], "moderate")],
+      [f("b1", "scratch", "hood", [0.52, 0.5]), f("b2", "broken_part", "hood", [0.6, 0.5], "moderate")],
+    );
+    expect(placed.preexisting).toEqual([{ finding: "a1", baseline_finding: "b2" }]);
+    // With no broken part before, the scratch it grew from is named, as before.
+    const grown = compareFindings(
+      "insp_b",
+      [f("a1", "broken_part", "hood", [0.5, 0.5], "moderate")],
+      [f("b1", "scratch", "hood", [0.52, 0.5])],
+    );
+    expect(grown.worsened).toEqual([{ finding: "a1", baseline_finding: "b1" }]);
+  });
+
   it("pairs each finding with its nearest baseline finding, which may vouch for two boxes of one damage; another type is another damage", () => {
     const before = [f("b1", "dent", "hood", [0.5, 0.5]), f("b2", "damage_suspected", "back_bumper", null)];
     const after = [
@@ -85,7 +120,6 @@ describe("before and after: which damage is new", () => {
   });
 
   it("pairs a finding with one of its type on the photo of the same angle last, whatever their parts; never close-ups", () => {
-    const at = (x: F, angle: string) => ({ ...x, angle });
     const before = [at(f("b1", "glass_shatter", null, null), "front"), at(f("b2", "glass_shatter", "front_glass", [0.5, 0.5]), "front")];
     const after = [
       at(f("a1", "glass_shatter", "front_glass", [0.5, 0.45]), "front_left"),
