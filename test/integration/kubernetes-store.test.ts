@@ -1,11 +1,16 @@
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CountedKubeConfig } from "../../bin/commands/kube-config.ts";
 import { InspectionRecords } from "../../core/adapters/kubernetes/inspection-records.ts";
 import { ATTEMPTS_KEPT, KubernetesEventStore } from "../../core/adapters/kubernetes/kubernetes-event-store.ts";
 import { KubernetesInspectionStore } from "../../core/adapters/kubernetes/kubernetes-inspection-store.ts";
 import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
 import { newId } from "../../core/domain/ids.ts";
+import { findInspection } from "../../core/operations/inspections.ts";
 import type { MediaRecord, PhotoRecord } from "../../core/ports/records.ts";
+import { METRIC, Metrics } from "../../core/runtime/metrics.ts";
+import type { Services } from "../../core/runtime/services.ts";
 import { sampleInspection } from "../contract/fixtures.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { until } from "../helpers/webhook-receiver.ts";
@@ -165,6 +170,68 @@ describe("the Kubernetes inspection store beyond its contract", () => {
     // A photo could not be taken on a completed inspection: its media is not in the archive.
     expect(await other.putPhoto(photo, media)).toEqual({ accepted: false });
     expect(await other.getMedia(scope, media.id)).toBeNull();
+  });
+
+  it("reads a pruned inspection with no vehicle make for the read's own requests alone, though its VIN decodes (nothing to record it on)", async () => {
+    const { namespace, a } = await replicas();
+    const counted = new CountedKubeConfig();
+    counted.loadFromFile(k.kubeconfig);
+    const c = await InspectionRecords.open(counted, namespace, { archive });
+    opened.push(c);
+    const r = sampleInspection({ status: "completed" });
+    await new KubernetesInspectionStore(a).create(r, "h", event());
+    expect(await a.prune(a.byId(r.id)!)).toBe(true);
+    await until(
+      "the resource gone from the reading replica's cache",
+      async () => c.byId(r.id),
+      (v) => v === null,
+    );
+    // The read's own writes are the background decode's (findInspection): each one is awaited before counting.
+    const inspections = new KubernetesInspectionStore(c);
+    const writes: Promise<void>[] = [];
+    const recordVehicle = inspections.recordVehicle.bind(inspections);
+    inspections.recordVehicle = (id, vehicle) => {
+      const written = recordVehicle(id, vehicle);
+      writes.push(written);
+      return written;
+    };
+    const looked: string[] = [];
+    const s = {
+      inspections,
+      log: pino({ level: "silent" }),
+      vin: {
+        lookup: async (vin: string) => {
+          looked.push(vin);
+          return { vehicle: { make: "Honda", model: "Accord", year: 2003 }, later: null };
+        },
+      },
+    } as unknown as Services;
+    const metrics = new Metrics("api");
+    // The process's tally of its requests (CountedKubeConfig's) but watches: the reading replica's caches watch meanwhile.
+    const requests = async () => {
+      const counter = metrics.registry.getSingleMetric(METRIC.kubernetesRequests)!;
+      return (await counter.get()).values
+        .filter((v) => v.labels.verb !== "WATCH")
+        .map((v) => [`${v.labels.verb} ${v.labels.code}`, v.value] as const);
+    };
+    const get = async () => {
+      const before = new Map(await requests());
+      const answered = await findInspection(s, scope, r.id);
+      await expect.poll(() => looked.length).toBeGreaterThan(0);
+      await new Promise(setImmediate);
+      await Promise.allSettled(writes.splice(0));
+      looked.length = 0;
+      const made = (await requests()).map(([key, count]) => [key, count - (before.get(key) ?? 0)] as const);
+      return { answered, requests: Object.fromEntries(made.filter(([, count]) => count > 0)) };
+    };
+    const first = await get();
+    const second = await get();
+    // The client is answered what was archived each time: make, model and year null.
+    expect(first.answered).toEqual(r);
+    expect(second.answered).toEqual(r);
+    // Each read asks the API server for the live resource (Inspection and record, 404 each) before the
+    // archive, and no more: before, the decode's write asked for them again ([{ "GET 404": 4 }, { "GET 404": 4 }]).
+    expect([first.requests, second.requests]).toEqual([{ "GET 404": 2 }, { "GET 404": 2 }]);
   });
 
   it("lists live and pruned inspections together, in the list's order, with every filter and from any cursor", async () => {

@@ -140,7 +140,14 @@ export class KubernetesInspectionStore implements InspectionStore {
     }));
   }
 
+  /**
+   * Written only on a record this replica's cache holds (its own create always is). One it does not
+   * is pruned, so not live, with nothing to write it on, and looking it up again on the API server
+   * made every read of an archived inspection with no make cost two more requests (each read decodes
+   * again: findInspection); or made by another replica a moment ago, whose next read decodes again.
+   */
   recordVehicle(id: string, vehicle: Pick<InspectionRecord, "make" | "model" | "year">): Promise<void> {
+    if (!this.#records.byId(id)) return Promise.resolve();
     return this.#records.updateResource(id, undefined, (v) =>
       v.capture.make === null
         ? { answer: undefined, write: withCapture({ ...v.capture, make: vehicle.make, model: vehicle.model, year: vehicle.year }) }
