@@ -5,7 +5,13 @@ import { KubernetesInspectionStore } from "../core/adapters/kubernetes/kubernete
 import type { Config } from "../core/runtime/config.ts";
 import type { Metrics } from "../core/runtime/metrics.ts";
 import type { BlobStore } from "../core/ports/blob-store.ts";
-import { kubeConfig, logCacheErrors } from "./commands/kube-config.ts";
+import { kubeConfig } from "./commands/kube-config.ts";
+
+/** What a list-watch cache of this process reports when a list or watch fails (it tries again itself). */
+const logCacheErrors =
+  (log: Logger, resource: string) =>
+  (err: unknown, retryInMs: number): void =>
+    log.warn({ err, retry_in_ms: retryInMs }, `listing or watching ${resource} failed; again`);
 
 /**
  * INSPECTION_STORE=kubernetes: inspections and their events as the Inspection resources of

@@ -1,14 +1,7 @@
 import { KubeConfig, type RequestContext } from "@kubernetes/client-node";
-import type { Logger } from "pino";
 import { countKubernetesRequest } from "../../core/runtime/metrics.ts";
 
 let loaded: KubeConfig | undefined;
-
-/** What a list-watch cache of this process reports when a list or watch fails (it tries again itself). */
-export const logCacheErrors =
-  (log: Logger, resource: string) =>
-  (err: unknown, retryInMs: number): void =>
-    log.warn({ err, retry_in_ms: retryInMs }, `listing or watching ${resource} failed; again`);
 
 /** The undici of @kubernetes/client-node (its own, not this project's): its dispatcher and what wraps one. */
 type Dispatcher = NonNullable<ReturnType<RequestContext["getDispatcher"]>>;
