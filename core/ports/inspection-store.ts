@@ -95,7 +95,9 @@ export interface InspectionStore {
   /**
    * Records the make, model and year decoded from the VIN after the inspection was created (the
    * decode ran past the create's time budget), only where none is recorded yet: never over a decode
-   * stored before. Moves nothing else (no event, no reconcile).
+   * stored before. Moves nothing else (no event, no reconcile). Best effort: a store may leave out
+   * an inspection it would have to look up first (the Kubernetes store, one its replica's cache does
+   * not hold: pruned, or another replica's not yet watched); its next read decodes again.
    */
   recordVehicle(id: string, vehicle: Pick<InspectionRecord, "make" | "model" | "year">): Promise<void>;
 

@@ -141,10 +141,12 @@ export class KubernetesInspectionStore implements InspectionStore {
   }
 
   /**
-   * Written only on a record this replica's cache holds (its own create always is). One it does not
-   * is pruned, so not live, with nothing to write it on, and looking it up again on the API server
-   * made every read of an archived inspection with no make cost two more requests (each read decodes
-   * again: findInspection); or made by another replica a moment ago, whose next read decodes again.
+   * Written only on a record this replica's cache holds: its own creates (but for a relist's window:
+   * a list sent before the create and answered after it drops the create's own write until the watch
+   * delivers it), and every other live record once watched. One it does not hold is most often
+   * pruned, with nothing live to write on: looking it up on the API server would cost every read of
+   * an archived inspection with no make (each read decodes again, findInspection) two 404s more. One
+   * made by another replica and not yet watched is recorded by the next read that finds it cached.
    */
   recordVehicle(id: string, vehicle: Pick<InspectionRecord, "make" | "model" | "year">): Promise<void> {
     if (!this.#records.byId(id)) return Promise.resolve();
