@@ -172,6 +172,26 @@ describe("the Kubernetes inspection store beyond its contract", () => {
     expect(await other.getMedia(scope, media.id)).toBeNull();
   });
 
+  it("records a vehicle decoded on a replica that did not make the inspection, once its cache has it from the watch", async () => {
+    const { a, b } = await replicas();
+    const r = sampleInspection();
+    await new KubernetesInspectionStore(a).create(r, "h", event());
+    // recordVehicle writes only on a record the replica's cache holds: another replica's comes by the watch.
+    await until(
+      "the inspection in the other replica's cache",
+      async () => b.byId(r.id),
+      (v) => v !== null,
+    );
+    const accord = { make: "Honda", model: "Accord", year: 2003 };
+    await new KubernetesInspectionStore(b).recordVehicle(r.id, accord);
+    await until(
+      "the vehicle in the making replica's cache",
+      async () => a.byId(r.id)?.record.make,
+      (make) => make === "Honda",
+    );
+    expect(await new KubernetesInspectionStore(a).get(scope, r.id)).toEqual({ ...r, ...accord });
+  });
+
   it("reads a pruned inspection with no vehicle make for the read's own requests alone, though its VIN decodes (nothing to record it on)", async () => {
     const { namespace, a } = await replicas();
     const counted = new CountedKubeConfig();
