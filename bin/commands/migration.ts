@@ -2,7 +2,7 @@ import { evidenceBlobKey, modelInputBlobKey, photoBlobKey, photoIndexFolder, rep
 import { CaptureLinks } from "../../core/domain/capture-links.ts";
 import type { EventType, Status } from "../../core/domain/state-machine.ts";
 import { REVIEW_REQUIRED, REVIEWED, STATUSES } from "../../core/domain/state-machine.ts";
-import { DEFAULT_REVIEW_POLICY } from "../../core/domain/review.ts";
+import { DEFAULT_REVIEW_POLICY, MAX_REVIEWS } from "../../core/domain/review.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
 import type { EventStore } from "../../core/ports/event-store.ts";
 import type { InspectionStore, TransitionPatch } from "../../core/ports/inspection-store.ts";
@@ -105,7 +105,10 @@ async function blobNames(blobs: BlobStore, folder: string): Promise<string[]> {
  * a run stopped half-way is finished by the next, and a run over a finished migration copies nothing.
  * Inspections are replayed as they happened: made, photographed, their intents, each move with the
  * event it sent (its id, time and body), reviews, evidence and each delivery attempt; the target
- * ends with the same records and events, its capture tokens found by the same hashes.
+ * ends with the same records and events, its capture tokens found by the same hashes. Of an
+ * inspection with more than MAX_REVIEWS reviews (none bounded them before 748ebd6, and racing
+ * reviews could pass the count until 700a84d), the last MAX_REVIEWS are copied, its standing review
+ * the last of them; the earlier ones, and their events, are left out and named in what it prints.
  */
 export async function migrate(
   from: Installation,
@@ -193,7 +196,11 @@ export async function migrate(
   for (const [keyId, at] of used) if ((usedThere.get(keyId) ?? 0) < at) await to.users.touchKey(keyId, at);
 
   const links = new CaptureLinks(secret, "http://migration.invalid");
-  for (const r of inspections) await copyInspection(from, to, r, links, count);
+  const reviewsLeftOut: [string, number][] = [];
+  for (const r of inspections) {
+    const leftOut = await copyInspection(from, to, r, links, count);
+    if (leftOut > 0) reviewsLeftOut.push([r.id, leftOut]);
+  }
 
   for (const a of accounts) {
     for (const livemode of [false, true]) {
@@ -206,6 +213,10 @@ export async function migrate(
   }
 
   for (const [kind, { copied, present }] of Object.entries(counts)) options.print(`${kind}: ${copied} copied, ${present} already there`);
+  for (const [id, n] of reviewsLeftOut)
+    options.print(
+      `${id}: ${n} earlier review${n === 1 ? "" : "s"} not copied (an inspection keeps at most ${MAX_REVIEWS}; its last review stands)`,
+    );
   const copied = Object.values(counts).reduce((n, c) => n + c.copied, 0);
   options.print(copied === 0 ? "nothing to copy: the target already holds everything the source has" : `${copied} things copied`);
   return counts;
@@ -299,9 +310,14 @@ async function copyInspection(
   r: InspectionRecord,
   links: CaptureLinks,
   count: (kind: keyof MigrationCounts, copied: boolean) => void,
-): Promise<void> {
+): Promise<number> {
   const scope: Scope = { accountId: r.accountId, livemode: r.livemode };
-  const events = await from.events.forInspection(scope, r.id);
+  const all = await from.events.forInspection(scope, r.id);
+  // The target keeps at most MAX_REVIEWS reviews and the last one stands: the earliest past the
+  // bound, with their events, are left out (the same ones on every run). Answers how many.
+  const reviews = all.filter((e) => e.type === (REVIEWED satisfies EventType));
+  const leftOut = new Set(reviews.slice(0, Math.max(0, reviews.length - MAX_REVIEWS)).map((e) => e.id));
+  const events = all.filter((e) => !leftOut.has(e.id));
   const body = (e: EventRecord) => ({ id: e.id, type: e.type, data: e.data });
   let there = await to.inspections.getById(r.id);
   const heldBefore = new Set(there ? (await to.events.forInspection(scope, r.id)).map((e) => e.id) : []);
@@ -363,7 +379,9 @@ async function copyInspection(
   for (const e of events) {
     if (sent.has(e.id) || e.type !== (REVIEWED satisfies EventType) || !r.review) continue;
     const reviewed = await to.inspections.recordReview(r.id, r.review, () => body(e));
-    if (!reviewed || "refused" in reviewed) throw new Error(`the target refused the review of ${r.id}`);
+    if (!reviewed) throw new Error(`the target refused the review of ${r.id}`);
+    if ("refused" in reviewed)
+      throw new Error(`the target refused the review of ${r.id}: it keeps ${reviewed.reviews} reviews of it already, the most it takes`);
     wrote = true;
   }
 
@@ -400,6 +418,7 @@ async function copyInspection(
   for (const e of events) count("events", !heldBefore.has(e.id));
   await copyDeliveries(from.events, to.events, scope, events, count);
   count("inspections", wrote);
+  return leftOut.size;
 }
 
 /** Each event's delivery attempts and its delivery state: the attempts the target lacks, then the state the source ends in. */

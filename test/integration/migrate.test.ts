@@ -12,6 +12,7 @@ import { operator } from "../../bin/commands/operator.ts";
 import { start } from "../../bin/commands/start.ts";
 import { configFile, migrateInstallation } from "../../bin/commands/migrate.ts";
 import { createUser } from "../../bin/commands/users.ts";
+import { MAX_REVIEWS } from "../../core/domain/review.ts";
 import { DEFAULT_MODELS, loadConfig } from "../../core/runtime/config.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { DashboardClient } from "../helpers/dashboard-client.ts";
@@ -48,14 +49,14 @@ const envFile = (env: Record<string, string>) =>
 
 let controlPlane: ControlPlane | undefined;
 /** A namespace on a real kube-apiserver with the Inspection CRD, as the chart installs it; the file's control plane started on first use. */
-async function kubeNamespace(): Promise<string> {
+async function kubeNamespace(name: string): Promise<string> {
   if (!controlPlane) {
     controlPlane = await startControlPlane();
     await controlPlane.installCrds();
     process.env.KUBECONFIG = controlPlane.kubeconfig;
   }
-  await controlPlane.kubectl("create", "namespace", "migrated");
-  return "migrated";
+  await controlPlane.kubectl("create", "namespace", name);
+  return name;
 }
 
 /** `vehicle-inspection migrate` as an operator runs it: its exit code and what it printed. */
@@ -227,8 +228,12 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
    * control plane with the CRD and a namespace), migrated into with the command before its
    * workloads start (the documented steps 2 and 3): what it printed, and the workloads running.
    */
-  async function migratedCluster(store: "sqlite" | "kubernetes") {
-    const [nats, s3, namespace] = await Promise.all([startNatsServer(), startVersityGw(), store === "kubernetes" ? kubeNamespace() : null]);
+  async function migratedCluster(store: "sqlite" | "kubernetes", from = fromFile, namespaceName = "migrated") {
+    const [nats, s3, namespace] = await Promise.all([
+      startNatsServer(),
+      startVersityGw(),
+      store === "kubernetes" ? kubeNamespace(namespaceName) : null,
+    ]);
     // The AWS SDK reads its credentials from the environment: the command's, and this process's workloads'.
     Object.assign(process.env, { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey });
     const port = await freePort();
@@ -245,7 +250,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
     };
     const toFile = join(dir("vi-migrate-config-"), "cluster.env");
     writeFileSync(toFile, envFile(env));
-    const firstRun = await runMigrate("--from", fromFile, "--to", toFile);
+    const firstRun = await runMigrate("--from", from, "--to", toFile);
     const config = loadConfig(env);
     const workloads = [await operator(config), await inference(config), await api(config)];
     return {
@@ -388,6 +393,95 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("migrate: an embedded instal
         await expect(
           migrateInstallation(configFile(join(clash, "embedded.env"), "source"), configFile(toFile, "target"), quietly),
         ).rejects.toThrow(/the target's account "acme" has another id than the source's/);
+      });
+    });
+
+  for (const store of ["sqlite", "kubernetes"] as const)
+    describe(`an inspection reviewed more than ${MAX_REVIEWS} times, into INSPECTION_STORE=${store}`, () => {
+      let sourceFile = "";
+      let id = "";
+      let key = "";
+      /** The source's inspection.reviewed events, in their order. */
+      let reviewedThere: string[] = [];
+      let cluster: Awaited<ReturnType<typeof migratedCluster>>;
+      beforeAll(async () => {
+        // Reviewed MAX_REVIEWS + 3 times, as an installation could keep one before the bound (748ebd6)
+        // or past its racing count (700a84d): the first 3 reviews' events are hidden from the count
+        // while the next MAX_REVIEWS are taken, then put back, in their order.
+        const source = dir("vi-migrate-reviews-");
+        sourceFile = join(source, "embedded.env");
+        const port = await freePort();
+        const env = { ...quiet, DATA_DIR: source, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, DAMAGE_MODEL: "none" };
+        writeFileSync(sourceFile, envFile(env));
+        const config = loadConfig(env);
+        key = await createKey(config, "test", "umbrella");
+        const reviews = async (first: number, last: number) => {
+          const service = await start(config);
+          try {
+            const svc = apiAt(env.PUBLIC_URL);
+            if (!id) {
+              const m = await create(svc, key);
+              id = m.id;
+              expect((await walkaround(svc, key, m)).status).toBe("completed");
+            }
+            for (let n = first; n <= last; n++) {
+              const res = await svc.api(key, `/v1/inspections/${id}/review`, { method: "POST", json: { note: `review ${n}` } });
+              expect(res.status, await res.clone().text()).toBe(200);
+            }
+          } finally {
+            await service.close();
+          }
+        };
+        const sql = <T>(use: (db: DatabaseSync) => T): T => {
+          const db = new DatabaseSync(join(source, "inspections.db"));
+          try {
+            return use(db);
+          } finally {
+            db.close();
+          }
+        };
+        const retype = (from: string, to: string) =>
+          sql((db) => db.prepare("UPDATE events SET type = ? WHERE type = ? AND inspection_id = ?").run(to, from, id));
+        await reviews(1, 3);
+        retype("inspection.reviewed", "hidden");
+        await reviews(4, MAX_REVIEWS + 3);
+        retype("hidden", "inspection.reviewed");
+        reviewedThere = sql((db) =>
+          db
+            .prepare("SELECT id FROM events WHERE type = 'inspection.reviewed' AND inspection_id = ? ORDER BY seq")
+            .all(id)
+            .map((row) => row.id as string),
+        );
+        expect(reviewedThere).toHaveLength(MAX_REVIEWS + 3);
+        cluster = await migratedCluster(store, sourceFile, "reviewed");
+      }, 240_000);
+      afterAll(() => cluster?.close());
+
+      it(`copies the last ${MAX_REVIEWS}, its last review standing, and names the earlier ones it leaves out`, async () => {
+        const leftOut = `${id}: 3 earlier reviews not copied (an inspection keeps at most ${MAX_REVIEWS}; its last review stands)`;
+        const { firstRun } = cluster;
+        expect(firstRun.code, firstRun.stderr).toBe(0);
+        expect(firstRun.stdout.split("\n")).toEqual(expect.arrayContaining(["inspections: 1 copied, 0 already there", leftOut]));
+        // The target's inspection.reviewed events, oldest first: the source's last MAX_REVIEWS.
+        const reviewed: string[] = [];
+        for (let cursor = ""; ; ) {
+          const page = (await (await get(cluster.url, key, `/v1/events?limit=100${cursor && `&cursor=${cursor}`}`)).json()) as {
+            data: { id: string; type: string }[];
+            next_cursor: string | null;
+          };
+          reviewed.push(...page.data.filter((e) => e.type === "inspection.reviewed").map((e) => e.id));
+          if (!page.next_cursor) break;
+          cursor = page.next_cursor;
+        }
+        expect(reviewed.reverse()).toEqual(reviewedThere.slice(3));
+        const report = (await (await get(cluster.url, key, `/v1/inspections/${id}/report`)).json()) as { review: { note: string } };
+        expect(report.review.note).toBe(`review ${MAX_REVIEWS + 3}`);
+        // A second run copies nothing, and names the same reviews left out.
+        const again = await runMigrate("--from", sourceFile, "--to", cluster.toFile);
+        expect(again.code, again.stderr).toBe(0);
+        expect(again.stdout.split("\n")).toEqual(
+          expect.arrayContaining([leftOut, "nothing to copy: the target already holds everything the source has"]),
+        );
       });
     });
 });
