@@ -1,4 +1,5 @@
 import type { Comparison, Finding, Report } from "../schemas/report.ts";
+import { CLOSEUP } from "./closeups.ts";
 import { SEVERITIES } from "./grading.ts";
 
 /**
@@ -41,8 +42,17 @@ const stands = (f: Comparable) => f.review !== "rejected" && f.type !== "vin_mis
 
 const touch = (a: string, b: string) => TOUCHING[a]?.includes(b) ?? false;
 
-/** What a part that is broken now may have been at the baseline: the same damage, worse. */
-const BREAKS_FROM: readonly string[] = ["dent", "scratch", "crack"];
+/**
+ * Damage on a panel. A part that is broken now may have been any of these at the baseline: the same
+ * damage, worse. And the damage model tells them apart least surely on a close-up: one dent read as
+ * a dent in one take and a scratch in the next (measured on real close-ups taken twice, npm run
+ * eval:handover). A close-up has no place on its part to tell two damages apart by, so on close-ups
+ * of one part these types pair with each other, their own type first.
+ */
+const ON_A_PANEL: readonly string[] = ["dent", "scratch", "crack"];
+
+const closeUpsOfOnePart = (a: Comparable, b: Comparable) =>
+  a.angle === CLOSEUP && b.angle === CLOSEUP && a.part !== null && a.part === b.part;
 
 /** How far apart pairings that are not on one part count: behind every pairing on one part, the seam's before the photo's. */
 const ACROSS_A_SEAM = 1;
@@ -57,7 +67,8 @@ const ANOTHER_TYPE = 0.5;
 
 /**
  * Whether two findings may be one damage, and how far apart they are if so (null if not): a type
- * that agrees (the same, or one of them judged from the whole photo without a type), and
+ * that agrees (the same, one of them judged from the whole photo without a type, a part broken since,
+ * or damage on a panel seen on close-ups of one part), and
  * - the same part, close on it where both are placed (their distance there, 0 when either is not);
  * - else parts that touch, for the same type;
  * - else the photo of the same angle: the parts model does not always put one damage on one part in
@@ -72,7 +83,8 @@ function distance(after: Comparable, before: Comparable): number | null {
     after.type === before.type ||
     after.type === "damage_suspected" ||
     before.type === "damage_suspected" ||
-    (after.type === "broken_part" && BREAKS_FROM.includes(before.type));
+    (after.type === "broken_part" && ON_A_PANEL.includes(before.type)) ||
+    (closeUpsOfOnePart(after, before) && ON_A_PANEL.includes(after.type) && ON_A_PANEL.includes(before.type));
   if (!typesAgree) return null;
   if (after.part !== null && after.part === before.part) {
     if (!after.part_position || !before.part_position) return 0;
@@ -82,7 +94,7 @@ function distance(after: Comparable, before: Comparable): number | null {
     if (d <= SAME_PLACE_WITHIN) return d;
   }
   if (after.part !== null && before.part !== null && after.type === before.type && touch(after.part, before.part)) return ACROSS_A_SEAM;
-  return after.angle && after.angle !== "closeup" && after.angle === before.angle ? ON_ONE_PHOTO : null;
+  return after.angle && after.angle !== CLOSEUP && after.angle === before.angle ? ON_ONE_PHOTO : null;
 }
 
 const rank = (f: Comparable) => SEVERITIES.indexOf(f.severity as (typeof SEVERITIES)[number]);

@@ -79,6 +79,14 @@ describe("before and after: which damage is new", () => {
       [f("b1", "scratch", "hood", [0.52, 0.5]), f("b2", "broken_part", "hood", [0.6, 0.5], "moderate")],
     );
     expect(placed.preexisting).toEqual([{ finding: "a1", baseline_finding: "b2" }]);
+    // Its own type first within a tier only: the scratch it grew from on this part comes before a
+    // broken part across the seam on the bumper.
+    const tiers = compareFindings(
+      "insp_b",
+      [f("a1", "broken_part", "hood", [0.5, 0.5], "moderate")],
+      [f("b1", "scratch", "hood", [0.5, 0.74]), f("b2", "broken_part", "front_bumper", [0.5, 0.1], "moderate")],
+    );
+    expect(tiers.worsened).toEqual([{ finding: "a1", baseline_finding: "b1" }]);
     // With no broken part before, the scratch it grew from is named, as before.
     const grown = compareFindings(
       "insp_b",
@@ -86,6 +94,28 @@ describe("before and after: which damage is new", () => {
       [f("b1", "scratch", "hood", [0.52, 0.5])],
     );
     expect(grown.worsened).toEqual([{ finding: "a1", baseline_finding: "b1" }]);
+  });
+
+  it("on close-ups of one part, pairs damage on a panel across dent, scratch and crack; not on other parts or from afar, and not other types", () => {
+    const before = [at(f("b1", "dent", "hood", null), "closeup"), at(f("b2", "lamp_broken", "front_left_light", null), "closeup")];
+    const after = [
+      // The hood's dent, read as a scratch in this take.
+      at(f("a1", "scratch", "hood", null), "closeup"),
+      // A crack on the trunk: no close-up of the trunk before.
+      at(f("a2", "crack", "trunk", null), "closeup"),
+      // A scratch on the light: not damage on a panel.
+      at(f("a3", "scratch", "front_left_light", null), "closeup"),
+    ];
+    const c = compareFindings("insp_b", after, before);
+    expect(c.preexisting).toEqual([{ finding: "a1", baseline_finding: "b1" }]);
+    expect(c.new).toEqual(["a2", "a3"]);
+    // From afar, where the place on the part tells damages apart, a scratch is not the dent.
+    const afar = compareFindings(
+      "insp_b",
+      [at(f("a1", "scratch", "hood", [0.5, 0.5]), "front")],
+      [at(f("b1", "dent", "hood", [0.5, 0.5]), "front")],
+    );
+    expect(afar.new).toEqual(["a1"]);
   });
 
   it("pairs each finding with its nearest baseline finding, which may vouch for two boxes of one damage; another type is another damage", () => {
