@@ -250,7 +250,7 @@ describe("the Kubernetes inspection store beyond its contract", () => {
     expect(first.answered).toEqual(r);
     expect(second.answered).toEqual(r);
     // Each read asks the API server for the live resource (Inspection and record, 404 each) before the
-    // archive, and no more: before, the decode's write asked for them again ([{ "GET 404": 4 }, { "GET 404": 4 }]).
+    // archive, and no more: the decode's write must not look for them again.
     expect([first.requests, second.requests]).toEqual([{ "GET 404": 2 }, { "GET 404": 2 }]);
   });
 
