@@ -8,23 +8,13 @@ import { restoreFromArchive } from "../../bin/commands/restore.ts";
 import { InspectionRecords } from "../../core/adapters/kubernetes/inspection-records.ts";
 import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
-import { METRIC, Metrics } from "../../core/runtime/metrics.ts";
+import { Metrics } from "../../core/runtime/metrics.ts";
 import { INSPECTION_RESOURCE } from "../../core/schemas/inspection-resource.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
+import { countedSince, kubernetesRequestsCounted, sampleSum } from "../helpers/prometheus.ts";
 import { freePort } from "../helpers/service.ts";
 
 const NAMESPACE = "vi";
-
-/** The sum of the samples `name` in Prometheus text whose labels include every one of `labels`. */
-function total(text: string, name: string, labels: Record<string, string>): number {
-  let sum = 0;
-  for (const line of text.split("\n")) {
-    const m = /^([a-z_]+)\{(.*)\} (\S+)$/.exec(line);
-    if (m?.[1] === name && Object.entries(labels).every(([key, value]) => m[2]!.split(",").includes(`${key}="${value}"`)))
-      sum += Number(m[3]);
-  }
-  return sum;
-}
 
 /**
  * The watches the API server holds open on the Inspection kinds, as it counts them itself on its
@@ -32,7 +22,7 @@ function total(text: string, name: string, labels: Record<string, string>): numb
  */
 async function inspectionWatches(k: ControlPlane): Promise<number> {
   const metrics = await k.kubectl("get", "--raw", "/metrics");
-  return total(metrics, "apiserver_longrunning_requests", { group: INSPECTION_RESOURCE.group, verb: "WATCH" });
+  return sampleSum(metrics, "apiserver_longrunning_requests", { group: INSPECTION_RESOURCE.group, verb: "WATCH" });
 }
 
 /**
@@ -42,27 +32,8 @@ async function inspectionWatches(k: ControlPlane): Promise<number> {
 async function namespaceRequestsServed(k: ControlPlane): Promise<{ get: number; post: number; watch: number }> {
   const metrics = await k.kubectl("get", "--raw", "/metrics");
   const served = (verb: string, code: string) =>
-    total(metrics, "apiserver_request_total", { resource: "namespaces", subresource: "", verb, code });
+    sampleSum(metrics, "apiserver_request_total", { resource: "namespaces", subresource: "", verb, code });
   return { get: served("GET", "200"), post: served("POST", "409"), watch: served("WATCH", "200") };
-}
-
-/** The process's tally of its requests to the API server, `verb code` to count, as a scrape of `metrics` shows it. */
-async function requestsCounted(metrics: Metrics): Promise<Map<string, number>> {
-  const counted = new Map<string, number>();
-  for (const line of (await metrics.scrape()).body.split("\n")) {
-    const m = /^([a-z_]+)\{(.*)\} (\S+)$/.exec(line);
-    if (m?.[1] !== METRIC.kubernetesRequests || !m[2]!.includes('workload="operator"')) continue;
-    const label = (key: string) => new RegExp(`${key}="([^"]*)"`).exec(m[2]!)?.[1];
-    counted.set(`${label("verb")} ${label("code")}`, Number(m[3]));
-  }
-  return counted;
-}
-
-/** What `after` counted that `before` had not. */
-function countedSince(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
-  const added: Record<string, number> = {};
-  for (const [key, count] of after) if (count !== (before.get(key) ?? 0)) added[key] = count - (before.get(key) ?? 0);
-  return added;
 }
 
 /**
@@ -121,7 +92,7 @@ describe("the process's requests, watches and connections on a real API server",
     kc.loadFromFile(k.kubeconfig);
     const core = kc.makeApiClient(CoreV1Api);
     const metrics = new Metrics("operator");
-    const before = await requestsCounted(metrics);
+    const before = await kubernetesRequestsCounted(metrics);
     const servedBefore = await namespaceRequestsServed(k);
 
     expect((await core.readNamespace({ name: "default" })).metadata?.name).toBe("default");
@@ -150,10 +121,10 @@ describe("the process's requests, watches and connections on a real API server",
     });
     await expect(away.makeApiClient(CoreV1Api).readNamespace({ name: "default" })).rejects.toThrow();
 
-    const after = await requestsCounted(metrics);
+    const after = await kubernetesRequestsCounted(metrics);
     expect(countedSince(before, after)).toEqual({ "GET 200": 1, "POST 409": 1, "WATCH 200": 1, "GET <error>": 1 });
     // Read again, the counts stay: each scrape reads the tally, and adds nothing to it.
-    expect(await requestsCounted(metrics)).toEqual(after);
+    expect(await kubernetesRequestsCounted(metrics)).toEqual(after);
     // The API server saw each once, authenticated (RBAC answers 401 or 403 otherwise): counting changed nothing of the
     // requests. It counts a watch once the watch has ended.
     await expect

@@ -9,10 +9,11 @@ import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts
 import { newId } from "../../core/domain/ids.ts";
 import { findInspection } from "../../core/operations/inspections.ts";
 import type { MediaRecord, PhotoRecord } from "../../core/ports/records.ts";
-import { METRIC, Metrics } from "../../core/runtime/metrics.ts";
+import { Metrics } from "../../core/runtime/metrics.ts";
 import type { Services } from "../../core/runtime/services.ts";
 import { sampleInspection } from "../contract/fixtures.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
+import { countedSince, kubernetesRequestsCounted } from "../helpers/prometheus.ts";
 import { until } from "../helpers/webhook-receiver.ts";
 
 const event =
@@ -227,22 +228,16 @@ describe("the Kubernetes inspection store beyond its contract", () => {
       },
     } as unknown as Services;
     const metrics = new Metrics("api");
-    // The process's tally of its requests (CountedKubeConfig's) but watches: the reading replica's caches watch meanwhile.
-    const requests = async () => {
-      const counter = metrics.registry.getSingleMetric(METRIC.kubernetesRequests)!;
-      return (await counter.get()).values
-        .filter((v) => v.labels.verb !== "WATCH")
-        .map((v) => [`${v.labels.verb} ${v.labels.code}`, v.value] as const);
-    };
     const get = async () => {
-      const before = new Map(await requests());
+      const before = await kubernetesRequestsCounted(metrics);
       const answered = await findInspection(s, scope, r.id);
       await expect.poll(() => looked.length).toBeGreaterThan(0);
       await new Promise(setImmediate);
       await Promise.allSettled(writes.splice(0));
       looked.length = 0;
-      const made = (await requests()).map(([key, count]) => [key, count - (before.get(key) ?? 0)] as const);
-      return { answered, requests: Object.fromEntries(made.filter(([, count]) => count > 0)) };
+      // The process's requests (CountedKubeConfig's) but watches: the reading replica's caches watch meanwhile.
+      const made = Object.entries(countedSince(before, await kubernetesRequestsCounted(metrics)));
+      return { answered, requests: Object.fromEntries(made.filter(([key]) => !key.startsWith("WATCH "))) };
     };
     const first = await get();
     const second = await get();
