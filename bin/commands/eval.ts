@@ -1,13 +1,10 @@
 import { readFileSync } from "node:fs";
-import { DAMAGE_TYPES, damageClass } from "../../core/domain/damage-types.ts";
 import type { Config } from "../../core/runtime/config.ts";
 import { detectImages } from "../../inference/detection/detect-images.ts";
 import { OnnxDetector } from "../../inference/detection/onnx-detector.ts";
 import { SCORING, boxMap, f1Thresholds, type Scored, type Truth } from "../../inference/evaluation/box-map.ts";
-import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
+import { EVAL_CLASSES, readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
 
-/** The contract's class order for evaluation folders (datasets/car-damage/data.yaml): the damage model's class names, alphabetical. */
-export const EVAL_CLASSES: readonly string[] = DAMAGE_TYPES.map(damageClass).sort();
 const BATCH = 8;
 
 /**

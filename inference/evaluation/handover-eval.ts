@@ -9,8 +9,7 @@ import { loadModels } from "../detection/load-models.ts";
 import sharp from "sharp";
 import { isHeldOut } from "./held-out.ts";
 import { photoFindings } from "./photo-findings.ts";
-import { readYoloFolder } from "./yolo-folder.ts";
-import { EVAL_CLASSES } from "../../bin/commands/eval.ts";
+import { EVAL_CLASSES, readYoloFolder } from "./yolo-folder.ts";
 
 /** A seeded uniform [0, 1) generator, so a run can be repeated. */
 function mulberry32(a: number): () => number {

@@ -1,5 +1,9 @@
 import { readdirSync, readFileSync, existsSync } from "node:fs";
 import { basename, extname, join } from "node:path";
+import { DAMAGE_TYPES, damageClass } from "../../core/domain/damage-types.ts";
+
+/** The contract's class order for evaluation folders (datasets/car-damage/data.yaml): the damage model's class names, alphabetical. */
+export const EVAL_CLASSES: readonly string[] = DAMAGE_TYPES.map(damageClass).sort();
 
 export type LabelledImage = { image: string; boxes: { cls: number; x1: number; y1: number; x2: number; y2: number }[] };
 

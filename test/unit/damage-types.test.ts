@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { EVAL_CLASSES } from "../../bin/commands/eval.ts";
+import { EVAL_CLASSES } from "../../inference/evaluation/yolo-folder.ts";
 import { DAMAGE_TYPES, damageClass, damageTypeOf } from "../../core/domain/damage-types.ts";
 import { DEFAULT_DETECTION_THRESHOLDS, DEFAULT_MODELS } from "../../core/runtime/config.ts";
 import { FINDING_TYPES } from "../../core/schemas/report.ts";
