@@ -16,12 +16,15 @@ export type RateLimit = {
   refusal: (max: number, retryS: number) => string;
 };
 
+/** Whole seconds until an allowance's window resets, at least 1: RateLimit-Reset's and Retry-After's value. */
+const resetSeconds = (a: Allowance): number => Math.max(1, Math.ceil(a.resetMs / 1000));
+
 /** The RateLimit-* headers (IETF draft) of an allowance under `limit`: every limiter's, refused or not. */
 export function rateLimitHeaders(limit: number, a: Allowance): Record<string, string> {
   return {
     "ratelimit-limit": String(limit),
     "ratelimit-remaining": String(Math.max(0, limit - a.used)),
-    "ratelimit-reset": String(Math.max(1, Math.ceil(a.resetMs / 1000))),
+    "ratelimit-reset": String(resetSeconds(a)),
   };
 }
 
@@ -42,10 +45,9 @@ export function rateLimit(limit: RateLimit): onRequestHookHandler & preHandlerHo
     const max = limit.max(request);
     limit.store.take(limit.key(request), max, limit.windowMs, limit.clock.now()).then(
       (a) => {
-        const headers = rateLimitHeaders(max, a);
-        reply.headers(headers);
+        reply.headers(rateLimitHeaders(max, a));
         if (a.allowed) return done();
-        const resetS = Number(headers["ratelimit-reset"]);
+        const resetS = resetSeconds(a);
         reply.header("retry-after", resetS);
         done(new ApiError("rate_limited", limit.refusal(max, resetS)));
       },
