@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
-import { type Metrics, statusClass } from "../../core/runtime/metrics.ts";
+import type { Metrics } from "../../core/runtime/metrics.ts";
 
 /**
  * Every request counted and timed by method, route and status class, as prom-client's users and
@@ -12,13 +12,7 @@ export const requestMetrics = fp(
   async (app: FastifyInstance, { metrics }: { metrics: Metrics }) => {
     // A callback hook: it does nothing asynchronous, and an async hook costs each request a promise.
     app.addHook("onResponse", (request, reply, done) => {
-      const labels = {
-        method: request.method,
-        route: request.routeOptions.url ?? "unmatched",
-        status_class: statusClass(reply.statusCode),
-      };
-      metrics.httpRequests.inc(labels);
-      metrics.httpRequestSeconds.observe(labels, reply.elapsedTime / 1000);
+      metrics.httpRequests.record(request.method, request.routeOptions.url ?? "unmatched", reply.statusCode, reply.elapsedTime / 1000);
       done();
     });
   },

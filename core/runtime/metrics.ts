@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { STATUSES } from "../domain/state-machine.ts";
+import { RequestTally } from "./request-tally.ts";
 
 /** Every metric of the service's own carries it, as a platform team's dashboards and rules expect of one product's series. */
 export const METRIC_PREFIX = "vehicle_inspection_";
@@ -51,9 +52,6 @@ export function countKubernetesRequest(verb: string, code: string): void {
   else kubernetesRequests.set(key, { verb, code, count: 1 });
 }
 
-/** A status code's class (`2xx` … `5xx`): a handful of series a route, whatever codes it answers. */
-export const statusClass = (statusCode: number): string => `${Math.floor(statusCode / 100)}xx`;
-
 /**
  * The service's Prometheus metrics, one registry per process, labelled with its workload (`start`,
  * `api`, `operator`, `inference`); served at /metrics by every workload. Each component records
@@ -63,9 +61,11 @@ export const statusClass = (statusCode: number): string => `${Math.floor(statusC
  */
 export class Metrics {
   readonly registry = new Registry();
-  /** Requests answered, by method, route (the pattern, never a path with ids) and status class. */
-  readonly httpRequests: Counter<"method" | "route" | "status_class">;
-  readonly httpRequestSeconds: Histogram<"method" | "route" | "status_class">;
+  /**
+   * Requests answered, by method, route (the pattern, never a path with ids) and status class, and
+   * their time: the requests counter and duration histogram read it when scraped.
+   */
+  readonly httpRequests = new RequestTally([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
   readonly webhookAttempts: Counter<"outcome">;
   /** An inspection's detection as the controller sees it, start to result: observed once, by the controller alone. */
   readonly detectionSeconds: Histogram<"outcome">;
@@ -89,17 +89,14 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry });
     const registers = [this.registry];
     const detectionBuckets = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
-    this.httpRequests = new Counter({
+    this.httpRequests.counter({
       name: METRIC.httpRequests,
       help: "HTTP requests answered, by method, route (the pattern, not the path) and status class (2xx, 4xx, 5xx).",
-      labelNames: ["method", "route", "status_class"],
       registers,
     });
-    this.httpRequestSeconds = new Histogram({
+    this.httpRequests.histogram({
       name: METRIC.httpRequestSeconds,
       help: "HTTP requests by method, route (the pattern, not the path) and status class, from arrival to the response sent.",
-      labelNames: ["method", "route", "status_class"],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
     this.webhookAttempts = new Counter({

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { METRIC, METRIC_PREFIX, Metrics, statusClass } from "../../core/runtime/metrics.ts";
+import { METRIC, METRIC_PREFIX, Metrics } from "../../core/runtime/metrics.ts";
+import { statusClass } from "../../core/runtime/request-tally.ts";
 
 const DOCS = join(import.meta.dirname, "../../docs/cluster-and-kubernetes.md");
 
