@@ -23,6 +23,8 @@ export class RequestTally {
   // Route, then method, then status class (the code's first digit). A route's pattern and a method
   // are the same string objects request after request, so these lookups hash no new string.
   readonly #routes = new Map<string, Map<string, (Series | undefined)[]>>();
+  // The same series in the order their first request came, the order prom-client lists its own in.
+  readonly #series: Series[] = [];
 
   /** `bounds`: the histogram's buckets' upper bounds, in seconds, ascending. */
   constructor(bounds: readonly number[]) {
@@ -51,6 +53,7 @@ export class RequestTally {
         buckets: Array(this.#bounds.length + 1).fill(0),
       };
       classes[digit] = series;
+      this.#series.push(series);
     }
     series.count++;
     series.sum += seconds;
@@ -58,12 +61,6 @@ export class RequestTally {
     let bucket = 0;
     while (bucket < this.#bounds.length && seconds > this.#bounds[bucket]!) bucket++;
     series.buckets[bucket]!++;
-  }
-
-  #series(): Series[] {
-    const all: Series[] = [];
-    for (const methods of this.#routes.values()) for (const classes of methods.values()) for (const s of classes) if (s) all.push(s);
-    return all;
   }
 
   /** A prom-client Counter of the requests, read from this tally when scraped. */
@@ -74,7 +71,7 @@ export class RequestTally {
       labelNames: ["method", "route", "status_class"],
       collect() {
         this.reset();
-        for (const s of tally.#series()) this.inc(s.labels, s.count);
+        for (const s of tally.#series) this.inc(s.labels, s.count);
       },
     });
   }
@@ -94,7 +91,7 @@ export class RequestTally {
     // Buckets carry no exemplar (null), as prom-client's do where exemplars are off.
     const value = (labels: Record<string, string | number>, v: number, metricName: string, sharedLabels: Labels) =>
       ({ labels, value: v, metricName, sharedLabels, ...("le" in labels ? { exemplar: null } : {}) }) as Value;
-    for (const s of this.#series()) {
+    for (const s of this.#series) {
       let cumulative = 0;
       for (const [i, le] of this.#bounds.entries()) {
         cumulative += s.buckets[i]!;
