@@ -33,11 +33,26 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
-type Service = { name: string; child: ChildProcess; dataDir: string; url: string; headers: Record<string, string>; cpuUs: number[] };
+type Service = { name: string; child: ChildProcess; url: string; headers: Record<string, string>; cpuUs: number[] };
+
+/**
+ * What to undo at the end, added the moment each thing exists: a service that fails to start, or
+ * the second failing after the first started, leaves no process running and no data directory.
+ */
+const cleanups: (() => Promise<void>)[] = [];
+
+/** Stops a service's process, if it still runs, and waits for it to exit. */
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
+}
 
 async function start(name: string, root: string): Promise<Service> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), "vi-get-ab-"));
+  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
   const env = {
     DATA_DIR: dataDir,
     PORT: String(port),
@@ -52,8 +67,10 @@ async function start(name: string, root: string): Promise<Service> {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
+  cleanups.unshift(() => stop(child)); // stopped before its data directory goes
   await new Promise((resolve, reject) => {
     child.stdout!.on("data", (d) => String(d).includes("vehicle inspection service started") && resolve(null));
+    child.once("error", reject);
     child.once("exit", (code) => reject(new Error(`the service of ${root} exited (${code}) before it was ready`)));
   });
   const api = `http://127.0.0.1:${port}`;
@@ -63,11 +80,12 @@ async function start(name: string, root: string): Promise<Service> {
     body: JSON.stringify({ vehicle: { vin: "1HGCM82633A004352" }, reference: "bench" }),
   });
   const { id } = (await made.json()) as { id: string };
-  return { name, child, dataDir, url: `${api}/v1/inspections/${id}`, headers, cpuUs: [] };
+  return { name, child, url: `${api}/v1/inspections/${id}`, headers, cpuUs: [] };
 }
 
-const services = [await start(`base (${base})`, base), await start("this checkout", join(import.meta.dirname, "../.."))];
+const services: Service[] = [];
 try {
+  services.push(await start(`base (${base})`, base), await start("this checkout", join(import.meta.dirname, "../..")));
   // A first short run each, so neither's first measured run pays for its JIT warming up.
   for (const s of services) await autocannon({ url: s.url, headers: s.headers, connections: 20, duration: 2 });
   for (let round = 0; round < ROUNDS; round++) {
@@ -79,14 +97,7 @@ try {
     }
   }
 } finally {
-  await Promise.all(
-    services.map(async (s) => {
-      const exited = new Promise((resolve) => s.child.once("exit", resolve));
-      s.child.kill("SIGTERM");
-      await exited;
-      rmSync(s.dataDir, { recursive: true, force: true });
-    }),
-  );
+  for (const cleanup of cleanups) await cleanup();
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
