@@ -284,6 +284,8 @@ def main():
     args = p.parse_args()
     torch.manual_seed(args.seed)
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    # torch counts physical cores for its default, one on these 2-vCPU machines; train.py does the same.
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
     ds = args.datasets
