@@ -20,6 +20,7 @@ import { startControlPlane } from "../helpers/kube-control-plane.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
 import { create, type Made, photograph } from "../helpers/walkaround.ts";
 import { WebhookReceiver } from "../helpers/webhook-receiver.ts";
+import { percentile } from "./stats.ts";
 
 const INSPECTIONS = Number(process.env.BENCH_INSPECTIONS ?? 8);
 const API_SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -103,8 +104,6 @@ async function cluster(workers: number, kubernetes = false): Promise<Setup> {
     },
   };
 }
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 /** INSPECTIONS walkarounds captured first, then submitted together: the time from each submit to its completed webhook. */
 async function throughput(setup: Setup, receiver: WebhookReceiver, key: string) {

@@ -31,6 +31,7 @@ import { startControlPlane } from "../helpers/kube-control-plane.ts";
 import { apiAt, freePort } from "../helpers/service.ts";
 import { ServiceProcess } from "../helpers/service-process.ts";
 import { create, photograph } from "../helpers/walkaround.ts";
+import { percentile } from "./stats.ts";
 
 const INSPECTIONS = Number(process.env.BENCH_INSPECTIONS ?? 20);
 
@@ -45,8 +46,6 @@ async function started(env: Record<string, string>, workload: string): Promise<S
   }
   return p;
 }
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 await buildGoServers();
 const [nats, s3, plane] = await Promise.all([startNatsServer(), startVersityGw(), startControlPlane()]);

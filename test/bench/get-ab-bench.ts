@@ -16,6 +16,7 @@ import autocannon from "autocannon";
 import { createKey } from "../../bin/commands/keys.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
 import { freePort } from "../helpers/service.ts";
+import { median } from "./stats.ts";
 
 const base = process.argv[2];
 if (!base) {
@@ -100,7 +101,6 @@ try {
   for (const cleanup of cleanups) await cleanup();
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(`GET /v1/inspections/:id, server CPU µs a request, ${ROUNDS} runs of ${SECONDS} s each, alternated (Node ${process.version}):`);
 for (const s of services) console.log(`  ${s.name}: ${s.cpuUs.map((u) => u.toFixed(1)).join(", ")}; median ${median(s.cpuUs).toFixed(1)}`);
 const [b, t] = services.map((s) => median(s.cpuUs)) as [number, number];

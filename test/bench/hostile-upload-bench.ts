@@ -22,6 +22,7 @@ import { heavyPng, hostilePhotos } from "../helpers/hostile-photos.ts";
 import { carPhoto } from "../helpers/photos.ts";
 import { apiAt, freePort } from "../helpers/service.ts";
 import { create } from "../helpers/walkaround.ts";
+import { percentile } from "./stats.ts";
 
 const UPLOADS = Number(process.env.BENCH_UPLOADS ?? 100);
 const HOSTILE_CONNECTIONS = Number(process.env.BENCH_HOSTILE_CONNECTIONS ?? 4);
@@ -106,11 +107,6 @@ function customerB(kinds: typeof hostile, stop: AbortSignal): { done: Promise<vo
   };
   return { done: Promise.all(Array.from({ length: HOSTILE_CONNECTIONS }, (_, c) => connection(c))).then(() => {}), answers };
 }
-
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-};
 
 try {
   await customerA(10); // warm-up: the first sharp calls and the first blob directory

@@ -28,6 +28,7 @@ import type { PhotoToInspect } from "../../core/ports/detection-runner.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { CLOSEUP, VEHICLE_PARTS } from "../../core/domain/closeups.ts";
 import { DATASETS } from "../helpers/photos.ts";
+import { percentile } from "./stats.ts";
 
 const PHOTOS = Number(process.env.BENCH_PHOTOS ?? 64);
 const BATCH = 8;
@@ -296,10 +297,11 @@ if (CLOSEUPS > 0) {
       }
     }
   }
-  const pct = (k: number, q: number) => {
-    const sorted = best.map((b) => b[k]!).sort((a, b) => a - b);
-    return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
-  };
+  const pct = (k: number, q: number) =>
+    percentile(
+      best.map((b) => b[k]!),
+      q * 100,
+    );
   const used = [
     "damage × 2 views",
     models.parts ? `parts ${models.parts.size} px` : null,

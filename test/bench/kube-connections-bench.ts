@@ -12,6 +12,7 @@ import { subscribe } from "node:diagnostics_channel";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { CountedKubeConfig } from "../../bin/commands/kube-config.ts";
 import { startControlPlane } from "../helpers/kube-control-plane.ts";
+import { median } from "./stats.ts";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -54,7 +55,6 @@ try {
       r.connections.push((connected - c0) / (2 * REQUESTS));
     }
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   console.log(`${REQUESTS} reads and ${REQUESTS} writes a round, ${ROUNDS} rounds alternated; medians per request`);
   for (const [name, r] of Object.entries(results)) {
     console.log(

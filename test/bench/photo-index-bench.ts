@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { FsBlobStore } from "../../core/adapters/fs/fs-blob-store.ts";
 import { THUMB } from "../../core/domain/photo-fingerprint.ts";
 import { type IndexedPhoto, PhotoIndex } from "../../core/operations/photo-index.ts";
+import { median } from "./stats.ts";
 
 /**
  * How the recycled-photo index (core/operations/photo-index.ts) grows with an account's photos, in the
@@ -74,12 +75,11 @@ try {
     }
     const { user, system } = process.cpuUsage(cpu0);
     const cpuMs = (user + system) / 1000 / 20;
-    times.sort((a, b) => a - b);
-    const median = times[10]!;
-    base ??= median;
+    const middle = median(times);
+    base ??= middle;
     console.log(
       `${n.toLocaleString("en")} photos: indexed at ${(1000 / addMs).toFixed(0)} photos a second; first lookup of a process ${cold.toFixed(0)} ms; ` +
-        `lookup median ${median.toFixed(2)} ms (${(median / base).toFixed(2)}× the smallest), ${cpuMs.toFixed(2)} ms of CPU` +
+        `lookup median ${middle.toFixed(2)} ms (${(middle / base).toFixed(2)}× the smallest), ${cpuMs.toFixed(2)} ms of CPU` +
         (gc ? `; held in memory ${(held / 2 ** 20).toFixed(1)} MB (${Math.round(held / n)} bytes a photo)` : ""),
     );
   }

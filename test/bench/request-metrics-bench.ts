@@ -9,6 +9,7 @@
 import Fastify from "fastify";
 import { requestMetrics } from "../../api/plugins/request-metrics.ts";
 import { Metrics } from "../../core/runtime/metrics.ts";
+import { median } from "./stats.ts";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
@@ -44,7 +45,6 @@ for (let round = 1; round <= ROUNDS; round++) {
     `round ${round}: without ${without.toFixed(2)} µs, with request metrics ${withIt.toFixed(2)} µs a request: +${(withIt - without).toFixed(2)} µs (${((withIt / without - 1) * 100).toFixed(0)}%)`,
   );
 }
-const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(
   `median of ${ROUNDS}: without ${median(rounds.map(([w]) => w)).toFixed(2)} µs, with ${median(rounds.map(([, m]) => m)).toFixed(2)} µs; the difference's median +${median(rounds.map(([w, m]) => m - w)).toFixed(2)} µs a request`,
 );

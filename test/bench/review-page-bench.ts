@@ -21,6 +21,7 @@ import { carPhotos, DAMAGE_VALID, DAMAGED_CASES } from "../helpers/photos.ts";
 import { startServiceProcess } from "../helpers/service-process.ts";
 import { apiAt, freePort } from "../helpers/service.ts";
 import { create, walkaround } from "../helpers/walkaround.ts";
+import { median } from "./stats.ts";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const EMAIL = "bench@acme.test";
@@ -122,7 +123,5 @@ function submitTimes(page: Page): Promise<Record<string, number>> {
 }
 
 function summary(values: number[]): string {
-  const sorted = [...values].sort((a, b) => a - b);
-  const median = sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
-  return `${median.toFixed(0)} ms (${sorted[0]!.toFixed(0)}–${sorted.at(-1)!.toFixed(0)})`;
+  return `${median(values).toFixed(0)} ms (${Math.min(...values).toFixed(0)}–${Math.max(...values).toFixed(0)})`;
 }

@@ -11,6 +11,7 @@ import { scaleForModels } from "../../inference/detection/letterbox.ts";
 import { modelInputSizes } from "../../inference/detection/model-input.ts";
 import { UploadChecker } from "../../inference/quality/upload-checker.ts";
 import { phoneSizedPhotos } from "../helpers/photos.ts";
+import { percentile } from "./stats.ts";
 
 const PHOTOS = Number(process.env.BENCH_PHOTOS ?? 40);
 const ROUNDS = 3;
@@ -46,12 +47,11 @@ for (let round = 0; round <= ROUNDS; round++) {
     }
   }
 }
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 console.log(`${photos.length} photos at 1600 × 1200, ${ROUNDS} rounds, interleaved; ${suggested} of ${photos.length} got a suggestion`);
 console.log("| upload's model work | p50 ms | p99 ms |\n|---|---:|---:|");
 for (const [k, v] of variants.entries())
-  console.log(`| ${v.label} | ${pct(times[k]!, 50).toFixed(1)} | ${pct(times[k]!, 99).toFixed(1)} |`);
+  console.log(`| ${v.label} | ${percentile(times[k]!, 50).toFixed(1)} | ${percentile(times[k]!, 99).toFixed(1)} |`);
 console.log(
-  `added by the suggestions: p50 ${(pct(times[1]!, 50) - pct(times[0]!, 50)).toFixed(1)} ms, p99 ${(pct(times[1]!, 99) - pct(times[0]!, 99)).toFixed(1)} ms`,
+  `added by the suggestions: p50 ${(percentile(times[1]!, 50) - percentile(times[0]!, 50)).toFixed(1)} ms, p99 ${(percentile(times[1]!, 99) - percentile(times[0]!, 99)).toFixed(1)} ms`,
 );
 await Promise.all(variants.map((v) => v.checker.close()));

@@ -19,6 +19,7 @@ import { modelInputSizes } from "../../inference/detection/model-input.ts";
 import { UploadCheckPool } from "../../inference/quality/upload-check-pool.ts";
 import { UploadChecker, type UploadVerdict } from "../../inference/quality/upload-checker.ts";
 import { phoneSizedPhotos } from "../helpers/photos.ts";
+import { percentile } from "./stats.ts";
 
 const PHOTOS = Number(process.env.BENCH_PHOTOS ?? 20);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -65,7 +66,6 @@ async function measure(checker: (typeof variants)[number]["checker"]) {
   return { verdicts, elapsed, loop: [ms(delay.percentile(50)), ms(delay.percentile(99)), ms(delay.max)], gets };
 }
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 const results = variants.map(() => ({ elapsed: 0, loop: [] as number[][], gets: [] as number[] }));
 const verdicts: UploadVerdict[][] = variants.map(() => []);
 for (let round = 0; round <= ROUNDS; round++) {
@@ -89,7 +89,7 @@ const rows = results.map((r) => ({
   perPhoto: r.elapsed / (ROUNDS * photos.length),
   // The worst round's figures: one slow round is what a client sees.
   loop: [0, 1, 2].map((j) => Math.max(...r.loop.map((l) => l[j]!))),
-  get: [pct(r.gets, 50), pct(r.gets, 99), Math.max(...r.gets)],
+  get: [percentile(r.gets, 50), percentile(r.gets, 99), Math.max(...r.gets)],
   n: r.gets.length,
 }));
 for (const [k, v] of variants.entries()) {

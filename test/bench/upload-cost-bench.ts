@@ -33,6 +33,7 @@ import { OnnxDetector } from "../../inference/detection/onnx-detector.ts";
 import { vehiclePaint } from "../../inference/quality/vehicle-paint.ts";
 import { carPhotos } from "../helpers/photos.ts";
 import { freePort, VALID_VIN } from "../helpers/service.ts";
+import { percentile } from "./stats.ts";
 
 const WALKAROUNDS = Number(process.env.BENCH_WALKAROUNDS ?? 6);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -122,10 +123,6 @@ async function walkaround(s: Service): Promise<{ ms: number[]; cpuMs: number[] }
   return { ms, cpuMs };
 }
 
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-};
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
 
 const services: Service[] = [];
