@@ -14,11 +14,13 @@ network (--width).
 """
 import argparse
 import copy
+import importlib.util
 import inspect
 import json
 import math
 import os
 import random
+import sys
 import time
 
 import torch
@@ -64,6 +66,9 @@ p.add_argument("--reg-max", type=int, help="box bins per side: 1 (softplus, GIoU
 p.add_argument("--workers", type=int, help="DataLoader workers augmenting batches (default: 0 on CPU, 8 on a GPU)")
 p.add_argument("--amp", choices=["bf16", "off"], help="the forward pass in bf16 (default on a GPU)")
 args = p.parse_args()
+# The export at the end needs onnx; said now rather than after hours of training.
+if importlib.util.find_spec("onnx") is None:
+    sys.exit("train.py: the onnx package is missing (Debian: apt-get install python3-onnx)")
 
 random.seed(args.seed)
 torch.manual_seed(args.seed)

@@ -14,6 +14,7 @@ validation is also measured with each side put into the other's format (--report
     python train_judge.py --datasets ../shared/datasets --out runs/judge --epochs 30 --batch 32 --frozen 0 --close-ups 900   # the shipped model, on a GPU
 """
 import argparse
+import importlib.util
 import inspect
 import io
 import json
@@ -282,6 +283,9 @@ def main():
     p.add_argument("--max-side", type=int, default=640)
     p.add_argument("--init", help="a checkpoint (last.pt) to start from")
     args = p.parse_args()
+    # The export at the end needs onnx; said now rather than after an hour of training.
+    if importlib.util.find_spec("onnx") is None:
+        sys.exit("train_judge.py: the onnx package is missing (Debian: apt-get install python3-onnx)")
     torch.manual_seed(args.seed)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     # torch counts physical cores for its default, one on these 2-vCPU machines; train.py does the same.
