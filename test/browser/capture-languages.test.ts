@@ -1,15 +1,13 @@
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { PAGE_DIST } from "../../capture/routes/page-routes.ts";
-import { axeViolations, launch, PHONE, shot } from "../helpers/browser.ts";
+import { axeViolations, launchShowing, PHONE, shot } from "../helpers/browser.ts";
 import { carPhoto } from "../helpers/photos.ts";
 import { startService, type TestService } from "../helpers/service.ts";
 import { create } from "../helpers/walkaround.ts";
-import { writeY4m } from "../helpers/y4m.ts";
 
 /**
  * Issue 33, item 2, on the capture page: a phone whose browser prefers German (then Polish) gets the
@@ -24,14 +22,11 @@ const heading = (page: Page) => page.locator("h1");
 let svc: TestService;
 let key: string;
 let browser: Browser;
-const dir = mkdtempSync(join(tmpdir(), "vi-languages-"));
 
 beforeAll(async () => {
   svc = await startService();
   key = await svc.key("test");
-  const camera = join(dir, "car.y4m");
-  await writeY4m(carPhoto(0), camera);
-  browser = await launch(camera);
+  browser = await launchShowing(carPhoto(0));
 });
 afterAll(async () => {
   await browser?.close();

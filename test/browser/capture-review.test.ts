@@ -6,11 +6,10 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import en from "../../capture/page/messages/en.json" with { type: "json" };
-import { axeViolations, fitsPhone, launch, PHONE, shot } from "../helpers/browser.ts";
+import { axeViolations, fitsPhone, launchShowing, PHONE, shot } from "../helpers/browser.ts";
 import { carPhoto } from "../helpers/photos.ts";
 import { startService, type TestService, VALID_VIN } from "../helpers/service.ts";
 import { create } from "../helpers/walkaround.ts";
-import { writeY4m } from "../helpers/y4m.ts";
 
 /**
  * Issue 33, "the customer on a phone", in Chromium at 390×844: each accepted photo is shown until
@@ -33,9 +32,7 @@ const dir = mkdtempSync(join(tmpdir(), "vi-review-"));
 beforeAll(async () => {
   svc = await startService();
   key = await svc.key("test");
-  const camera = join(dir, "car.y4m");
-  await writeY4m(carPhoto(0), camera);
-  browser = await launch(camera);
+  browser = await launchShowing(carPhoto(0));
 });
 afterAll(async () => {
   await browser?.close();
