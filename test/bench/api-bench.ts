@@ -9,6 +9,7 @@
  * with its base by the same script: `git worktree add /tmp/bench-base <sha>`, then runs with and
  * without BENCH_ROOT=/tmp/bench-base, interleaved. BENCH_ONLY=get|post|list: those rows alone.
  * BENCH_CPU_PROF=<dir>: the service runs under `--cpu-prof`, its profile written there at exit.
+ * BENCH_RUNS, BENCH_SECONDS, BENCH_WARM_SECONDS: runs a row, and their length (below).
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -20,8 +21,21 @@ import { openDatabase, transaction } from "../../core/adapters/sqlite/database.t
 import { loadConfig } from "../../core/runtime/config.ts";
 import { newId } from "../../core/domain/ids.ts";
 import { freePort } from "../helpers/service.ts";
+import { median } from "./stats.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 8);
+/**
+ * Seconds of load, not measured, before each measured run, for every server alike: a server's first
+ * seconds of an endpoint pay for compiling its request path (the service's hooks, routes and store
+ * reads are many more functions for V8 to optimize than the bare server's one handler), which a
+ * running server paid once, long ago. BENCH_WARM_SECONDS=0 measures from cold, as before 2026-11-29.
+ */
+const WARM_S = Number(process.env.BENCH_WARM_SECONDS ?? 2);
+/**
+ * Pairs of runs a row, the order flipped every pair, their medians printed: a single run's ratio
+ * swings by a fifth with the machine's other load (docs/benchmarks.md). BENCH_RUNS=1 for one pair.
+ */
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const CONNECTIONS = 20;
 const BIG = Number(process.env.BENCH_BIG ?? 1_000_000);
 const ONLY = new Set((process.env.BENCH_ONLY ?? "get,post,list").split(","));
@@ -62,15 +76,11 @@ async function load(
   url: string,
   opts: { method?: "GET" | "POST"; headers?: Record<string, string>; body?: string } = {},
 ): Promise<Figures> {
+  const run = (duration: number) =>
+    autocannon({ url, connections: CONNECTIONS, duration, method: opts.method ?? "GET", headers: opts.headers, body: opts.body });
+  if (WARM_S > 0) await run(WARM_S);
   const cpu0 = cpuSeconds(server.pid!);
-  const r = await autocannon({
-    url,
-    connections: CONNECTIONS,
-    duration: DURATION_S,
-    method: opts.method ?? "GET",
-    headers: opts.headers,
-    body: opts.body,
-  });
+  const r = await run(DURATION_S);
   return {
     rps: r.requests.average,
     p99: r.latency.p99,
@@ -78,6 +88,32 @@ async function load(
     cpuUs: ((cpuSeconds(server.pid!) - cpu0) * 1e6) / r.requests.total,
   };
 }
+
+/**
+ * The service's and its baseline's figures, RUNS runs each, alternated (the service first, then the
+ * baseline first, …): the medians of each figure, and each pair's requests/s ratio.
+ */
+async function paired(service: () => Promise<Figures>, baseline: () => Promise<Figures>): Promise<Row> {
+  const s: Figures[] = [];
+  const b: Figures[] = [];
+  for (let run = 0; run < RUNS; run++) {
+    if (run % 2 === 0) {
+      s.push(await service());
+      b.push(await baseline());
+    } else {
+      b.push(await baseline());
+      s.push(await service());
+    }
+  }
+  const middle = (runs: Figures[]): Figures => ({
+    rps: median(runs.map((r) => r.rps)),
+    p99: median(runs.map((r) => r.p99)),
+    non2xx: runs.reduce((n, r) => n + r.non2xx, 0),
+    cpuUs: median(runs.map((r) => r.cpuUs)),
+  });
+  return { service: middle(s), baseline: middle(b), ratios: s.map((r, i) => r.rps / b[i]!.rps) };
+}
+type Row = { service: Figures; baseline: Figures; ratios: number[] };
 
 /** Inserts inspections straight into the store: a million through the API would take the whole run. */
 function seed(dataDir: string, accountId: string, count: number, startAt: number): void {
@@ -129,50 +165,37 @@ const reader = openDatabase(dataDir);
 const listAccount = (reader.prepare("SELECT a.id FROM accounts a WHERE a.name = 'bench-list'").get() as { id: string }).id;
 
 /** Each row: the endpoint, the service's figures, the baseline's, and which baseline. */
-const rows: [string, Figures, Figures, string][] = [];
+const rows: [string, Row, string][] = [];
 const bareUrl = `http://127.0.0.1:${barePort}/`;
+const bareRun = () => load(bare, bareUrl);
 try {
   if (ONLY.has("get"))
     rows.push([
       "GET /v1/inspections/:id",
-      await load(svc, `${base}/v1/inspections/${made.id}`, { headers: auth }),
-      await load(bare, bareUrl),
+      await paired(() => load(svc, `${base}/v1/inspections/${made.id}`, { headers: auth }), bareRun),
       "bare",
     ]);
-  if (ONLY.has("post"))
+  if (ONLY.has("post")) {
+    const post = { method: "POST" as const, headers: { "content-type": "application/json" }, body: createBody };
     rows.push([
       "POST /v1/inspections",
-      await load(svc, `${base}/v1/inspections`, {
-        method: "POST",
-        headers: { ...auth, "content-type": "application/json" },
-        body: createBody,
-      }),
-      await load(peer, `http://127.0.0.1:${peerPort}/v1/inspections`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: createBody,
-      }),
+      await paired(
+        () => load(svc, `${base}/v1/inspections`, { ...post, headers: { ...auth, ...post.headers } }),
+        () => load(peer, `http://127.0.0.1:${peerPort}/v1/inspections`, post),
+      ),
       "peer",
     ]);
+  }
   if (!ONLY.has("list")) throw new Stop();
 
   const stored = () => (reader.prepare("SELECT count(*) AS n FROM inspections WHERE account_id = ?").get(listAccount) as { n: number }).n;
+  const list = () => load(svc, `${base}/v1/inspections?limit=100`, { headers: listAuth });
   seed(dataDir, listAccount, 1000, Date.now() - 1000);
-  rows.push([
-    `GET /v1/inspections?limit=100 (${stored().toLocaleString("en")} stored)`,
-    await load(svc, `${base}/v1/inspections?limit=100`, { headers: listAuth }),
-    await load(bare, bareUrl),
-    "bare",
-  ]);
+  rows.push([`GET /v1/inspections?limit=100 (${stored().toLocaleString("en")} stored)`, await paired(list, bareRun), "bare"]);
   const t0 = Date.now();
   seed(dataDir, listAccount, BIG - 1000, Date.now() - 10_000_000);
   console.error(`seeded ${(BIG - 1000).toLocaleString("en")} inspections in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  rows.push([
-    `GET /v1/inspections?limit=100 (${stored().toLocaleString("en")} stored)`,
-    await load(svc, `${base}/v1/inspections?limit=100`, { headers: listAuth }),
-    await load(bare, bareUrl),
-    "bare",
-  ]);
+  rows.push([`GET /v1/inspections?limit=100 (${stored().toLocaleString("en")} stored)`, await paired(list, bareRun), "bare"]);
 } catch (error) {
   if (!(error instanceof Stop)) throw error;
 } finally {
@@ -186,19 +209,21 @@ try {
 }
 
 console.log(
-  `\n${CONNECTIONS} connections, ${DURATION_S} s a run, loopback, Node ${process.version}, service from ${serviceRoot}; each service run is paired with its baseline's run right after it (bare: bare-server.ts; peer: durable-peer.ts)\n`,
+  `\n${CONNECTIONS} connections, ${DURATION_S} s a run after ${WARM_S} s unmeasured, ${RUNS} runs of each a row, alternated with its baseline's, medians; loopback, Node ${process.version}, service from ${serviceRoot} (bare: bare-server.ts; peer: durable-peer.ts)\n`,
 );
 console.log(
-  "| endpoint | req/s | p99 ms | server CPU µs a request | baseline | its req/s | its p99 ms | its CPU µs a request | req/s ratio | CPU ratio |",
+  "| endpoint | req/s | p99 ms | server CPU µs a request | baseline | its req/s | its p99 ms | its CPU µs a request | req/s ratio | CPU ratio | each run's req/s ratio |",
 );
-console.log("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|");
-for (const [name, s, b, baseline] of rows) {
+console.log("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|");
+for (const [name, { service: s, baseline: b, ratios }, baseline] of rows) {
   console.log(
-    `| ${name} | ${s.rps.toFixed(0)} | ${s.p99} | ${s.cpuUs.toFixed(1)} | ${baseline} | ${b.rps.toFixed(0)} | ${b.p99} | ${b.cpuUs.toFixed(1)} | ${(s.rps / b.rps).toFixed(2)} | ${(b.cpuUs / s.cpuUs).toFixed(2)} |${s.non2xx ? ` (${s.non2xx} non-2xx!)` : ""}`,
+    `| ${name} | ${s.rps.toFixed(0)} | ${s.p99} | ${s.cpuUs.toFixed(1)} | ${baseline} | ${b.rps.toFixed(0)} | ${b.p99} | ${b.cpuUs.toFixed(1)} | ${(s.rps / b.rps).toFixed(2)} | ${(b.cpuUs / s.cpuUs).toFixed(2)} | ${ratios.map((r) => r.toFixed(2)).join(", ")} |${s.non2xx ? ` (${s.non2xx} non-2xx!)` : ""}`,
   );
 }
 const [small, big] = rows.filter(([name]) => name.startsWith("GET /v1/inspections?"));
 if (small && big)
-  console.log(`\nlist p99 with ${BIG.toLocaleString("en")} stored / with 1,000 stored: ${(big[1].p99 / small[1].p99).toFixed(2)}`);
+  console.log(
+    `\nlist p99 with ${BIG.toLocaleString("en")} stored / with 1,000 stored: ${(big[1].service.p99 / small[1].service.p99).toFixed(2)}`,
+  );
 rmSync(dataDir, { recursive: true, force: true });
 rmSync(peerDir, { recursive: true, force: true });
