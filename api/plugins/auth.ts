@@ -1,7 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import { ApiError } from "../../core/domain/errors.ts";
 import { sha256 } from "../../core/domain/ids.ts";
-import type { KeyStore } from "../../core/ports/key-store.ts";
+import type { ApiKeyRecord, KeyStore } from "../../core/ports/key-store.ts";
 import type { UserStore } from "../../core/ports/user-store.ts";
 import type { Clock } from "../../core/runtime/time.ts";
 import type { Scope } from "../../core/ports/records.ts";
@@ -30,34 +30,41 @@ const CHALLENGE = {
   invalid: { "www-authenticate": 'Bearer realm="api", error="invalid_token"' },
 };
 
+/** What authenticating a request gives: null once `request.scope` is set, else why it is refused. */
+export type Authentication = ApiError | null;
+
 /**
- * An onRequest hook for the /v1 routes: a missing, malformed, unknown or revoked key is 401. The
+ * Authenticates a /v1 request: a missing, malformed, unknown or revoked key is refused (401). The
  * key's SHA-256 is made on every request (its cost: docs/benchmarks.md): a cache of it would keep
  * thousands of plain-text keys in the process's memory for its life, where the stores keep only hashes.
+ * The answer is at once where the key store answers at once (the embedded one), else a promise.
  */
 export function authenticate(keys: KeyStore, noteUse: (keyId: string) => void = () => {}) {
-  return async (request: FastifyRequest) => {
-    const header = request.headers.authorization;
-    if (!header) {
-      throw new ApiError("api_key_missing", "No API key provided: send it as 'Authorization: Bearer sk_test_…'.", {
-        headers: CHALLENGE.missing,
-      });
-    }
-    const token = bearerToken(request);
-    if (!token || !KEY_PATTERN.test(token)) {
-      throw new ApiError("api_key_invalid", "The Authorization header must be 'Bearer ' followed by an sk_test_ or sk_live_ key.", {
-        headers: CHALLENGE.invalid,
-      });
-    }
-    const key = await keys.findByHash(sha256(token));
+  const admit = (request: FastifyRequest, token: string, key: ApiKeyRecord | null): Authentication => {
     if (!key || key.revokedAt !== null) {
-      throw new ApiError("api_key_invalid", `Invalid API key provided: sk_${token.slice(3, 8)}…${token.slice(-4)}.`, {
+      return new ApiError("api_key_invalid", `Invalid API key provided: sk_${token.slice(3, 8)}…${token.slice(-4)}.`, {
         headers: CHALLENGE.invalid,
       });
     }
     request.scope = { accountId: key.accountId, livemode: key.livemode };
     request.apiKeyId = key.id;
     noteUse(key.id);
+    return null;
+  };
+  return (request: FastifyRequest): Authentication | Promise<Authentication> => {
+    if (!request.headers.authorization) {
+      return new ApiError("api_key_missing", "No API key provided: send it as 'Authorization: Bearer sk_test_…'.", {
+        headers: CHALLENGE.missing,
+      });
+    }
+    const token = bearerToken(request);
+    if (!token || !KEY_PATTERN.test(token)) {
+      return new ApiError("api_key_invalid", "The Authorization header must be 'Bearer ' followed by an sk_test_ or sk_live_ key.", {
+        headers: CHALLENGE.invalid,
+      });
+    }
+    const found = keys.findByHash(sha256(token));
+    return found instanceof Promise ? found.then((key) => admit(request, token, key)) : admit(request, token, found);
   };
 }
 

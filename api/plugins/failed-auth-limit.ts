@@ -5,6 +5,7 @@ import { ApiError } from "../../core/domain/errors.ts";
 import type { RateLimitStore } from "../../core/ports/rate-limit-store.ts";
 import type { Clock } from "../../core/runtime/time.ts";
 import { sendError, toApiError } from "./error-handler.ts";
+import type { Authentication } from "./auth.ts";
 import { rateLimitHeaders } from "./rate-limit.ts";
 
 /** The longest a refused failure is held before its answer: a held answer is a timer and an open connection. */
@@ -62,15 +63,28 @@ export class FailedAuthLimiter {
    * a callback one: an async wrapper would cost each request another promise and turn of the
    * microtask queue.
    */
-  guard(authenticate: (request: FastifyRequest) => Promise<void>, codes: ReadonlySet<string>): onRequestHookHandler {
+  guard(
+    authenticate: (request: FastifyRequest) => Authentication | Promise<Authentication>,
+    codes: ReadonlySet<string>,
+  ): onRequestHookHandler {
+    const settle = (request: FastifyRequest, done: (error?: Error) => void, error: unknown) => {
+      if (error === null) return done();
+      if (!(error instanceof ApiError) || !codes.has(error.code)) return done(error as Error);
+      this.refusal(request.ip, error).then(done, done);
+    };
     return (request, _reply, done) => {
-      authenticate(request).then(
-        () => done(),
-        (error) => {
-          if (!(error instanceof ApiError) || !codes.has(error.code)) return done(error);
-          this.refusal(request.ip, error).then(done, done);
-        },
-      );
+      let outcome: Authentication | Promise<Authentication>;
+      try {
+        outcome = authenticate(request);
+      } catch (error) {
+        return settle(request, done, error);
+      }
+      if (outcome instanceof Promise)
+        outcome.then(
+          (error) => settle(request, done, error),
+          (error) => settle(request, done, error),
+        );
+      else settle(request, done, outcome);
     };
   }
 

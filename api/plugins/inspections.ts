@@ -19,8 +19,8 @@ import { reportPdf } from "../pdf/report-pdf.ts";
  * inspection routes and the dashboard call, each throwing ApiError on a client's mistake.
  */
 export type Inspections = {
-  /** The inspection, or the API's 404. */
-  find(scope: Scope, id: string): Promise<InspectionRecord>;
+  /** The inspection, or the API's 404; at once where the store answers at once. */
+  find(scope: Scope, id: string): InspectionRecord | Promise<InspectionRecord>;
   /** The store's read: null where the scope has no such inspection. */
   get(scope: Scope, id: string): Promise<InspectionRecord | null>;
   /** Any account's inspection by id (a shared report link names it), or null. */
@@ -56,7 +56,7 @@ export const inspectionsPlugin = fp<{ services: Services }>(
   async (app, { services: s }) => {
     app.decorate("inspections", {
       find: (scope, id) => findInspection(s, scope, id),
-      get: (scope, id) => s.inspections.get(scope, id),
+      get: async (scope, id) => s.inspections.get(scope, id),
       byId: (id) => s.inspections.getById(id),
       list: (scope, filter) => s.inspections.list(scope, filter),
       create: (scope, body, key) => createInspection(s, scope, body, key),

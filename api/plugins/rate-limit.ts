@@ -36,23 +36,31 @@ export function rateLimitHeaders(limit: number, a: Allowance): Record<string, st
  * lets requests through rather than refuse them all. Failed authentications have a limiter of their
  * own (failed-auth-limit.ts), counted only once a credential has failed.
  *
- * A callback hook that takes from the store once and answers in its callback: @fastify/rate-limit,
+ * A callback hook that takes from the store once and answers at once when the store does (the
+ * embedded one), else in the promise's callback: @fastify/rate-limit,
  * which this replaced, awaited its key generator, its limit and the store in turn (five promises a
  * request; its share of a GET's CPU: docs/benchmarks.md).
  */
 export function rateLimit(limit: RateLimit): onRequestHookHandler & preHandlerHookHandler {
   return (request, reply, done) => {
     const max = limit.max(request);
-    limit.store.take(limit.key(request), max, limit.windowMs, limit.clock.now()).then(
-      (a) => {
-        reply.headers(rateLimitHeaders(max, a));
-        if (a.allowed) return done();
-        const resetS = resetSeconds(a);
-        reply.header("retry-after", resetS);
-        done(new ApiError("rate_limited", limit.refusal(max, resetS)));
-      },
-      () => done(),
-    );
+    const answer = (a: Allowance) => {
+      reply.headers(rateLimitHeaders(max, a));
+      if (a.allowed) return done();
+      const resetS = resetSeconds(a);
+      reply.header("retry-after", resetS);
+      done(new ApiError("rate_limited", limit.refusal(max, resetS)));
+    };
+    const key = limit.key(request);
+    const now = limit.clock.now();
+    let taken: Allowance | Promise<Allowance>;
+    try {
+      taken = limit.store.take(key, max, limit.windowMs, now);
+    } catch {
+      return done(); // the store out of reach: the request goes through
+    }
+    if (taken instanceof Promise) taken.then(answer, () => done());
+    else answer(taken);
   };
 }
 

@@ -74,7 +74,12 @@ const routes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: Inspection, ...commonErrorResponses },
       },
     },
-    async (request, reply) => sendSerialized(reply, bodyOfFound(await inspections.find(request.scope, request.params.id))),
+    // Answered at once where the store answers at once (the embedded one): no promise to wait for.
+    (request, reply) => {
+      const found = inspections.find(request.scope, request.params.id);
+      if (found instanceof Promise) return found.then((r) => void sendSerialized(reply, bodyOfFound(r)));
+      sendSerialized(reply, bodyOfFound(found));
+    },
   );
 
   app.get(

@@ -12,9 +12,16 @@ import { checkNotifyUrl } from "../net/notify-url.ts";
 import { awaitController } from "./await-controller.ts";
 import { type CapturePlan, DEFAULT_CAPTURE_PLAN } from "../domain/capture-plan.ts";
 
-/** What the /v1 API and the dashboard do alike; each throws ApiError on a client's mistake. */
-export async function findInspection(s: Services, scope: Scope, id: string): Promise<InspectionRecord> {
-  const found = await s.inspections.get(scope, id);
+/**
+ * What the /v1 API and the dashboard do alike; each throws ApiError on a client's mistake. The
+ * inspection at once where the store answers at once (GET by id is most of an API's traffic).
+ */
+export function findInspection(s: Services, scope: Scope, id: string): InspectionRecord | Promise<InspectionRecord> {
+  const found = s.inspections.get(scope, id);
+  return found instanceof Promise ? found.then((r) => foundOrNot(s, id, r)) : foundOrNot(s, id, found);
+}
+
+function foundOrNot(s: Services, id: string, found: InspectionRecord | null): InspectionRecord {
   if (!found) throw notFound("inspection", id);
   if (found.make === null) decodeAgain(s, found);
   return found;

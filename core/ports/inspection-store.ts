@@ -74,7 +74,8 @@ export const eventsMade = (made: EventBody | readonly EventBody[]): readonly Eve
 export interface InspectionStore {
   /** Stores a new inspection, UNSTARTED, with its first event; resolves once both are durable. */
   create(record: InspectionRecord, captureTokenHash: string, event: EventFactory): Promise<void>;
-  get(scope: Scope, id: string): Promise<InspectionRecord | null>;
+  /** At once where the adapter holds the record in this process (SQLite's read cache), as the key store's findByHash. */
+  get(scope: Scope, id: string): InspectionRecord | null | Promise<InspectionRecord | null>;
   getById(id: string): Promise<InspectionRecord | null>;
   getByCaptureTokenHash(hash: string): Promise<InspectionRecord | null>;
   list(scope: Scope, filter: ListFilter): Promise<InspectionRecord[]>;

@@ -52,7 +52,7 @@ async function measure(inspections: InspectionStore, events: EventStore, ids: st
     list: await timed(() => inspections.list(scope, { limit: 100 })),
     filtered: await timed(() => inspections.list(scope, { limit: 100, reference: "ref-3" })),
     events: await timed(() => events.list(scope, 100)),
-    get: await timed(() => inspections.get(scope, id), 500),
+    get: await timed(async () => inspections.get(scope, id), 500),
     reconcile: await timed(() => inspections.needingReconcile(Date.now(), 200)),
   };
 }

@@ -38,7 +38,7 @@ export class MemoryKeyStore implements KeyStore {
     return key;
   }
 
-  async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
+  findByHash(keyHash: string): ApiKeyRecord | null {
     const id = this.#state.keyHashes.get(keyHash);
     return id === undefined ? null : this.#state.apiKeys.get(id)!;
   }

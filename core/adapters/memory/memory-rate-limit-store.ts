@@ -8,7 +8,7 @@ const PRUNE_AT = 10_000;
 export class MemoryRateLimitStore implements RateLimitStore {
   readonly #fullAt = new Map<string, number>();
 
-  async take(key: string, limit: number, windowMs: number, now: number): Promise<Allowance> {
+  take(key: string, limit: number, windowMs: number, now: number): Allowance {
     if (this.#fullAt.size >= PRUNE_AT) this.#prune(now);
     const allowance = takeOne(this.#fullAt.get(key) ?? null, limit, windowMs, now);
     if (allowance.allowed) this.#fullAt.set(key, allowance.fullAt);

@@ -208,7 +208,7 @@ export class SqliteInspectionStore implements InspectionStore {
     this.#writes.emit(r.id);
   }
 
-  async get(scope: Scope, id: string): Promise<InspectionRecord | null> {
+  get(scope: Scope, id: string): InspectionRecord | null {
     const found = this.#read(id);
     return found && found.accountId === scope.accountId && found.livemode === scope.livemode ? found : null;
   }

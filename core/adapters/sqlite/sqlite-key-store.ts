@@ -69,7 +69,7 @@ export class SqliteKeyStore implements KeyStore {
     });
   }
 
-  async findByHash(keyHash: string): Promise<ApiKeyRecord | null> {
+  findByHash(keyHash: string): ApiKeyRecord | null {
     return this.#byHash.get(keyHash, () => {
       const row = sql(this.#db, "SELECT k.*, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?").get(keyHash);
       return row ? toKey(row as Row) : null;
