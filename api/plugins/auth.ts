@@ -1,6 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import { ApiError } from "../../core/domain/errors.ts";
 import { sha256 } from "../../core/domain/ids.ts";
+import { type Awaitable, whenReady } from "../../core/ports/awaitable.ts";
 import type { ApiKeyRecord, KeyStore } from "../../core/ports/key-store.ts";
 import type { UserStore } from "../../core/ports/user-store.ts";
 import type { Clock } from "../../core/runtime/time.ts";
@@ -37,7 +38,7 @@ export type Authentication = ApiError | null;
  * Authenticates a /v1 request: a missing, malformed, unknown or revoked key is refused (401). The
  * key's SHA-256 is made on every request (its cost: docs/benchmarks.md): a cache of it would keep
  * thousands of plain-text keys in the process's memory for its life, where the stores keep only hashes.
- * The answer is at once where the key store answers at once (the embedded one), else a promise.
+ * At once where the key store answers at once (core/ports/awaitable.ts).
  */
 export function authenticate(keys: KeyStore, noteUse: (keyId: string) => void = () => {}) {
   const admit = (request: FastifyRequest, token: string, key: ApiKeyRecord | null): Authentication => {
@@ -51,7 +52,7 @@ export function authenticate(keys: KeyStore, noteUse: (keyId: string) => void = 
     noteUse(key.id);
     return null;
   };
-  return (request: FastifyRequest): Authentication | Promise<Authentication> => {
+  return (request: FastifyRequest): Awaitable<Authentication> => {
     if (!request.headers.authorization) {
       return new ApiError("api_key_missing", "No API key provided: send it as 'Authorization: Bearer sk_test_…'.", {
         headers: CHALLENGE.missing,
@@ -63,8 +64,7 @@ export function authenticate(keys: KeyStore, noteUse: (keyId: string) => void = 
         headers: CHALLENGE.invalid,
       });
     }
-    const found = keys.findByHash(sha256(token));
-    return found instanceof Promise ? found.then((key) => admit(request, token, key)) : admit(request, token, found);
+    return whenReady(keys.findByHash(sha256(token)), (key) => admit(request, token, key));
   };
 }
 

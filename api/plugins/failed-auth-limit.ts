@@ -5,6 +5,7 @@ import { ApiError } from "../../core/domain/errors.ts";
 import type { RateLimitStore } from "../../core/ports/rate-limit-store.ts";
 import type { Clock } from "../../core/runtime/time.ts";
 import { sendError, toApiError } from "./error-handler.ts";
+import { type Awaitable, whenReady } from "../../core/ports/awaitable.ts";
 import type { Authentication } from "./auth.ts";
 import { rateLimitHeaders } from "./rate-limit.ts";
 
@@ -63,28 +64,25 @@ export class FailedAuthLimiter {
    * a callback one: an async wrapper would cost each request another promise and turn of the
    * microtask queue.
    */
-  guard(
-    authenticate: (request: FastifyRequest) => Authentication | Promise<Authentication>,
-    codes: ReadonlySet<string>,
-  ): onRequestHookHandler {
-    const settle = (request: FastifyRequest, done: (error?: Error) => void, error: unknown) => {
-      if (error === null) return done();
-      if (!(error instanceof ApiError) || !codes.has(error.code)) return done(error as Error);
-      this.refusal(request.ip, error).then(done, done);
+  guard(authenticate: (request: FastifyRequest) => Awaitable<Authentication>, codes: ReadonlySet<string>): onRequestHookHandler {
+    const settle = (request: FastifyRequest, done: (error?: Error) => void, refused: Authentication) => {
+      if (refused === null) return done();
+      if (!codes.has(refused.code)) return done(refused);
+      this.refusal(request.ip, refused).then(done, done);
     };
     return (request, _reply, done) => {
-      let outcome: Authentication | Promise<Authentication>;
+      let outcome: Awaitable<Authentication>;
       try {
         outcome = authenticate(request);
       } catch (error) {
-        return settle(request, done, error);
+        return done(error as Error);
       }
-      if (outcome instanceof Promise)
-        outcome.then(
-          (error) => settle(request, done, error),
-          (error) => settle(request, done, error),
-        );
-      else settle(request, done, outcome);
+      // A lookup that failed (the key store out of reach) is the error handler's, never a pass.
+      whenReady(
+        outcome,
+        (refused) => settle(request, done, refused),
+        (error) => done(error instanceof Error ? error : new Error(`the API key's lookup failed: ${String(error)}`)),
+      );
     };
   }
 

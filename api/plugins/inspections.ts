@@ -13,14 +13,15 @@ import type { ReviewBody } from "../../core/schemas/review.ts";
 import { inspectionView } from "../../core/views/inspection-view.ts";
 import { type Baseline, loadBaseline } from "../../core/views/new-since.ts";
 import { reportPdf } from "../pdf/report-pdf.ts";
+import type { Awaitable } from "../../core/ports/awaitable.ts";
 
 /**
  * The inspection operations (core/operations/) bound to this process's services: what the /v1
  * inspection routes and the dashboard call, each throwing ApiError on a client's mistake.
  */
 export type Inspections = {
-  /** The inspection, or the API's 404; at once where the store answers at once. */
-  find(scope: Scope, id: string): InspectionRecord | Promise<InspectionRecord>;
+  /** The inspection, or the API's 404 (at once where the store answers at once). */
+  find(scope: Scope, id: string): Awaitable<InspectionRecord>;
   /** The store's read: null where the scope has no such inspection. */
   get(scope: Scope, id: string): Promise<InspectionRecord | null>;
   /** Any account's inspection by id (a shared report link names it), or null. */

@@ -1,6 +1,7 @@
 import type { FastifyRequest, onRequestHookHandler, preHandlerHookHandler } from "fastify";
 import type { Allowance } from "../../core/domain/allowance.ts";
 import { ApiError } from "../../core/domain/errors.ts";
+import { type Awaitable, whenReady } from "../../core/ports/awaitable.ts";
 import type { RateLimitStore } from "../../core/ports/rate-limit-store.ts";
 import type { Clock } from "../../core/runtime/time.ts";
 
@@ -36,8 +37,8 @@ export function rateLimitHeaders(limit: number, a: Allowance): Record<string, st
  * lets requests through rather than refuse them all. Failed authentications have a limiter of their
  * own (failed-auth-limit.ts), counted only once a credential has failed.
  *
- * A callback hook that takes from the store once and answers at once when the store does (the
- * embedded one), else in the promise's callback: @fastify/rate-limit,
+ * A callback hook that takes from the store once and goes on at once where the store answers at
+ * once (core/ports/awaitable.ts): @fastify/rate-limit,
  * which this replaced, awaited its key generator, its limit and the store in turn (five promises a
  * request; its share of a GET's CPU: docs/benchmarks.md).
  */
@@ -53,14 +54,13 @@ export function rateLimit(limit: RateLimit): onRequestHookHandler & preHandlerHo
     };
     const key = limit.key(request);
     const now = limit.clock.now();
-    let taken: Allowance | Promise<Allowance>;
+    let taken: Awaitable<Allowance>;
     try {
       taken = limit.store.take(key, max, limit.windowMs, now);
     } catch {
       return done(); // the store out of reach: the request goes through
     }
-    if (taken instanceof Promise) taken.then(answer, () => done());
-    else answer(taken);
+    whenReady(taken, answer, () => done());
   };
 }
 

@@ -3,6 +3,7 @@ import fp from "fastify-plugin";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { ApiError } from "../../core/domain/errors.ts";
+import { whenReady } from "../../core/ports/awaitable.ts";
 import type { InspectionRecord } from "../../core/ports/records.ts";
 import { ErrorBody, commonErrorResponses } from "../../core/schemas/common.ts";
 import { CreateInspectionBody, IdParams, Inspection, InspectionList, InspectionListQuery } from "../../core/schemas/inspection.ts";
@@ -74,12 +75,8 @@ const routes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: Inspection, ...commonErrorResponses },
       },
     },
-    // Answered at once where the store answers at once (the embedded one): no promise to wait for.
-    (request, reply) => {
-      const found = inspections.find(request.scope, request.params.id);
-      if (found instanceof Promise) return found.then((r) => void sendSerialized(reply, bodyOfFound(r)));
-      sendSerialized(reply, bodyOfFound(found));
-    },
+    // Not an async function: answered at once where the store answers at once (core/ports/awaitable.ts).
+    (request, reply) => whenReady(inspections.find(request.scope, request.params.id), (r) => void sendSerialized(reply, bodyOfFound(r))),
   );
 
   app.get(

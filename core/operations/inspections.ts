@@ -2,6 +2,7 @@ import { CaptureLinks } from "../domain/capture-links.ts";
 import { eventTypeFor, isCancelable, isTerminal } from "../domain/state-machine.ts";
 import { ApiError, notFound } from "../domain/errors.ts";
 import { derivedId, newId } from "../domain/ids.ts";
+import { type Awaitable, whenReady } from "../ports/awaitable.ts";
 import { UNSTARTED } from "../ports/inspection-store.ts";
 import type { InspectionRecord, Scope } from "../ports/records.ts";
 import type { CreateInspectionBody } from "../schemas/inspection.ts";
@@ -14,17 +15,14 @@ import { type CapturePlan, DEFAULT_CAPTURE_PLAN } from "../domain/capture-plan.t
 
 /**
  * What the /v1 API and the dashboard do alike; each throws ApiError on a client's mistake. The
- * inspection at once where the store answers at once (GET by id is most of an API's traffic).
+ * inspection at once where the store answers at once (core/ports/awaitable.ts).
  */
-export function findInspection(s: Services, scope: Scope, id: string): InspectionRecord | Promise<InspectionRecord> {
-  const found = s.inspections.get(scope, id);
-  return found instanceof Promise ? found.then((r) => foundOrNot(s, id, r)) : foundOrNot(s, id, found);
-}
-
-function foundOrNot(s: Services, id: string, found: InspectionRecord | null): InspectionRecord {
-  if (!found) throw notFound("inspection", id);
-  if (found.make === null) decodeAgain(s, found);
-  return found;
+export function findInspection(s: Services, scope: Scope, id: string): Awaitable<InspectionRecord> {
+  return whenReady(s.inspections.get(scope, id), (found) => {
+    if (!found) throw notFound("inspection", id);
+    if (found.make === null) decodeAgain(s, found);
+    return found;
+  });
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Status } from "../domain/state-machine.ts";
 import type { ReviewRecord } from "../domain/review.ts";
 import type { InspectionRecord, MediaRecord, PhotoRecord, Scope } from "./records.ts";
+import type { Awaitable } from "./awaitable.ts";
 
 export type ListFilter = {
   limit: number;
@@ -74,8 +75,8 @@ export const eventsMade = (made: EventBody | readonly EventBody[]): readonly Eve
 export interface InspectionStore {
   /** Stores a new inspection, UNSTARTED, with its first event; resolves once both are durable. */
   create(record: InspectionRecord, captureTokenHash: string, event: EventFactory): Promise<void>;
-  /** At once where the adapter holds the record in this process (SQLite's read cache), as the key store's findByHash. */
-  get(scope: Scope, id: string): InspectionRecord | null | Promise<InspectionRecord | null>;
+  /** At once from an adapter that holds the record in this process (awaitable.ts): most of an API's traffic. */
+  get(scope: Scope, id: string): Awaitable<InspectionRecord | null>;
   getById(id: string): Promise<InspectionRecord | null>;
   getByCaptureTokenHash(hash: string): Promise<InspectionRecord | null>;
   list(scope: Scope, filter: ListFilter): Promise<InspectionRecord[]>;

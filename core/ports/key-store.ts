@@ -1,6 +1,7 @@
 import type { Branding } from "../domain/branding.ts";
 import type { ReviewPolicy } from "../domain/review.ts";
 import type { Environment } from "../domain/ids.ts";
+import type { Awaitable } from "./awaitable.ts";
 
 export type ApiKeyRecord = {
   id: string;
@@ -47,11 +48,8 @@ export const newestFirst = (a: ApiKeyRecord, b: ApiKeyRecord) => b.createdAt - a
 export interface KeyStore {
   /** Creates the account on first use. Returns the key's record; the caller holds the only plaintext. */
   createKey(accountName: string, env: Environment, keyHash: string, last4: string, keyId: string, now: number): Promise<ApiKeyRecord>;
-  /**
-   * Every request of the API asks this once: an adapter that holds the key in this process answers at
-   * once, without a promise (what one costs a request: rate-limit-store.ts's take). Callers handle both.
-   */
-  findByHash(keyHash: string): ApiKeyRecord | null | Promise<ApiKeyRecord | null>;
+  /** Every request of the API asks this once: at once from an adapter that holds the key in this process (awaitable.ts). */
+  findByHash(keyHash: string): Awaitable<ApiKeyRecord | null>;
   list(): Promise<ApiKeyRecord[]>;
   /** One account and environment's keys, revoked ones too, newest first. */
   listIn(accountId: string, livemode: boolean): Promise<ApiKeyRecord[]>;

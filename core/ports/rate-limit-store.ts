@@ -1,4 +1,5 @@
 import type { Allowance } from "../domain/allowance.ts";
+import type { Awaitable } from "./awaitable.ts";
 
 /**
  * Rate-limit counters by key (`core/domain/allowance.ts` says how they count). Embedded, one
@@ -8,12 +9,9 @@ import type { Allowance } from "../domain/allowance.ts";
 export interface RateLimitStore {
   /**
    * Counts one request against the key's `limit` per `windowMs`; a refused request is not counted.
-   * An adapter that counts in this process answers at once, without a promise: every request of the
-   * API takes once, and a promise costs it a turn of the microtask queue. Answered at once, this take,
-   * the key's lookup and the inspection's read took a GET by id from 16.8 to 15.4 µs of CPU
-   * (docs/benchmarks.md). Callers handle both, as `await` does.
+   * At once from an adapter that counts in this process (awaitable.ts says why).
    */
-  take(key: string, limit: number, windowMs: number, now: number): Allowance | Promise<Allowance>;
+  take(key: string, limit: number, windowMs: number, now: number): Awaitable<Allowance>;
   /** The key's state, counting nothing. */
   peek(key: string, limit: number, windowMs: number, now: number): Promise<Allowance>;
 }

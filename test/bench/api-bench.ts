@@ -28,7 +28,7 @@ const DURATION_S = Number(process.env.BENCH_SECONDS ?? 8);
  * Seconds of load, not measured, before each measured run, for every server alike: a server's first
  * seconds of an endpoint pay for compiling its request path (the service's hooks, routes and store
  * reads are many more functions for V8 to optimize than the bare server's one handler), which a
- * running server paid once, long ago. BENCH_WARM_SECONDS=0 measures from cold, as before 2026-11-29.
+ * running server paid once, long ago. BENCH_WARM_SECONDS=0 BENCH_RUNS=1 measures as before 2026-11-29, from cold.
  */
 const WARM_S = Number(process.env.BENCH_WARM_SECONDS ?? 2);
 /**
@@ -209,7 +209,7 @@ try {
 }
 
 console.log(
-  `\n${CONNECTIONS} connections, ${DURATION_S} s a run after ${WARM_S} s unmeasured, ${RUNS} runs of each a row, alternated with its baseline's, medians; loopback, Node ${process.version}, service from ${serviceRoot} (bare: bare-server.ts; peer: durable-peer.ts)\n`,
+  `\n${CONNECTIONS} connections, ${DURATION_S} s a run after ${WARM_S} s unmeasured, ${RUNS} runs a row alternated with its baseline's, each figure their median and each ratio the medians' ratio; loopback, Node ${process.version}, service from ${serviceRoot} (bare: bare-server.ts; peer: durable-peer.ts)\n`,
 );
 console.log(
   "| endpoint | req/s | p99 ms | server CPU µs a request | baseline | its req/s | its p99 ms | its CPU µs a request | req/s ratio | CPU ratio | each run's req/s ratio |",

@@ -37,7 +37,7 @@ export class MemoryInspectionStore implements InspectionStore {
     this.#state.inspectionWrites.emit(r.id);
   }
 
-  async get(scope: Scope, id: string): Promise<InspectionRecord | null> {
+  get(scope: Scope, id: string): InspectionRecord | null {
     const found = this.#state.inspections.get(id);
     return found && found.accountId === scope.accountId && found.livemode === scope.livemode ? found : null;
   }

@@ -217,7 +217,7 @@ export class SqliteInspectionStore implements InspectionStore {
     return this.#read(id);
   }
 
-  /** The synchronous read under the port's promises, for use inside a transaction. */
+  /** The synchronous read: `get` answers with it, and the writes use it inside their transactions. */
   #read(id: string): InspectionRecord | null {
     return this.#byId.get(id, () => {
       const row = this.#records(`${SELECT} WHERE id = ?`).get(id);
