@@ -50,6 +50,7 @@ p.add_argument("--whole-cars", help="car damage: also train on this car-parts fo
 p.add_argument("--whole-cars-repeat", type=int, default=1, help="how many times each whole-car negative appears in an epoch")
 p.add_argument("--severity", help="car damage: also train on car-damage-severity's photos that are not held out (dent and scratch boxes)")
 p.add_argument("--severity-repeat", type=int, default=1, help="how many times each --severity image (and tile) appears in an epoch")
+p.add_argument("--class-repeat", action="append", default=[], metavar="NAME=N", help="car damage: each training close-up holding a box of class NAME appears N times an epoch (repeatable; a close-up holding two such classes takes the larger N)")
 p.add_argument("--no-close-ups", action="store_true", help="car damage: train only on the additions (--whole-cars, --paste-cars, --severity), not on the close-ups (valid stays the close-ups)")
 p.add_argument("--tiles", type=int, default=0, help="car damage: also train on the n x n tiles (as DETECTION_TILES=n searches them) of the --whole-cars and --severity photos")
 p.add_argument("--paste-cars", type=int, default=0, help="car damage: also train on this many copies of each --whole-cars photo with close-ups' damage pasted onto its parts")
@@ -89,6 +90,16 @@ if args.data:
             names = [n.strip().strip("'\"") for n in line.split(":", 1)[1].strip().strip("[]").split(",")]
     # Without the close-ups their 2,800 photos are not even read (3.4 GB at 640 px).
     train_imgs, train_tgts = ([], []) if args.no_close_ups else yolo_folder(os.path.join(args.data, "train"), args.size)[:2]
+    if args.class_repeat:
+        # Class-balanced sampling for a class the network learns worst (crack: model card).
+        repeat = {names.index(k.split("=")[0].replace("_", " ")): int(k.split("=")[1]) for k in args.class_repeat}
+        extra_imgs, extra_tgts = [], []
+        for img, tgt in zip(train_imgs, train_tgts):
+            n = max([repeat.get(int(c), 1) for c in tgt[:, 0].tolist()], default=1)
+            extra_imgs += [img] * (n - 1)
+            extra_tgts += [tgt] * (n - 1)
+        train_imgs, train_tgts = train_imgs + extra_imgs, train_tgts + extra_tgts
+        print(f"{len(extra_imgs)} close-ups added again for {args.class_repeat}", flush=True)
     valid_set = yolo_folder(os.path.join(args.data, "valid"), args.size)
     valid_imgs, valid_tgts = valid_set[0], valid_set[1]
     if args.whole_cars:
