@@ -511,3 +511,15 @@ def batches(images, targets, batch_size, size, train=True, flip_map=None, zoom_m
         return
     dataset = Augmented(images, targets, size, flip_map, zoom_max, scale, hue, mosaic)
     yield from torch.utils.data.DataLoader(dataset, batch_sampler=chunks, num_workers=workers, collate_fn=_collate, pin_memory=torch.cuda.is_available())
+
+
+def repeated_by_class(images, targets, repeat):
+    """Class-balanced sampling: each image holding a box of a class in `repeat` (class index -> N)
+    appears N times in all, the largest N where it holds several such classes; the others once.
+    Returns the images and targets to add to the originals."""
+    extra_images, extra_targets = [], []
+    for img, tgt in zip(images, targets):
+        n = max([repeat.get(int(c), 1) for c in tgt[:, 0].tolist()], default=1)
+        extra_images += [img] * (n - 1)
+        extra_targets += [tgt] * (n - 1)
+    return extra_images, extra_targets

@@ -11,7 +11,7 @@ import unittest
 import torch
 from PIL import Image
 
-from data import augment, hue_turn, mosaic, pasted_whole_cars, tile_regions, tiles
+from data import augment, hue_turn, mosaic, pasted_whole_cars, repeated_by_class, tile_regions, tiles
 
 SIZE = 96
 COLOURS = [(250, 30, 30), (30, 250, 30), (30, 30, 250), (250, 250, 30)]
@@ -132,3 +132,17 @@ class CopyPaste(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RepeatedByClass(unittest.TestCase):
+    def test_images_of_a_repeated_class_come_back_n_times_in_all(self):
+        crack = torch.tensor([[0, 0.1, 0.1, 0.2, 0.2]])
+        dent = torch.tensor([[1, 0.1, 0.1, 0.2, 0.2]])
+        both = torch.cat([crack, dent])
+        none = torch.zeros(0, 5)
+        images = ["crack", "dent", "both", "none"]
+        extra_images, extra_targets = repeated_by_class(images, [crack, dent, both, none], {0: 3, 1: 2})
+        # crack twice more, dent once more, both twice more (the larger N), the empty one not at all
+        self.assertEqual(sorted(extra_images), ["both", "both", "crack", "crack", "dent"])
+        self.assertEqual(len(extra_targets), 5)
+        self.assertEqual(repeated_by_class(images, [crack, dent, both, none], {}), ([], []))

@@ -26,7 +26,7 @@ import time
 import torch
 import torchvision
 
-from data import background_strips, batches, coco_folder, damage_segments, pasted_whole_cars, severity_folder, whole_car_negatives, whole_car_tiles, yolo_folder
+from data import background_strips, batches, coco_folder, damage_segments, pasted_whole_cars, repeated_by_class, severity_folder, whole_car_negatives, whole_car_tiles, yolo_folder
 from loss import detection_loss
 from metrics import evaluate
 from model import Detector, LiteBackbone
@@ -93,11 +93,7 @@ if args.data:
     if args.class_repeat:
         # Class-balanced sampling for a class the network learns worst (crack: model card).
         repeat = {names.index(k.split("=")[0].replace("_", " ")): int(k.split("=")[1]) for k in args.class_repeat}
-        extra_imgs, extra_tgts = [], []
-        for img, tgt in zip(train_imgs, train_tgts):
-            n = max([repeat.get(int(c), 1) for c in tgt[:, 0].tolist()], default=1)
-            extra_imgs += [img] * (n - 1)
-            extra_tgts += [tgt] * (n - 1)
+        extra_imgs, extra_tgts = repeated_by_class(train_imgs, train_tgts, repeat)
         train_imgs, train_tgts = train_imgs + extra_imgs, train_tgts + extra_tgts
         print(f"{len(extra_imgs)} close-ups added again for {args.class_repeat}", flush=True)
     valid_set = yolo_folder(os.path.join(args.data, "valid"), args.size)
