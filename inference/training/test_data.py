@@ -130,9 +130,6 @@ class CopyPaste(unittest.TestCase):
                 self.assertGreater(region.max() - region.min(), 100)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class RepeatedByClass(unittest.TestCase):
     def test_images_of_a_repeated_class_come_back_n_times_in_all(self):
@@ -145,4 +142,12 @@ class RepeatedByClass(unittest.TestCase):
         # crack twice more, dent once more, both twice more (the larger N), the empty one not at all
         self.assertEqual(sorted(extra_images), ["both", "both", "crack", "crack", "dent"])
         self.assertEqual(len(extra_targets), 5)
+        # each image comes back with its own boxes
+        targets_of = {"crack": crack, "dent": dent, "both": both}
+        for img, tgt in zip(extra_images, extra_targets):
+            self.assertTrue(torch.equal(tgt, targets_of[img]))
         self.assertEqual(repeated_by_class(images, [crack, dent, both, none], {}), ([], []))
+
+
+if __name__ == "__main__":
+    unittest.main()

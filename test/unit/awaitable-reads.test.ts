@@ -1,8 +1,8 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runInNewContext } from "node:vm";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { MemoryInspectionStore } from "../../core/adapters/memory/memory-inspection-store.ts";
 import { MemoryKeyStore } from "../../core/adapters/memory/memory-key-store.ts";
 import { MemoryRateLimitStore } from "../../core/adapters/memory/memory-rate-limit-store.ts";
@@ -21,6 +21,15 @@ import { sampleInspection } from "../contract/fixtures.ts";
  * (core/ports/awaitable.ts): the contract suites `await` them, so an adapter that went back to
  * returning a promise would still pass those and quietly cost every request a turn of the microtask queue.
  */
+/** The SQLite files each case made, closed and removed at the end. */
+const opened: { db: ReturnType<typeof openDatabase>; dir: string }[] = [];
+afterAll(() => {
+  for (const { db, dir } of opened) {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 const EMBEDDED: { name: string; make: () => { keys: KeyStore; inspections: InspectionStore } }[] = [
   {
     name: "memory",
@@ -32,7 +41,9 @@ const EMBEDDED: { name: string; make: () => { keys: KeyStore; inspections: Inspe
   {
     name: "sqlite",
     make: () => {
-      const db = openDatabase(mkdtempSync(join(tmpdir(), "vi-awaitable-")));
+      const dir = mkdtempSync(join(tmpdir(), "vi-awaitable-"));
+      const db = openDatabase(dir);
+      opened.push({ db, dir });
       return { keys: new SqliteKeyStore(db), inspections: new SqliteInspectionStore(db) };
     },
   },
