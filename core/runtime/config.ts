@@ -14,10 +14,16 @@ const MODELS_DIR = resolve(import.meta.dirname, "../../inference/models");
 const DEFAULT_DAMAGE_MODEL = resolve(MODELS_DIR, "damage/model.onnx");
 const DEFAULT_PARTS_MODEL = resolve(MODELS_DIR, "parts/model.onnx");
 const DEFAULT_JUDGE_MODEL = resolve(MODELS_DIR, "judge/model.onnx");
+const DEFAULT_CLOSEUP_MODEL = resolve(MODELS_DIR, "closeups/model.onnx");
 /** Where probes and metrics are served when METRICS_PORT is unset (the chart's probes expect it). */
 export const DEFAULT_METRICS_PORT = 9464;
 
-export const DEFAULT_MODELS = { damage: DEFAULT_DAMAGE_MODEL, parts: DEFAULT_PARTS_MODEL, judge: DEFAULT_JUDGE_MODEL };
+export const DEFAULT_MODELS = {
+  damage: DEFAULT_DAMAGE_MODEL,
+  parts: DEFAULT_PARTS_MODEL,
+  judge: DEFAULT_JUDGE_MODEL,
+  closeup: DEFAULT_CLOSEUP_MODEL,
+};
 /**
  * Per-class score thresholds for the shipped damage model, chosen on car-damage/valid (its model
  * card): the F1-best score of each class, but never under 0.25: dent's and scratch's F1-best scores
@@ -119,6 +125,8 @@ const EnvSchema = z.object({
   PARTS_MODEL: z.string().default(DEFAULT_PARTS_MODEL),
   // The whole-photo judgement (inference/models/judge): a damage score for every exterior photo.
   JUDGE_MODEL: z.string().default(DEFAULT_JUDGE_MODEL),
+  // Close-ups also go through this detector, its boxes fused with the damage model's (inference/models/closeups).
+  CLOSEUP_MODEL: z.string().default(DEFAULT_CLOSEUP_MODEL),
   ONNX_PROVIDER: z.enum(["cpu", "cuda"]).default("cpu"),
   // Looking closer: 1 searches the full frame only; n also searches an n × n grid of tiles.
   DETECTION_TILES: z.coerce.number().int().min(1).max(4).default(1),
@@ -214,6 +222,7 @@ export type Config = {
     damageModel: string | null;
     partsModel: string | null;
     judgeModel: string | null;
+    closeupModel: string | null;
     provider: "cpu" | "cuda";
     thresholds: Record<string, number>;
     tiles: number;
@@ -320,6 +329,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       damageModel: modelPath(e.DAMAGE_MODEL),
       partsModel: modelPath(e.PARTS_MODEL),
       judgeModel: modelPath(e.JUDGE_MODEL),
+      closeupModel: modelPath(e.CLOSEUP_MODEL),
       provider: e.ONNX_PROVIDER,
       thresholds: { ...DEFAULT_DETECTION_THRESHOLDS, ...e.DETECTION_THRESHOLDS },
       tiles: e.DETECTION_TILES,

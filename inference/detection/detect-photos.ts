@@ -18,8 +18,9 @@ import type { Quality } from "../../core/schemas/report.ts";
 import { chooseLocale } from "../../core/domain/locales.ts";
 import { type ReportWords, reportWords } from "../../core/views/report-words.ts";
 import { drawEvidence } from "../evidence/draw-evidence.ts";
+import { detectCloseups } from "./detect-closeups.ts";
 import { detectImages } from "./detect-images.ts";
-import { BlobModelInputStore } from "./model-input.ts";
+import { BlobModelInputStore, inputSizesFor } from "./model-input.ts";
 import type { Detected, OnnxDetector } from "./onnx-detector.ts";
 import { area, partOf } from "./part-of.ts";
 import { fromScaled, letterbox, scaleRegion, type ScaledPixels } from "./letterbox.ts";
@@ -29,7 +30,14 @@ import { relativeBbox, type Box } from "./postprocess.ts";
 import { mergeTiles, tileRegions } from "./tiles.ts";
 
 /** `tiles`: the damage model also searches an n × n grid of tiles of each photo (tiles.ts); 1 is the full frame only. */
-export type Models = { damage: OnnxDetector | null; parts: OnnxDetector | null; judge: PhotoJudge | null; tiles: number };
+export type Models = {
+  damage: OnnxDetector | null;
+  parts: OnnxDetector | null;
+  judge: PhotoJudge | null;
+  /** Close-ups go through it too, fused with the damage model's boxes (detect-closeups.ts); null: the damage model alone. */
+  closeup: OnnxDetector | null;
+  tiles: number;
+};
 
 /**
  * The whole-photo judgement's thresholds, chosen on its validation photos (a fifth of
@@ -150,29 +158,44 @@ export async function detectPhotos(
   if (!models.damage) return { model: null, photos: outcomes, detections: [] };
 
   const detectors = models.parts ? [models.damage, models.parts] : [models.damage];
-  const sizes = detectors.map((d) => d.size);
-  const inputSizes = models.judge ? [...sizes, models.judge.size] : sizes;
+  const inputSizes = inputSizesFor(
+    models.damage.size,
+    models.parts?.size ?? null,
+    models.judge?.size ?? null,
+    models.closeup?.size ?? null,
+  );
   const stored = new BlobModelInputStore(blobs, inputSizes);
   const inputs = await Promise.all(
     searched.map(async (s) => (await stored.read(inspectionId, s.photo.mediaId, s.width, s.height)) ?? s.bytes),
   );
-  // A close-up is looked at mirrored too (OnnxDetector.detect's MIRRORED): what the customer showed
-  // close is worth a second model run, the walkaround photos are not.
-  const [damageRuns, partsRuns] = await detectImages(detectors, inputs, {
-    mirrored: searched.map((s) => s.photo.angle === CLOSEUP),
-    stopping: checkpoint,
-  });
-  const parts = partsRuns?.map((r) => r.found) ?? null;
-  const damage =
-    models.tiles > 1
-      ? await lookCloser(
-          models.damage,
-          searched,
-          damageRuns!.map((r) => r.found),
-          models.tiles,
-          checkpoint,
-        )
-      : damageRuns!.map((r) => r.found);
+  // What the customer showed close is worth more model runs than a walkaround photo: mirrored, and
+  // through the close-up model too where one is configured (detect-closeups.ts).
+  const isCloseup = searched.map((s) => s.photo.angle === CLOSEUP);
+  const walkaround = searched.flatMap((_, i) => (isCloseup[i] ? [] : [i]));
+  const close = searched.flatMap((_, i) => (isCloseup[i] ? [i] : []));
+  const [walkDamage, walkParts] = await detectImages(
+    detectors,
+    walkaround.map((i) => inputs[i]!),
+    { stopping: checkpoint },
+  );
+  const closeRuns = await detectCloseups(
+    { damage: models.damage, closeup: models.closeup, parts: models.parts },
+    close.map((i) => inputs[i]!),
+    { sizes: inputSizes, bytes: close.map((i) => searched[i]!.bytes), stopping: checkpoint },
+  );
+  // Back in the photos' order.
+  const damageFound: Detected[][] = [];
+  const partsFound: Detected[][] = [];
+  for (const [k, i] of walkaround.entries()) {
+    damageFound[i] = walkDamage![k]!.found;
+    partsFound[i] = walkParts?.[k]?.found ?? [];
+  }
+  for (const [k, i] of close.entries()) {
+    damageFound[i] = closeRuns.damage[k]!.found;
+    partsFound[i] = closeRuns.parts?.[k]?.found ?? [];
+  }
+  const parts = models.parts ? partsFound : null;
+  const damage = models.tiles > 1 ? await lookCloser(models.damage, searched, damageFound, models.tiles, checkpoint) : damageFound;
   const judgements = models.judge ? await judgePhotos(models.judge, inputs, inputSizes.indexOf(models.judge.size), checkpoint) : null;
 
   // Findings are placed first, merged (seenOnce), and only those kept get an evidence photo.

@@ -18,6 +18,7 @@ export type ModelConfig = {
   damageModel: string | null;
   partsModel: string | null;
   judgeModel?: string | null;
+  closeupModel?: string | null;
   provider: Provider;
   thresholds: Record<string, number>;
   tiles: number;
@@ -41,6 +42,13 @@ export async function loadModels(c: ModelConfig): Promise<Models> {
           throw new Error(`the judge model at ${c.judgeModel} failed to load: ${error.message}`);
         })
       : null,
+    // Its boxes are weighed against the damage model's class thresholds (detect-closeups.ts), not its own.
+    closeup: c.damageModel ? await load(c.closeupModel ?? null, "close-up") : null,
     tiles: c.tiles,
   };
+}
+
+/** Releases the models' sessions. */
+export async function closeModels(models: Models): Promise<void> {
+  await Promise.all([models.damage?.close(), models.parts?.close(), models.judge?.close(), models.closeup?.close()]);
 }

@@ -16,15 +16,29 @@ import { inputSize, onnxMetadata } from "./onnx-metadata.ts";
  */
 
 /**
- * The input sizes of the configured models, in the order processing runs them (damage, parts, judge);
- * none without a damage model, or if a model file cannot be read (processing then fails, saying why).
+ * The sizes a photo's model inputs are kept at, in the order processing reads them: the damage
+ * model's, the parts model's, the judgement's, then the close-up model's where no other model has
+ * its size already (the shipped one shares the judgement's 512).
  */
-export function modelInputSizes(models: { damageModel: string | null; partsModel: string | null; judgeModel?: string | null }): number[] {
+export function inputSizesFor(damage: number, parts: number | null, judge: number | null, closeup: number | null): number[] {
+  const sizes = [damage, parts, judge].filter((s) => s !== null);
+  return closeup === null || sizes.includes(closeup) ? sizes : [...sizes, closeup];
+}
+
+/**
+ * The input sizes of the configured models (inputSizesFor); none without a damage model, or if a
+ * model file cannot be read (processing then fails, saying why).
+ */
+export function modelInputSizes(models: {
+  damageModel: string | null;
+  partsModel: string | null;
+  judgeModel?: string | null;
+  closeupModel?: string | null;
+}): number[] {
   if (!models.damageModel) return [];
   try {
-    return [models.damageModel, models.partsModel, models.judgeModel ?? null]
-      .filter((p) => p !== null)
-      .map((p) => inputSize(onnxMetadata(readFileSync(p))));
+    const size = (p: string | null | undefined) => (p ? inputSize(onnxMetadata(readFileSync(p))) : null);
+    return inputSizesFor(size(models.damageModel)!, size(models.partsModel), size(models.judgeModel), size(models.closeupModel));
   } catch {
     return [];
   }

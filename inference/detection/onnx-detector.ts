@@ -28,7 +28,8 @@ export class OnnxDetector {
   /** For the report's `model`: the description and version from the model's metadata, else its file. */
   readonly info: { name: string; version: string };
   readonly session: ort.InferenceSession;
-  readonly #thresholds: Float32Array;
+  /** The score each class's detections start from, by class index. */
+  readonly thresholds: Float32Array;
   readonly #iou: number;
 
   private constructor(
@@ -43,7 +44,7 @@ export class OnnxDetector {
     this.info = info;
     this.names = names;
     this.size = size;
-    this.#thresholds = thresholds;
+    this.thresholds = thresholds;
     this.#iou = iou;
   }
 
@@ -92,7 +93,7 @@ export class OnnxDetector {
     const views = batch.flatMap((b) => (b.mirrored ? [b.chw, mirror(b.chw, this.size)] : [b.chw]));
     const { data, n } = await this.forward(views);
     const nc = this.names.length;
-    const th = thresholds ?? this.#thresholds;
+    const th = thresholds ?? this.thresholds;
     // A mirrored photo's views are read from a low floor, each through NMS, and fused; the class
     // thresholds then apply to the fused scores.
     const floor = Array.from(th, (t) => Math.min(t, MIRRORED.floor));

@@ -9,7 +9,7 @@ import type { DetectedType } from "../../core/ports/detection-runner.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
 import { detectImages } from "../detection/detect-images.ts";
 import { seenOnce } from "../detection/detect-photos.ts";
-import { loadModels } from "../detection/load-models.ts";
+import { closeModels, loadModels } from "../detection/load-models.ts";
 import type { Detected } from "../detection/onnx-detector.ts";
 import { partOf } from "../detection/part-of.ts";
 import { UploadChecker } from "../quality/upload-checker.ts";
@@ -258,7 +258,7 @@ try {
       }
     }
   }
-  await Promise.all([models.damage.close(), models.parts.close(), models.judge?.close(), uploads.close()]);
+  await Promise.all([closeModels(models), uploads.close()]);
 
   const pct = (a: number, b: number) => (b === 0 ? "n/a" : `${((100 * a) / b).toFixed(1)}%`);
   const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)] ?? 0;

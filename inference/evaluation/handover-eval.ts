@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../core/runtime/config.ts";
 import { compareFindings } from "../../core/domain/comparison.ts";
 import type { Models } from "../detection/detect-photos.ts";
-import { loadModels } from "../detection/load-models.ts";
+import { closeModels, loadModels } from "../detection/load-models.ts";
 import sharp from "sharp";
 import { isHeldOut } from "./held-out.ts";
 import { photoFindings } from "./photo-findings.ts";
@@ -209,7 +209,7 @@ try {
       }
     }
   }
-  await Promise.all([models.damage?.close(), models.parts?.close(), models.judge?.close()]);
+  await closeModels(models);
   const pct = (a: number, b: number) => (b === 0 ? "n/a" : `${((100 * a) / b).toFixed(1)}%`);
   console.log(`handover pairs: ${manifest.length} (seed ${seed}), car-parts test photos, damage from car-damage/valid`);
   console.log(`new damage seen by the models in the after photo: ${newSeen} of ${manifest.length} (${pct(newSeen, manifest.length)})`);

@@ -16,7 +16,7 @@ import type { SuggestedCloseup } from "../detection/suggest-closeups.ts";
 import { UploadChecker } from "../quality/upload-checker.ts";
 import { photoNeedsNoReview, reviewOf } from "../../core/domain/review.ts";
 import type { ReviewReason } from "../../core/schemas/report.ts";
-import { loadModels } from "../detection/load-models.ts";
+import { closeModels, loadModels } from "../detection/load-models.ts";
 import type { OnnxDetector } from "../detection/onnx-detector.ts";
 import { iou, type Box } from "../detection/postprocess.ts";
 import { ANGLE_EVIDENCE_SCORE, angleOfSides, isWrongAngle, sidesShown } from "../quality/angle-check.ts";
@@ -352,6 +352,6 @@ export async function evaluatePipeline(config: Config, datasets: string, log: (l
     const parts = models.parts ? await partAccuracy(models.parts, join(datasets, "car-parts/testset"), log) : null;
     return { clean_cars: clean, whole_cars: whole, angle_check: angles, part_accuracy: parts, pipeline_s: pipelineS };
   } finally {
-    await Promise.all([models.damage.close(), models.parts?.close(), models.judge?.close(), uploads?.close()]);
+    await Promise.all([closeModels(models), uploads?.close()]);
   }
 }

@@ -17,10 +17,10 @@ import { FsBlobStore } from "../../core/adapters/fs/fs-blob-store.ts";
 import { loadConfig } from "../../core/runtime/config.ts";
 import { detectImages } from "../../inference/detection/detect-images.ts";
 import { letterbox, letterboxes, scaleForModels, type ScaledPixels } from "../../inference/detection/letterbox.ts";
-import { BlobModelInputStore } from "../../inference/detection/model-input.ts";
+import { BlobModelInputStore, inputSizesFor } from "../../inference/detection/model-input.ts";
 import { mirror, OnnxDetector } from "../../inference/detection/onnx-detector.ts";
 import { detectPhotos } from "../../inference/detection/detect-photos.ts";
-import { loadModels } from "../../inference/detection/load-models.ts";
+import { closeModels, loadModels } from "../../inference/detection/load-models.ts";
 import { measureQuality } from "../../inference/quality/measure-quality.ts";
 import { photoBlobKey } from "../../core/domain/blob-keys.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
@@ -242,21 +242,23 @@ if (config.models.judgeModel && parts) {
   row("bare session.run of the three models, same tensors", bare3, whole.length);
   row("bare session.run of the judge alone", judgeOnly, whole.length);
   console.log(`three models, pipeline / bare: ${(pipeline / bare3).toFixed(2)}`);
-  await Promise.all([models.damage?.close(), models.parts?.close(), judge.close()]);
+  await closeModels(models);
 }
 
 // A close-up's processing (issue 36's 150 ms a photo): detectPhotos on one close-up at a time, as
 // the customer adds them, from its stored model inputs: the damage model on the photo and its mirror
-// (MIRRORED), the parts model, the judgement, findings on the customer's part and their evidence.
-// Beside it the same photo as a walkaround photo (one view), and the bare session.runs the close-up
-// needs (the damage model's two views, the parts model, the judge) on the same tensors. Each photo's
-// best of CLOSEUP_ROUNDS, the three interleaved photo by photo; p50 and p90 over the photos.
+// (MIRRORED), the close-up model likewise where one is configured (detect-closeups.ts), the parts
+// model, the judgement, findings on the customer's part and their evidence. Beside it the same photo
+// as a walkaround photo (one view), and the bare session.runs the close-up needs on the same
+// tensors. Each photo's best of CLOSEUP_ROUNDS, the three interleaved photo by photo; p50 and p90
+// over the photos.
 const CLOSEUPS = Number(process.env.BENCH_CLOSEUPS ?? 30);
 const CLOSEUP_ROUNDS = 2;
 if (CLOSEUPS > 0) {
   const models = await loadModels(config.models);
   const damage = models.damage!;
-  const allSizes = [damage.size, ...(models.parts ? [models.parts.size] : []), ...(models.judge ? [models.judge.size] : [])];
+  const { closeup } = models;
+  const allSizes = inputSizesFor(damage.size, models.parts?.size ?? null, models.judge?.size ?? null, closeup?.size ?? null);
   const names = readdirSync(dir).sort().slice(0, CLOSEUPS);
   const closeInputs = new BlobModelInputStore(blobs, allSizes);
   const cases: { closeup: PhotoToInspect; walkaround: PhotoToInspect; bare: () => Promise<unknown> }[] = [];
@@ -271,11 +273,13 @@ if (CLOSEUPS > 0) {
     };
     const [d, p, j] = await letterboxes(f, allSizes);
     const views = [d!.chw, mirror(d!.chw, damage.size)];
+    const c = closeup ? (await letterboxes(f, [closeup.size]))[0]! : null;
     cases.push({
       closeup: await place(`closeup_${i}`, CLOSEUP, VEHICLE_PARTS[i % VEHICLE_PARTS.length]!),
       walkaround: await place(`walkaround_${i}`, EXTERIOR_ANGLES[i % EXTERIOR_ANGLES.length]!, null),
       bare: async () => {
         await damage.forward(views);
+        if (closeup && c) await closeup.forward([c.chw, mirror(c.chw, closeup.size)]);
         if (models.parts) await models.parts.forward([p!.chw]);
         if (models.judge) await models.judge.judge([models.parts ? j! : p!]);
       },
@@ -304,6 +308,7 @@ if (CLOSEUPS > 0) {
     );
   const used = [
     "damage × 2 views",
+    closeup ? `close-up model ${closeup.size} px × 2 views` : null,
     models.parts ? `parts ${models.parts.size} px` : null,
     models.judge ? `judge ${models.judge.size} px` : null,
   ];
@@ -336,16 +341,26 @@ if (CLOSEUPS > 0) {
     () =>
       detectPhotos(
         blobs,
+        "closeups",
+        cases.map((c) => c.closeup),
+        { ...models, closeup: null },
+      ),
+    () =>
+      detectPhotos(
+        blobs,
         "walkarounds",
         cases.map((c) => c.walkaround),
         models,
       ),
-  ])) as [number, number];
+  ])) as [number, number, number];
   console.log(`
 the same ${cases.length} photos in one detectPhotos call, as processing batches an inspection's photos`);
   header();
-  row("as close-ups (two views each)", together[0], cases.length);
-  row("as walkaround photos (one view)", together[1], cases.length);
-  console.log(`close-ups / walkaround photos, batched: ${(together[0] / together[1]).toFixed(2)}`);
-  await Promise.all([models.damage?.close(), models.parts?.close(), models.judge?.close()]);
+  row(closeup ? "as close-ups (two views each, two models)" : "as close-ups (two views each)", together[0], cases.length);
+  if (closeup) row("as close-ups without the close-up model (CLOSEUP_MODEL=none)", together[1], cases.length);
+  row("as walkaround photos (one view)", together[2], cases.length);
+  console.log(
+    `close-ups / walkaround photos, batched: ${(together[0] / together[2]).toFixed(2)}${closeup ? `; close-ups with the close-up model / without: ${(together[0] / together[1]).toFixed(2)}` : ""}`,
+  );
+  await closeModels(models);
 }

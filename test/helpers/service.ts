@@ -51,6 +51,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
     DAMAGE_MODEL: "none",
     PARTS_MODEL: "none",
     JUDGE_MODEL: "none",
+    CLOSEUP_MODEL: "none",
     ...env,
   };
   const composed = process.env.VI_TEST_COMPOSITION;
@@ -102,7 +103,12 @@ export function apiAt(url: string): ServiceApi {
 }
 
 /** PUBLIC_URL must name the port before the service starts, so a free one is found first. */
-export const withModels = { DAMAGE_MODEL: DEFAULT_MODELS.damage, PARTS_MODEL: DEFAULT_MODELS.parts, JUDGE_MODEL: DEFAULT_MODELS.judge };
+export const withModels = {
+  DAMAGE_MODEL: DEFAULT_MODELS.damage,
+  PARTS_MODEL: DEFAULT_MODELS.parts,
+  JUDGE_MODEL: DEFAULT_MODELS.judge,
+  CLOSEUP_MODEL: DEFAULT_MODELS.closeup,
+};
 
 export const VALID_VIN = "1HGCM82633A004352";
 export const OTHER_VALID_VIN = "5YJ3E1EA2KF317000";

@@ -8,7 +8,7 @@ import { modelInputBlobKey, photoBlobKey } from "../../core/domain/blob-keys.ts"
 import { DEFAULT_MODELS, loadConfig } from "../../core/runtime/config.ts";
 import { detectPhotos } from "../../inference/detection/detect-photos.ts";
 import { fit } from "../../inference/detection/letterbox.ts";
-import { loadModels } from "../../inference/detection/load-models.ts";
+import { closeModels, loadModels } from "../../inference/detection/load-models.ts";
 import { BlobModelInputStore, modelInputSizes } from "../../inference/detection/model-input.ts";
 import { EXTERIOR_ANGLES, REQUIRED_ANGLES } from "../../core/schemas/capture.ts";
 import { readYoloFolder } from "../../inference/evaluation/yolo-folder.ts";
@@ -183,6 +183,6 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage))("damage detection end to end
     // Without them the photo is decoded, to the very same findings.
     await stored.delete(inspectionId, [{ mediaId, angle: "front" }]);
     expect(await found()).toEqual(fromStored);
-    await Promise.all([models.damage!.close(), models.parts!.close(), models.judge!.close()]);
+    await closeModels(models);
   }, 60_000);
 });

@@ -9,7 +9,7 @@ import { overallGrade } from "../../core/domain/grading.ts";
 import { reviewOf } from "../../core/domain/review.ts";
 import { EXTERIOR_ANGLES } from "../../core/schemas/capture.ts";
 import { detectPhotos, type Models } from "../../inference/detection/detect-photos.ts";
-import { loadModels } from "../../inference/detection/load-models.ts";
+import { closeModels, loadModels } from "../../inference/detection/load-models.ts";
 import { measureQuality } from "../../inference/quality/measure-quality.ts";
 import { carPhotos, DATASETS, severityPhoto } from "../helpers/photos.ts";
 import { withModels } from "../helpers/service.ts";
@@ -48,7 +48,7 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.judge))("the whole photo judged: dama
     models = await loadModels(loadConfig({ ...process.env, ...withModels }).models);
   });
   afterAll(async () => {
-    await Promise.all([models.damage?.close(), models.parts?.close(), models.judge?.close()]);
+    await closeModels(models);
   });
 
   it("grades three crashed cars among five clean photos severe, each wreck with a broken part or suspected damage", async () => {

@@ -1,6 +1,6 @@
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../core/runtime/config.ts";
+import { ConfigError, DEFAULT_MODELS, loadConfig } from "../../core/runtime/config.ts";
 
 describe("configuration: where blobs live", () => {
   it("is a directory under DATA_DIR unless S3_BUCKET is set", () => {
@@ -98,5 +98,13 @@ describe("configuration: retry schedules", () => {
 
   it.each(["5s", "1000,", ""])("refuses PROCESSING_RETRY_SCHEDULE_MS=%j at boot", (value) => {
     expect(() => loadConfig({ PROCESSING_RETRY_SCHEDULE_MS: value })).toThrow(/PROCESSING_RETRY_SCHEDULE_MS/);
+  });
+});
+
+describe("configuration: the models", () => {
+  it("runs the shipped close-up model beside the damage model unless CLOSEUP_MODEL says otherwise", () => {
+    expect(loadConfig({}).models.closeupModel).toBe(DEFAULT_MODELS.closeup);
+    expect(loadConfig({ CLOSEUP_MODEL: "none" }).models.closeupModel).toBeNull();
+    expect(loadConfig({ CLOSEUP_MODEL: "models/other.onnx" }).models.closeupModel).toBe(resolve("models/other.onnx"));
   });
 });
