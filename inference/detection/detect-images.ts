@@ -13,8 +13,8 @@ export type ImageDetections = { found: Detected[]; lb: Letterbox };
  * models batch by batch measured 10% slower, each evicting the other's weights from the CPU caches.
  * Returns, for each detector, each photo's detections and letterbox geometry, in order.
  * `thresholds[k]` overrides detector k's own score thresholds (evaluation scores everything);
- * `mirrored[i]` has the first detector (the damage model) look at photo i mirrored too (a close-up:
- * OnnxDetector.detect); `stopping` is called before each batch and throws to stop there.
+ * `mirrored[i]` has the first detector (the damage model, or the close-up model) look at photo i
+ * mirrored too (a close-up: OnnxDetector.detect and detect-closeups.ts); `stopping` is called before each batch and throws to stop there.
  */
 export async function detectImages(
   detectors: OnnxDetector[],

@@ -112,8 +112,9 @@ const UNREADABLE: Quality = { brightness: 0, sharpness: 0, glare: 0, passed: fal
 
 /**
  * The detection pipeline for one inspection: each photo is read and measured; the exterior photos
- * go through the damage model (and the parts model) in one batch each, from the model inputs stored
- * on upload where they exist; every damage gets its part, its severity from the grading table and
+ * go through the damage model (and the parts model) in batches, the close-ups through both
+ * detectors as detect-closeups.ts says, and every searched photo through the judgement, from the
+ * model inputs stored on upload where they exist; every damage gets its part, its severity from the grading table and
  * an evidence photo. A photo that cannot be read, is too small, or shows no vehicle (showsVehicle)
  * is reported as such and yields no findings.
  */

@@ -13,7 +13,7 @@ export type PhotoFinding = Comparable & { mediaId: string; type: DetectedType; b
 /**
  * One photo through processing, alone in an inspection, and its findings as the comparison weighs
  * them (handover evaluations): a walkaround photo as the front one, or, with `part`, a close-up of
- * that part (the damage model at full strength, its findings on the part). Ids are `tag` and the
+ * that part (looked at as processing looks at close-ups: detect-closeups.ts; its findings on the part). Ids are `tag` and the
  * finding's index.
  */
 export async function photoFindings(models: Models, bytes: Buffer, tag: string, part: string | null = null): Promise<PhotoFinding[]> {

@@ -15,7 +15,7 @@ import { findingSeverity, PART_SHARE_OF_PHOTO, SEVERITIES, SEVERITY_TABLE, type 
 import type { DamageType } from "../../core/domain/damage-types.ts";
 import { detectImages } from "../detection/detect-images.ts";
 import { partOf } from "../detection/part-of.ts";
-import { loadModels } from "../detection/load-models.ts";
+import { closeModels, loadModels } from "../detection/load-models.ts";
 import { isHeldOut } from "./held-out.ts";
 import { readCoco } from "./coco.ts";
 
@@ -117,6 +117,5 @@ for (const type of ["dent", "scratch"] as const) {
   console.log(`${type}, held out, the best thresholds found:`);
   console.log(confusion(held, (b) => severityBy(best[type]!, b.share)));
 }
-await models.parts.close();
-await models.damage?.close();
+await closeModels(models);
 console.log(JSON.stringify({ best }));

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MemoryBlobStore } from "../../core/adapters/memory/memory-blob-store.ts";
-import { photoBlobKey } from "../../core/domain/blob-keys.ts";
+import { modelInputBlobKey, photoBlobKey } from "../../core/domain/blob-keys.ts";
 import type { BlobStore } from "../../core/ports/blob-store.ts";
 import type { DetectionResult, PhotoToInspect } from "../../core/ports/detection-runner.ts";
 import { DEFAULT_MODELS, loadConfig } from "../../core/runtime/config.ts";
@@ -10,6 +10,7 @@ import { detectPhotos, type Models } from "../../inference/detection/detect-phot
 import { fuseViews } from "../../inference/detection/postprocess.ts";
 import { letterbox, letterboxes } from "../../inference/detection/letterbox.ts";
 import { closeModels, loadModels } from "../../inference/detection/load-models.ts";
+import { BlobModelInputStore, inputSizesFor } from "../../inference/detection/model-input.ts";
 import { MIRRORED, mirror } from "../../inference/detection/onnx-detector.ts";
 import { measureQuality } from "../../inference/quality/measure-quality.ts";
 import { carPhoto, DAMAGE_VALID } from "../helpers/photos.ts";
@@ -19,7 +20,7 @@ import { withModels } from "../helpers/service.ts";
  * Close-ups run through the damage model at full strength (issue 36): processing looks at a close-up
  * as it is and mirrored and fuses the two views' boxes (OnnxDetector's MIRRORED; car-damage `valid`
  * mAP50 0.552 → 0.570), then through the close-up model the same way at its own size, and fuses the
- * two models' boxes (detect-closeups.ts; 0.570 → 0.591); a walkaround photo goes through the damage
+ * two models' boxes (detect-closeups.ts; 0.570 → 0.592); a walkaround photo goes through the damage
  * model once.
  */
 describe.skipIf(!existsSync(DEFAULT_MODELS.damage) || !existsSync(DEFAULT_MODELS.closeup))(
@@ -107,6 +108,25 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage) || !existsSync(DEFAULT_MODELS
       ).toEqual(mirroredOnly!.filter((c) => c.name === "glass shatter").map((c) => Math.round(c.score * 1000) / 1000));
       expect(found(alone, "med_0")).not.toEqual(found(result, "med_0"));
       expect(found(alone, "med_1")).toEqual(found(result, "med_1"));
+    });
+
+    it("reads the close-up from the model inputs stored on upload, the close-up model from the judgement's 512 px", async () => {
+      const decoded = found(await detectPhotos(blobs, "insp_test", toInspect, models), "med_0");
+      const sizes = inputSizesFor(models.damage!.size, models.parts!.size, models.judge!.size, models.closeup!.size);
+      // The shipped close-up model shares the judgement's size: no input of its own is stored.
+      expect(sizes).toEqual([models.damage!.size, models.parts!.size, models.judge!.size]);
+      const stored = new BlobModelInputStore(blobs, sizes);
+      await stored.write("insp_test", { mediaId: "med_0", angle: "closeup" }, closeup);
+      expect(found(await detectPhotos(blobs, "insp_test", toInspect, models), "med_0")).toEqual(decoded);
+      // Grey pixels in place of the 512 px input alone: the damage model's input is untouched, yet the
+      // glass shatter's scores change, so the close-up model read that stored input, not the photo.
+      const key = modelInputBlobKey("insp_test", "med_0", models.closeup!.size);
+      await blobs.put(key, Buffer.alloc((await blobs.get(key))!.length, 128), "application/octet-stream");
+      const shatters = (f: ReturnType<typeof found>) => f.filter((d) => d.type === "glass_shatter").map((d) => d.confidence);
+      const grey = found(await detectPhotos(blobs, "insp_test", toInspect, models), "med_0");
+      expect(shatters(decoded).length).toBeGreaterThan(0);
+      expect(shatters(grey)).not.toEqual(shatters(decoded));
+      await stored.delete("insp_test", [{ mediaId: "med_0", angle: "closeup" }]);
     });
   },
 );
