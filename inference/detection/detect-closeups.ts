@@ -1,6 +1,6 @@
 import { detectImages, type ImageDetections } from "./detect-images.ts";
 import type { ScaledPixels } from "./letterbox.ts";
-import { MIRRORED, type Detected, type OnnxDetector } from "./onnx-detector.ts";
+import { MIRRORED, viewFloor, type Detected, type OnnxDetector } from "./onnx-detector.ts";
 import { fuseViews } from "./postprocess.ts";
 
 /**
@@ -27,7 +27,7 @@ export async function detectCloseups(
   const thresholds = damage.thresholds;
   // Each view is read from a low floor, so that a box under a class's threshold in one view or one
   // model still counts towards the fused score.
-  const floor = Array.from(thresholds, (t) => Math.min(t, MIRRORED.floor));
+  const floor = viewFloor(thresholds);
   const mirrored = images.map(() => true);
   const [damageRuns, partsRuns] = await detectImages(parts ? [damage, parts] : [damage], images, {
     mirrored,

@@ -96,7 +96,7 @@ export class OnnxDetector {
     const th = thresholds ?? this.thresholds;
     // A mirrored photo's views are read from a low floor, each through NMS, and fused; the class
     // thresholds then apply to the fused scores.
-    const floor = Array.from(th, (t) => Math.min(t, MIRRORED.floor));
+    const floor = viewFloor(th);
     let v = 0;
     return batch.map(({ lb, mirrored }) => {
       const found = mirrored
@@ -126,6 +126,9 @@ export class OnnxDetector {
  * variants tried are in the damage model's card.
  */
 export const MIRRORED = { fuseIou: 0.6, floor: 0.01 } as const;
+
+/** The score each class is read from in one view of several: its threshold, or MIRRORED's floor where that is lower. */
+export const viewFloor = (thresholds: ArrayLike<number>): number[] => Array.from(thresholds, (t) => Math.min(t, MIRRORED.floor));
 
 /** A size×size CHW tensor flipped left to right. */
 export function mirror(chw: Float32Array, size: number): Float32Array {

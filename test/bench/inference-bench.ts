@@ -271,9 +271,11 @@ if (CLOSEUPS > 0) {
       await closeInputs.write(tag, { mediaId: `med_${i}`, angle }, f);
       return { mediaId: `med_${i}`, angle, blobKey, quality, part };
     };
-    const [d, p, j] = await letterboxes(f, allSizes);
+    const tensors = await letterboxes(f, allSizes);
+    const [d, p, j] = tensors;
     const views = [d!.chw, mirror(d!.chw, damage.size)];
-    const c = closeup ? (await letterboxes(f, [closeup.size]))[0]! : null;
+    // The close-up model's tensor is among them (inputSizesFor): the judge's, for the shipped models.
+    const c = closeup ? tensors[allSizes.indexOf(closeup.size)]! : null;
     cases.push({
       closeup: await place(`closeup_${i}`, CLOSEUP, VEHICLE_PARTS[i % VEHICLE_PARTS.length]!),
       walkaround: await place(`walkaround_${i}`, EXTERIOR_ANGLES[i % EXTERIOR_ANGLES.length]!, null),
