@@ -29,6 +29,12 @@ export type ControlPlane = {
    * resolving once every one of them is Established, as the stores need before their first write.
    */
   installCrds(): Promise<void>;
+  /**
+   * `kubectl explain`, once the API server publishes the resource's schema: it does so a moment
+   * after the CRD is Established (its OpenAPI controller runs on its own), most visibly after a CRD
+   * is deleted and made again.
+   */
+  explain(path: string): Promise<string>;
   close(): Promise<void>;
 };
 
@@ -255,6 +261,17 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     async installCrds() {
       await kubectl("apply", "--server-side", "-f", CRDS);
       await kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", CRDS);
+    },
+    async explain(path) {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const r = await kubectlResult(["explain", path]);
+        if (r.code === 0) return r.stdout;
+        if (!r.stderr.includes("not found in OpenAPI schema") || Date.now() > deadline) {
+          throw new Error(`kubectl explain ${path}: ${r.stderr}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
     },
     close,
   };

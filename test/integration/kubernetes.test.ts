@@ -68,8 +68,8 @@ describe("the Inspection CRD on a real API server", () => {
     expect(wide.slice(-3)).toEqual(["REVIEWED-BY", "COMPLETED", "ACCOUNT"]);
     expect(await k.kubectl("get", "vehicle-inspection")).toContain("insp-columns");
     // kubectl explain has something to say.
-    expect(await k.kubectl("explain", "inspections")).toMatch(/An inspection of a vehicle/);
-    expect(await k.kubectl("explain", "inspections.spec.cancelRequested")).toMatch(/cannot be set back/);
+    expect(await k.explain("inspections")).toMatch(/An inspection of a vehicle/);
+    expect(await k.explain("inspections.spec.cancelRequested")).toMatch(/cannot be set back/);
   });
 
   it("upgrades with the chart in place: a release's CRD adds to the schema and every Inspection stays (issue 31)", async () => {
@@ -144,11 +144,11 @@ describe("the Inspection CRD on a real API server", () => {
     expect((await status({ completedAt: "yesterday" })).stderr).toMatch(/status.completedAt: Invalid value: "yesterday"/);
     expect((await status({ findings: 2, conditions: [ready] })).code).toBe(0);
     // kubectl explain reads the schema the API server serves: each field says what it is.
-    expect(await k.kubectl("explain", "inspections.status.findings")).toMatch(/How many damages the report lists/);
-    expect(await k.kubectl("explain", "inspections.status.conditions.reason")).toMatch(/CamelCase/);
-    expect(await k.kubectl("explain", "inspections.spec.vehicle.vin")).toMatch(/17 characters/);
+    expect(await k.explain("inspections.status.findings")).toMatch(/How many damages the report lists/);
+    expect(await k.explain("inspections.status.conditions.reason")).toMatch(/CamelCase/);
+    expect(await k.explain("inspections.spec.vehicle.vin")).toMatch(/17 characters/);
     // The store's own records are beside them, out of the product's category.
-    expect(await k.kubectl("explain", "inspectionrecords")).toMatch(/not for people/);
+    expect(await k.explain("inspectionrecords")).toMatch(/not for people/);
     expect((await k.kubectl("api-resources", "--categories=vehicle-inspection", "-o", "name")).trim()).toBe("inspections.inspection.dev");
   });
 
