@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 
 import { freePorts } from "./free-port.ts";
 import { GO_SERVERS, goCommand, ServerProcess } from "./go-servers.ts";
+import { until } from "./webhook-receiver.ts";
 
 /**
  * A real Kubernetes control plane on loopback, as controller-runtime's envtest starts one: etcd and
@@ -263,15 +264,14 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       await kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", CRDS);
     },
     async explain(path) {
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        const r = await kubectlResult(["explain", path]);
-        if (r.code === 0) return r.stdout;
-        if (!r.stderr.includes("not found in OpenAPI schema") || Date.now() > deadline) {
-          throw new Error(`kubectl explain ${path}: ${r.stderr}`);
-        }
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
+      const r = await until(
+        `the schema of ${path} in the API server's OpenAPI document`,
+        () => kubectlResult(["explain", path]),
+        (r) => !r.stderr.includes("not found in OpenAPI schema"),
+        30_000,
+      );
+      if (r.code !== 0) throw new Error(`kubectl explain ${path}: ${r.stderr}`);
+      return r.stdout;
     },
     close,
   };
