@@ -1,8 +1,9 @@
 import { fromScaled, letterboxes, type Letterboxed, type ScaledPixels } from "./letterbox.ts";
-import type { Detected, OnnxDetector } from "./onnx-detector.ts";
+import { fused, type Detected, type OnnxDetector } from "./onnx-detector.ts";
 import type { Letterbox } from "./postprocess.ts";
 
-export type ImageDetections = { found: Detected[]; lb: Letterbox };
+/** `found`: the photo's detections; `views`: before its views were fused (one view unless mirrored). */
+export type ImageDetections = { found: Detected[]; views: Detected[][]; lb: Letterbox };
 
 /**
  * Photos through one or more detectors (the damage and the parts model) in batches. A photo is
@@ -37,11 +38,13 @@ export async function detectImages(
   const run = async (k: number, batch: Letterboxed[], from: number) => {
     // Between batches is where a stopping process can leave: never inside a model's run.
     stopping?.();
-    const found = await detectors[k]!.detect(
+    const detector = detectors[k]!;
+    const views = await detector.views(
       k === 0 ? batch.map((input, i) => ({ ...input, mirrored: mirrored[from + i] === true })) : batch,
       thresholds[k],
     );
-    for (const [i, input] of batch.entries()) out[k]!.push({ found: found[i]!, lb: input.lb });
+    for (const [i, input] of batch.entries())
+      out[k]!.push({ found: fused(views[i]!, thresholds[k] ?? detector.thresholds), views: views[i]!, lb: input.lb });
   };
   const kept: Letterboxed[][] = [];
   let next = images.length > 0 ? prepare(0) : null;

@@ -89,27 +89,37 @@ export class OnnxDetector {
    * (fuseViews): see MIRRORED.
    */
   async detect(batch: { chw: Float32Array; lb: Letterbox; mirrored?: boolean }[], thresholds?: ArrayLike<number>): Promise<Detected[][]> {
+    const th = thresholds ?? this.thresholds;
+    return (await this.views(batch, th)).map((views) => fused(views, th));
+  }
+
+  /**
+   * Each photo's views, not yet fused: its detections as it is and, where marked `mirrored`, its
+   * mirror image's, each view through NMS, in the photo's own pixels. A mirrored photo's views are
+   * read from a low floor (viewFloor), so a box under a class's threshold in one view still counts
+   * towards the fused score; a photo seen once is read from its class thresholds.
+   */
+  async views(batch: { chw: Float32Array; lb: Letterbox; mirrored?: boolean }[], thresholds?: ArrayLike<number>): Promise<Detected[][][]> {
     if (batch.length === 0) return [];
-    const views = batch.flatMap((b) => (b.mirrored ? [b.chw, mirror(b.chw, this.size)] : [b.chw]));
-    const { data, n } = await this.forward(views);
+    const { data, n } = await this.forward(batch.flatMap((b) => (b.mirrored ? [b.chw, mirror(b.chw, this.size)] : [b.chw])));
     const nc = this.names.length;
     const th = thresholds ?? this.thresholds;
-    // A mirrored photo's views are read from a low floor, each through NMS, and fused; the class
-    // thresholds then apply to the fused scores.
     const floor = viewFloor(th);
-    let v = 0;
-    return batch.map(({ lb, mirrored }) => {
-      const found = mirrored
-        ? fuseViews(
-            [
-              nms(candidates(data, v++, nc, n, floor), this.#iou),
-              nms(candidates(data, v++, nc, n, floor), this.#iou).map((c) => unmirror(c, this.size)),
-            ],
-            MIRRORED.fuseIou,
-          ).filter((c) => c.score >= th[c.cls]!)
-        : nms(candidates(data, v++, nc, n, th), this.#iou);
-      return found.map((c: Candidate) => ({ ...unletterbox(c, lb), score: c.score, cls: c.cls, name: this.names[c.cls]! }));
+    const inPhoto = (c: Candidate, lb: Letterbox): Detected => ({
+      ...unletterbox(c, lb),
+      score: c.score,
+      cls: c.cls,
+      name: this.names[c.cls]!,
     });
+    let v = 0;
+    return batch.map(({ lb, mirrored }) =>
+      mirrored
+        ? [
+            nms(candidates(data, v++, nc, n, floor), this.#iou).map((c) => inPhoto(c, lb)),
+            nms(candidates(data, v++, nc, n, floor), this.#iou).map((c) => inPhoto(unmirror(c, this.size), lb)),
+          ]
+        : [nms(candidates(data, v++, nc, n, th), this.#iou).map((c) => inPhoto(c, lb))],
+    );
   }
 
   async close(): Promise<void> {
@@ -126,6 +136,12 @@ export class OnnxDetector {
  * variants tried are in the damage model's card.
  */
 export const MIRRORED = { fuseIou: 0.6, floor: 0.01 } as const;
+
+/** One photo's detections from its views: a single view as it is; several fused (fuseViews at MIRRORED.fuseIou), then held to `thresholds`. */
+export function fused(views: Detected[][], thresholds: ArrayLike<number>): Detected[] {
+  if (views.length === 1) return views[0]!;
+  return fuseViews(views, MIRRORED.fuseIou).filter((c) => c.score >= thresholds[c.cls]!);
+}
 
 /** The score each class is read from in one view of several: its threshold, or MIRRORED's floor where that is lower. */
 export const viewFloor = (thresholds: ArrayLike<number>): number[] => Array.from(thresholds, (t) => Math.min(t, MIRRORED.floor));

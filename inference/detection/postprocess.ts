@@ -79,11 +79,12 @@ export function unmirror<B extends Box>(box: B, size: number): B {
  * (each view already through NMS), within each class, highest score first: a box joins the first
  * fused box of its class it overlaps by more than `iouThreshold`, which becomes its members' mean
  * weighted by score. A fused box scores its members' mean score times the share of views that saw
- * it (at most 1), so damage seen in one view only scores half. Pure.
+ * it (at most 1), so damage seen in one view only scores half. A fused box keeps its first (best)
+ * member's other fields (a class name). Pure.
  */
-export function fuseViews(perView: Candidate[][], iouThreshold: number, maxDetections = 300): Candidate[] {
+export function fuseViews<C extends Candidate>(perView: C[][], iouThreshold: number, maxDetections = 300): C[] {
   const views = perView.length;
-  const clusters: { box: Candidate; members: Candidate[] }[] = [];
+  const clusters: { box: C; members: C[] }[] = [];
   for (const c of perView.flat().sort((a, b) => b.score - a.score)) {
     const into = clusters.find((k) => k.box.cls === c.cls && iou(k.box, c) > iouThreshold);
     if (!into) {
@@ -93,7 +94,7 @@ export function fuseViews(perView: Candidate[][], iouThreshold: number, maxDetec
     into.members.push(c);
     const weight = into.members.reduce((s, m) => s + m.score, 0);
     const mean = (side: keyof Box) => into.members.reduce((s, m) => s + m[side] * m.score, 0) / weight;
-    into.box = { x1: mean("x1"), y1: mean("y1"), x2: mean("x2"), y2: mean("y2"), score: into.box.score, cls: c.cls };
+    into.box = { ...into.box, x1: mean("x1"), y1: mean("y1"), x2: mean("x2"), y2: mean("y2") };
   }
   return clusters
     .map(({ box, members }) => {

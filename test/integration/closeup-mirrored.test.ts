@@ -87,9 +87,11 @@ describe.skipIf(!existsSync(DEFAULT_MODELS.damage) || !existsSync(DEFAULT_MODELS
       const floor = Array.from(damage.thresholds, (t) => Math.min(t, MIRRORED.floor));
       // The close-up model's classes are the damage model's, in the same order (both trained by train.py).
       expect(models.closeup!.names).toEqual(damage.names);
-      const [own] = await damage.detect([{ ...(await letterbox(closeup, damage.size)), mirrored: true }], floor);
-      const [other] = await models.closeup!.detect([{ ...(await letterbox(closeup, models.closeup!.size)), mirrored: true }], floor);
-      const expected = fuseViews([own!, other!], MIRRORED.fuseIou).filter((c) => c.score >= damage.thresholds[c.cls]!);
+      const [own] = await damage.views([{ ...(await letterbox(closeup, damage.size)), mirrored: true }], floor);
+      const [other] = await models.closeup!.views([{ ...(await letterbox(closeup, models.closeup!.size)), mirrored: true }], floor);
+      // Each model's two views, the four fused at once.
+      expect([own!.length, other!.length]).toEqual([2, 2]);
+      const expected = fuseViews([...own!, ...other!], MIRRORED.fuseIou).filter((c) => c.score >= damage.thresholds[c.cls]!);
       const shatters = found(result, "med_0").filter((d) => d.type === "glass_shatter");
       expect(shatters.length).toBeGreaterThan(0);
       expect(shatters.map((d) => d.confidence)).toEqual(

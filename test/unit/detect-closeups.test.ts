@@ -5,21 +5,22 @@ import { MIRRORED, type Detected, type OnnxDetector } from "../../inference/dete
 
 /**
  * How a close-up's boxes from the damage model and the close-up model become findings
- * (detect-closeups.ts): the two models' boxes fused, then the damage model's thresholds. The models
+ * (detect-closeups.ts): the two models' views fused at once, then the damage model's thresholds. The models
  * here answer fixed boxes, so the rule is what is tested; the real models' runs are in
  * test/integration/closeup-mirrored.test.ts.
  */
 type Answer = Omit<Detected, "name">;
-const detector = (names: string[], size: number, thresholds: number[], answer: Answer[]) => {
+const detector = (names: string[], size: number, thresholds: number[], answer: Answer[], mirroredAnswer = answer) => {
   const seen: (ArrayLike<number> | undefined)[] = [];
   const model = {
     names,
     size,
     thresholds: Float32Array.from(thresholds),
-    detect: async (batch: { mirrored?: boolean }[], th?: ArrayLike<number>) => {
+    // Each close-up's two views (as it is, mirrored): `answer` in the first, `mirroredAnswer` in the second.
+    views: async (batch: { mirrored?: boolean }[], th?: ArrayLike<number>) => {
       seen.push(th);
       expect(batch.every((b) => b.mirrored === true)).toBe(true);
-      return batch.map(() => answer.map((a) => ({ ...a, name: names[a.cls]! })));
+      return batch.map(() => [answer, mirroredAnswer].map((view) => view.map((a) => ({ ...a, name: names[a.cls]! }))));
     },
   };
   return { model: model as unknown as OnnxDetector, seen };
@@ -49,6 +50,21 @@ describe("a close-up through two models", async () => {
     // Both models read from the floor, the close-up model's classes in its own order.
     expect(damage.seen).toEqual([[MIRRORED.floor, MIRRORED.floor]]);
     expect(closeup.seen).toEqual([[MIRRORED.floor, 1, MIRRORED.floor]]);
+  });
+
+  it("fuses the four views at once, not each model's two first", async () => {
+    // The damage model sees a dent in one view at x 0 and in the other at x 10 (IoU 0.6, not more:
+    // not one box); the close-up model sees it at x 5 in both views, overlapping each by more.
+    const damage = detector(["dent"], 32, [0.3], [box(0, 0.8, 0)], [box(10, 0.8, 0)]);
+    const closeup = detector(["dent"], 48, [0.3], [box(5, 0.8, 0)]);
+    const { damage: found } = await detectCloseups({ damage: damage.model, closeup: closeup.model, parts: null }, [photo], {
+      bytes: [photo],
+    });
+    // At once: the first damage box gathers the close-up model's two, three of four views (0.6); the
+    // other damage box alone scores a quarter of 0.8, under the threshold. Each model's views first
+    // would give one dent at 0.53: the damage model's two dents at 0.4 each, both joining the close-up
+    // model's at 0.8, the mean of three boxes from two models.
+    expect(found[0]!.found.map((d) => [d.name, d.score])).toEqual([["dent", expect.closeTo(0.6, 9)]]);
   });
 
   it("without a close-up model is the damage model's mirrored views under its thresholds", async () => {
