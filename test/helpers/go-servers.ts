@@ -105,9 +105,27 @@ const running = new Set<ChildProcess>();
 // process is ended by a signal: vitest ends each test file's fork with SIGTERM, which skips
 // "exit", and each file of the kubernetes composition left its kube-apiserver and etcd running,
 // 26 of each by the end of a run.
+// Their data directories go with them: a file that never closes its servers (the kubernetes
+// composition's shared control plane, test/helpers/service.ts) left 123 MB of etcd data in the temp
+// directory each, several GB a run, until this machine's disk filled.
+const dataDirs = new Set<string>();
 const killRunning = () => {
   for (const child of running) child.kill("SIGKILL");
+  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
 };
+
+/** A new directory in the temp directory for a server's data, removed when the test process ends (if not before). */
+export function serverDataDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dataDirs.add(dir);
+  return dir;
+}
+
+/** Removes a directory serverDataDir made, now. */
+export function removeServerDataDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  dataDirs.delete(dir);
+}
 process.on("exit", killRunning);
 for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
   process.once(signal, () => {
@@ -208,7 +226,7 @@ async function started(server: ServerProcess, dataDir: string): Promise<GoServer
     stop: () => server.stop(),
     close: async () => {
       await server.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      removeServerDataDir(dataDir);
     },
   };
 }
@@ -226,7 +244,7 @@ export type VersityGw = GoServerHandle & {
 
 /** versitygw (an S3 server, posix backend) on a free loopback port, with one empty bucket. */
 export async function startVersityGw(bucket = "inspections"): Promise<VersityGw> {
-  const root = mkdtempSync(join(tmpdir(), "vi-s3-"));
+  const root = serverDataDir("vi-s3-");
   const bucketDir = join(root, bucket);
   mkdirSync(bucketDir);
   const port = await freePort();
@@ -249,7 +267,7 @@ export type NatsServer = GoServerHandle & { url: string; port: number };
 
 /** nats-server with JetStream on loopback, its store in a directory of its own; on `port`, or a free one (a test may start it after its clients). */
 export async function startNatsServer(port?: number): Promise<NatsServer> {
-  const storeDir = mkdtempSync(join(tmpdir(), "vi-nats-"));
+  const storeDir = serverDataDir("vi-nats-");
   port ??= await freePort();
   const args = ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir];
   const handle = await started(new ServerProcess("nats-server", args, port), storeDir);

@@ -1,11 +1,11 @@
 import { execFile, execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 
 import { freePorts } from "./free-port.ts";
-import { GO_SERVERS, goCommand, ServerProcess } from "./go-servers.ts";
+import { GO_SERVERS, goCommand, removeServerDataDir, ServerProcess, serverDataDir } from "./go-servers.ts";
 import { until } from "./webhook-receiver.ts";
 
 /**
@@ -117,7 +117,7 @@ function writeKwokStages(file: string): void {
 }
 
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
-  const dir = mkdtempSync(join(tmpdir(), "vi-kube-"));
+  const dir = serverDataDir("vi-kube-");
   makeCertificates(dir);
   const [etcdPort, peerPort, apiPort, managerPort, schedulerPort, kwokPort] = (await freePorts(6)) as number[] as [
     number,
@@ -220,7 +220,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     for (const part of nodeParts.toReversed()) await part.stop();
     await apiserver.stop();
     await etcd.stop();
-    rmSync(dir, { recursive: true, force: true });
+    removeServerDataDir(dir);
   };
   try {
     await etcd.start();
