@@ -1,10 +1,11 @@
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { readFileSync, writeFileSync } from "node:fs";
-import { KubeConfig } from "@kubernetes/client-node";
+import { CustomObjectsApi, KubeConfig, Watch } from "@kubernetes/client-node";
 import { inspectionCache } from "../../core/adapters/kubernetes/inspection-cache.ts";
+import { INSPECTION_RESOURCE } from "../../core/schemas/inspection-resource.ts";
 import type { InspectionResource } from "../../core/adapters/kubernetes/inspection-resource.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ResourceCache } from "../../core/adapters/kubernetes/resource-cache.ts";
+import { ResourceCache } from "../../core/adapters/kubernetes/resource-cache.ts";
 import { type ControlPlane, startControlPlane } from "../helpers/kube-control-plane.ts";
 import { freePort } from "../helpers/free-port.ts";
 
@@ -149,6 +150,55 @@ describe("ResourceCache over a real API server", () => {
     await settle();
     expect(cache.stats.gone).toBeGreaterThan(gone);
     expect(cache.stats.lists).toBeGreaterThan(lists);
+  });
+
+  it("reads its own create made while a relist's list was in flight, though the list lacks it", async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(k.kubeconfig);
+    const api = kc.makeApiClient(CustomObjectsApi);
+    const { group, version, plural } = INSPECTION_RESOURCE;
+    const at = { group, version, plural, namespace: "default" };
+    // The list answers, then waits for the test, once `holding`: the create lands between the two.
+    let holding = false;
+    const listed = Promise.withResolvers<void>();
+    const release = Promise.withResolvers<void>();
+    const own = new ResourceCache<InspectionResource>({
+      list: async () => {
+        const { items, metadata } = (await api.listNamespacedCustomObject(at)) as {
+          items: InspectionResource[];
+          metadata: { resourceVersion: string };
+        };
+        if (holding) {
+          listed.resolve();
+          await release.promise;
+        }
+        return { items, resourceVersion: metadata.resourceVersion };
+      },
+      watch: new Watch(kc),
+      path: `/apis/${group}/${version}/namespaces/default/${plural}`,
+      relistMs: 500,
+    });
+    try {
+      await own.start();
+      holding = true;
+      await listed.promise;
+      const created = (await api.createNamespacedCustomObject({
+        ...at,
+        body: JSON.parse(inspection("insp-mid-list")),
+      })) as InspectionResource;
+      own.wrote(created);
+      const lists = own.stats.lists;
+      holding = false;
+      release.resolve();
+      // The relist has held its list (the continuation runs before this), and its watch, started
+      // only after it, cannot have delivered the create yet.
+      await new Promise((r) => setImmediate(r));
+      expect(own.stats.lists).toBe(lists + 1);
+      expect(own.get("default", "insp-mid-list")?.metadata?.resourceVersion).toBe(created.metadata!.resourceVersion);
+      await expect.poll(() => own.list().some((o) => o.metadata?.name === "insp-mid-list")).toBe(true);
+    } finally {
+      await own.stop();
+    }
   });
 
   it("rides out the client's 30 s inactivity timeout on a quiet watch, as no failure, and follows what comes after", async () => {

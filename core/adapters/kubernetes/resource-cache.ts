@@ -43,8 +43,10 @@ const statusOf = (error: unknown): number | undefined => (error as { statusCode?
 export class ResourceCache<T extends KubernetesObject> {
   readonly #o: ResourceCacheOptions<T>;
   readonly #objects = new Map<string, T>();
-  /** Objects this process wrote, by key, until the watch shows that very version (see `wrote`). */
-  readonly #written = new Map<string, T>();
+  /** Objects this process wrote, by key, until the watch shows that very version (see `wrote`); `at`: #writes then. */
+  readonly #written = new Map<string, { object: T; at: number }>();
+  /** How many writes `wrote` has held, so a relist can tell the writes made while its list was in flight. */
+  #writes = 0;
   /** `key@resourceVersion` of the latest versions the watch delivered, oldest first (a bounded window). */
   readonly #delivered = new Set<string>();
   #changes = 0;
@@ -81,12 +83,12 @@ export class ResourceCache<T extends KubernetesObject> {
 
   get(namespace: string, name: string): T | undefined {
     const key = `${namespace}/${name}`;
-    return this.#written.get(key) ?? this.#objects.get(key);
+    return this.#written.get(key)?.object ?? this.#objects.get(key);
   }
 
   list(): T[] {
     if (this.#written.size === 0) return [...this.#objects.values()];
-    return [...new Map([...this.#objects, ...this.#written]).values()];
+    return [...new Map([...this.#objects, ...[...this.#written].map(([key, w]) => [key, w.object] as const)]).values()];
   }
 
   /**
@@ -110,14 +112,14 @@ export class ResourceCache<T extends KubernetesObject> {
    * An object as the API server answered a write of this process: reads show it at once, not when
    * the watch gets to it, so a caller reads its own writes. It stands until the watch delivers that
    * same resourceVersion (events before it are older; after it, newer), the object is deleted, or a
-   * list replaces everything. Only equality of versions is used, never their order, which
+   * list replaces it (see #relist). Only equality of versions is used, never their order, which
    * Kubernetes leaves opaque.
    */
   wrote(object: T): void {
     const key = keyOf(object);
     // The watch may deliver a version before the write's answer arrives: then it is held already.
     if (this.#delivered.has(`${key}@${object.metadata?.resourceVersion}`)) return;
-    this.#written.set(key, this.#held(object));
+    this.#written.set(key, { object: this.#held(object), at: ++this.#writes });
     this.#changes++;
   }
 
@@ -162,6 +164,7 @@ export class ResourceCache<T extends KubernetesObject> {
   }
 
   async #relist(): Promise<void> {
+    const listedAfter = this.#writes;
     const { items, resourceVersion } = await this.#o.list();
     this.stats.lists++;
     const seen = new Set<string>();
@@ -171,7 +174,13 @@ export class ResourceCache<T extends KubernetesObject> {
       this.#objects.set(key, this.#held(item));
     }
     for (const key of [...this.#objects.keys()]) if (!seen.has(key)) this.#objects.delete(key);
-    this.#written.clear();
+    // The list replaces this process's writes, but for one made while the list was in flight of an
+    // object the list lacks: created after the list's snapshot, its creation is among what the watch,
+    // from the list's version, delivers next, and until then reads would not find what this process
+    // just made (an inspection created, its capture link "not found"). Had it been deleted in the
+    // meantime instead, the next relist drops it. One the list holds goes, whichever is newer: the
+    // versions' order is not known, and a newer one of this process's comes by the watch.
+    for (const [key, w] of this.#written) if (w.at <= listedAfter || seen.has(key)) this.#written.delete(key);
     this.#changes++;
     this.#resourceVersion = resourceVersion;
     this.#heardAt = Date.now();
@@ -208,7 +217,7 @@ export class ResourceCache<T extends KubernetesObject> {
         else this.#objects.set(key, this.#held(object));
         this.#delivered.add(`${key}@${resourceVersion}`);
         if (this.#delivered.size > DELIVERED_WINDOW) this.#delivered.delete(this.#delivered.values().next().value!);
-        const mine = this.#written.get(key);
+        const mine = this.#written.get(key)?.object;
         if (mine && (type === "DELETED" || mine.metadata?.resourceVersion === resourceVersion)) this.#written.delete(key);
         this.#changes++;
         if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") this.#events.emit({ type, object });
