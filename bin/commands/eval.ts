@@ -9,7 +9,8 @@ import { EVAL_CLASSES, readYoloFolder } from "../../inference/evaluation/yolo-fo
  * `vehicle-inspection eval --data DIR`: the detector over a YOLO-format folder, scored as COCO scores
  * boxes (all detections down to 0.001, at most 300 an image). The photos are looked at as processing
  * looks at a close-up (each also mirrored, the views fused: OnnxDetector's MIRRORED; and through the
- * close-up model too where one is configured, fused again: detect-closeups.ts), since the folders it
+ * close-up model too where one is configured, its two views and the damage model's two fused at once:
+ * detect-closeups.ts), since the folders it
  * scores (car-damage) are close-ups; `CLOSEUP_MODEL=none` scores the damage model alone. Prints a line per class, then, last, the contract's
  * JSON object.
  */

@@ -5,14 +5,15 @@ import { fused, viewFloor, type Detected, type OnnxDetector } from "./onnx-detec
 /**
  * Close-ups looked at at full strength (issue 36): each through the damage model as it is and
  * mirrored (OnnxDetector's MIRRORED), and, where a close-up model is configured
- * (inference/models/closeups: the damage model's weights trained on at 512 px on close-ups alone),
- * through that one too, as it is and mirrored, at its own size. The four views' boxes are fused at
- * once, as the two views of one model are (fuseViews at MIRRORED.fuseIou: a box all four views found
- * keeps their mean score, one only one view found a quarter of its score), and only then do the damage
- * model's class thresholds apply. The two models see close-ups at two resolutions and disagree where
- * each is wrong: on car-damage `valid`, mAP50 0.570 with the damage model alone, and fused with the
- * close-up model's (the close-up model's card for each step) 0.592 each model's views first, 0.597
- * all four at once, 0.599 with the close-up model's weights the mean of two runs'.
+ * (inference/models/closeups: the damage model's network trained on close-ups alone, at 512 and at
+ * 640 px, its weights the two runs' mean, read at 512 px), through that one too, as it is and
+ * mirrored, at its own size. The four views' boxes are fused at once, as the two views of one model
+ * are (fuseViews at MIRRORED.fuseIou: a box all four views found keeps their mean score, one only one
+ * view found a quarter of its score), and only then do the damage model's class thresholds apply.
+ * The two models see close-ups at two resolutions and disagree where each is wrong: on car-damage
+ * `valid` by `eval`, mAP50 0.570 with the damage model alone; fused with the close-up model's (its
+ * card for each step), 0.592 each model's views first, 0.596 all four at once, 0.597 all four with
+ * the mean of two runs' weights.
  *
  * `images`: each close-up encoded, or its model inputs (pixels scaled for `sizes`, in that order);
  * `bytes`: each close-up encoded, for a model whose size has no stored input. Returns the damage
@@ -57,7 +58,7 @@ export async function detectCloseups(
       });
     // All four views at once (each model's two, not each model's fused first): a box only one view
     // saw keeps a quarter of its score, one all four saw their mean.
-    found = damageRuns!.map((own, i) => fused([...own.views, ...closeRuns![i]!.views.map(inDamageClasses)], floor));
+    found = damageRuns!.map((own, i) => fused([...own.views, ...closeRuns![i]!.views.map(inDamageClasses)], floor, own.lb));
   }
   return {
     damage: found.map((f, i) => ({ found: f.filter((d) => d.score >= thresholds[d.cls]!), lb: damageRuns![i]!.lb })),

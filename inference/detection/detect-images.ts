@@ -2,7 +2,7 @@ import { fromScaled, letterboxes, type Letterboxed, type ScaledPixels } from "./
 import { fused, type Detected, type OnnxDetector } from "./onnx-detector.ts";
 import type { Letterbox } from "./postprocess.ts";
 
-/** `found`: the photo's detections; `views`: before its views were fused (one view unless mirrored). */
+/** `found`: the photo's detections; `views`: before its views were fused and clipped (one view unless mirrored; OnnxDetector.views). */
 export type ImageDetections = { found: Detected[]; views: Detected[][]; lb: Letterbox };
 
 /**
@@ -15,7 +15,7 @@ export type ImageDetections = { found: Detected[]; views: Detected[][]; lb: Lett
  * Returns, for each detector, each photo's detections and letterbox geometry, in order.
  * `thresholds[k]` overrides detector k's own score thresholds (evaluation scores everything);
  * `mirrored[i]` has the first detector (the damage model, or the close-up model) look at photo i
- * mirrored too (a close-up: OnnxDetector.detect and detect-closeups.ts); `stopping` is called before each batch and throws to stop there.
+ * mirrored too (a close-up: OnnxDetector.views and detect-closeups.ts); `stopping` is called before each batch and throws to stop there.
  */
 export async function detectImages(
   detectors: OnnxDetector[],
@@ -44,7 +44,7 @@ export async function detectImages(
       thresholds[k],
     );
     for (const [i, input] of batch.entries())
-      out[k]!.push({ found: fused(views[i]!, thresholds[k] ?? detector.thresholds), views: views[i]!, lb: input.lb });
+      out[k]!.push({ found: fused(views[i]!, thresholds[k] ?? detector.thresholds, input.lb), views: views[i]!, lb: input.lb });
   };
   const kept: Letterboxed[][] = [];
   let next = images.length > 0 ? prepare(0) : null;

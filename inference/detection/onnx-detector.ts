@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import * as ort from "onnxruntime-node";
 import { classNames, inputSize, onnxMetadata } from "./onnx-metadata.ts";
-import { candidates, fuseViews, nms, unletterbox, unmirror, type Box, type Candidate, type Letterbox } from "./postprocess.ts";
+import { candidates, clipped, fuseViews, nms, unletterboxed, unmirror, type Box, type Candidate, type Letterbox } from "./postprocess.ts";
 
 export type Provider = "cpu" | "cuda";
 
@@ -90,12 +90,13 @@ export class OnnxDetector {
    */
   async detect(batch: { chw: Float32Array; lb: Letterbox; mirrored?: boolean }[], thresholds?: ArrayLike<number>): Promise<Detected[][]> {
     const th = thresholds ?? this.thresholds;
-    return (await this.views(batch, th)).map((views) => fused(views, th));
+    return (await this.views(batch, th)).map((views, i) => fused(views, th, batch[i]!.lb));
   }
 
   /**
    * Each photo's views, not yet fused: its detections as it is and, where marked `mirrored`, its
-   * mirror image's, each view through NMS, in the photo's own pixels. A mirrored photo's views are
+   * mirror image's, each view through NMS, in the photo's own pixels but not clipped to it (`fused`
+   * clips, after fusing). A mirrored photo's views are
    * read from a low floor (viewFloor), so a box under a class's threshold in one view still counts
    * towards the fused score; a photo seen once is read from its class thresholds.
    */
@@ -106,7 +107,7 @@ export class OnnxDetector {
     const th = thresholds ?? this.thresholds;
     const floor = viewFloor(th);
     const inPhoto = (c: Candidate, lb: Letterbox): Detected => ({
-      ...unletterbox(c, lb),
+      ...unletterboxed(c, lb),
       score: c.score,
       cls: c.cls,
       name: this.names[c.cls]!,
@@ -137,10 +138,14 @@ export class OnnxDetector {
  */
 export const MIRRORED = { fuseIou: 0.6, floor: 0.01 } as const;
 
-/** One photo's detections from its views: a single view as it is; several fused (fuseViews at MIRRORED.fuseIou), then held to `thresholds`. */
-export function fused(views: Detected[][], thresholds: ArrayLike<number>): Detected[] {
-  if (views.length === 1) return views[0]!;
-  return fuseViews(views, MIRRORED.fuseIou).filter((c) => c.score >= thresholds[c.cls]!);
+/**
+ * One photo's detections from its views (OnnxDetector.views): a single view as it is; several fused
+ * (fuseViews at MIRRORED.fuseIou), then held to `thresholds`; clipped to the photo (`size`: its width
+ * and height, as a Letterbox gives them).
+ */
+export function fused(views: Detected[][], thresholds: ArrayLike<number>, size: { width: number; height: number }): Detected[] {
+  const found = views.length === 1 ? views[0]! : fuseViews(views, MIRRORED.fuseIou).filter((c) => c.score >= thresholds[c.cls]!);
+  return found.map((d) => clipped(d, size));
 }
 
 /** The score each class is read from in one view of several: its threshold, or MIRRORED's floor where that is lower. */

@@ -54,13 +54,27 @@ export function candidates(data: Float32Array, b: number, nc: number, n: number,
 
 /** From letterboxed input pixels back to the photo's pixels, clipped to the photo. */
 export function unletterbox(box: Box, lb: Letterbox): Box {
-  const clip = (v: number, max: number) => Math.min(Math.max(v, 0), max);
+  return clipped(unletterboxed(box, lb), lb);
+}
+
+/**
+ * From letterboxed input pixels back to the photo's pixels, not clipped: views of one photo at two
+ * input sizes are fused in these, and clipped after (clipping first would move a box at the edge
+ * differently in each view).
+ */
+export function unletterboxed(box: Box, lb: Letterbox): Box {
   return {
-    x1: clip((box.x1 - lb.padX) / lb.scale, lb.width),
-    y1: clip((box.y1 - lb.padY) / lb.scale, lb.height),
-    x2: clip((box.x2 - lb.padX) / lb.scale, lb.width),
-    y2: clip((box.y2 - lb.padY) / lb.scale, lb.height),
+    x1: (box.x1 - lb.padX) / lb.scale,
+    y1: (box.y1 - lb.padY) / lb.scale,
+    x2: (box.x2 - lb.padX) / lb.scale,
+    y2: (box.y2 - lb.padY) / lb.scale,
   };
+}
+
+/** A box in the photo's pixels, clipped to the photo. */
+export function clipped<B extends Box>(box: B, { width, height }: { width: number; height: number }): B {
+  const clip = (v: number, max: number) => Math.min(Math.max(v, 0), max);
+  return { ...box, x1: clip(box.x1, width), y1: clip(box.y1, height), x2: clip(box.x2, width), y2: clip(box.y2, height) };
 }
 
 /** The contract's bbox: [x, y, w, h] relative to the photo, each 0–1. */

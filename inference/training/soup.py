@@ -17,7 +17,8 @@ def soup(checkpoints):
     first = checkpoints[0]
     keys = first["state_dict"].keys()
     for other in checkpoints[1:]:
-        if other["state_dict"].keys() != keys or other.get("width") != first.get("width") or other.get("names") != first.get("names"):
+        same = other["state_dict"].keys() == keys and all(other["state_dict"][k].shape == first["state_dict"][k].shape for k in keys)
+        if not same or any(other.get(m) != first.get(m) for m in ("names", "width", "reg_max", "backbone")):
             raise ValueError("checkpoints of different networks or classes cannot be averaged")
     state = {
         k: (sum(c["state_dict"][k].float() for c in checkpoints) / len(checkpoints)).to(v.dtype) if v.is_floating_point() else v

@@ -31,9 +31,13 @@ class SoupTest(unittest.TestCase):
         # The mean is a model: it loads into the network.
         Detector(6, size=64).load_state_dict(mean["state_dict"])
 
-    def test_refuses_checkpoints_of_different_classes(self):
+    def test_refuses_checkpoints_of_different_classes_or_networks(self):
         with self.assertRaises(ValueError):
             soup([checkpoint(1), checkpoint(2, names=["b"] * 6)])
+        torch.manual_seed(3)
+        wider = {"state_dict": Detector(6, width=(16, 32, 64, 96, 192), size=64).state_dict(), "names": ["a"] * 6, "width": None}
+        with self.assertRaises(ValueError):
+            soup([checkpoint(1), wider])
 
 
 if __name__ == "__main__":

@@ -111,7 +111,14 @@ const running = new Set<ChildProcess>();
 const dataDirs = new Set<string>();
 const killRunning = () => {
   for (const child of running) child.kill("SIGKILL");
-  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  for (const dir of dataDirs) {
+    // A server killed a moment ago may still be writing there: retried, and never in the way of the
+    // process's exit (this runs in its signal handlers).
+    try {
+      rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+    } catch {}
+  }
+  dataDirs.clear();
 };
 
 /** A new directory in the temp directory for a server's data, removed when the test process ends (if not before). */
@@ -123,7 +130,7 @@ export function serverDataDir(prefix: string): string {
 
 /** Removes a directory serverDataDir made, now. */
 export function removeServerDataDir(dir: string): void {
-  rmSync(dir, { recursive: true, force: true });
+  rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
   dataDirs.delete(dir);
 }
 process.on("exit", killRunning);

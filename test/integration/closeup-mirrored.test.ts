@@ -20,8 +20,8 @@ import { withModels } from "../helpers/service.ts";
  * Close-ups run through the damage model at full strength (issue 36): processing looks at a close-up
  * as it is and mirrored and fuses the two views' boxes (OnnxDetector's MIRRORED; car-damage `valid`
  * mAP50 0.552 → 0.570), then through the close-up model the same way at its own size, and fuses the
- * two models' boxes (detect-closeups.ts; 0.570 → 0.592); a walkaround photo goes through the damage
- * model once.
+ * four views' boxes at once (detect-closeups.ts; 0.570 → 0.597); a walkaround photo goes through the
+ * damage model once.
  */
 describe.skipIf(!existsSync(DEFAULT_MODELS.damage) || !existsSync(DEFAULT_MODELS.closeup))(
   "a close-up looked at mirrored, by two models",

@@ -28,7 +28,8 @@ const detector = (names: string[], size: number, thresholds: number[], answer: A
 const box = (x1: number, score: number, cls: number): Answer => ({ x1, y1: 10, x2: x1 + 40, y2: 50, score, cls });
 
 describe("a close-up through two models", async () => {
-  const photo = await sharp({ create: { width: 64, height: 64, channels: 3, background: "#808080" } })
+  // Wide enough to hold every box the fake models answer: findings are clipped to the photo.
+  const photo = await sharp({ create: { width: 400, height: 64, channels: 3, background: "#808080" } })
     .jpeg()
     .toBuffer();
 

@@ -177,9 +177,10 @@ export class ResourceCache<T extends KubernetesObject> {
     // The list replaces this process's writes, but for one made while the list was in flight of an
     // object the list lacks: created after the list's snapshot, its creation is among what the watch,
     // from the list's version, delivers next, and until then reads would not find what this process
-    // just made (an inspection created, its capture link "not found"). Had it been deleted in the
-    // meantime instead, the next relist drops it. One the list holds goes, whichever is newer: the
-    // versions' order is not known, and a newer one of this process's comes by the watch.
+    // just made (an inspection created, its capture link "not found"). Had it been deleted between
+    // the write and the list instead (a race of milliseconds), the watch never tells, and reads show
+    // it until the next relist (relistMs). One the list holds goes, whichever is newer: the versions'
+    // order is not known, and a newer one of this process's comes by the watch.
     for (const [key, w] of this.#written) if (w.at <= listedAfter || seen.has(key)) this.#written.delete(key);
     this.#changes++;
     this.#resourceVersion = resourceVersion;
