@@ -43,10 +43,8 @@ const statusOf = (error: unknown): number | undefined => (error as { statusCode?
 export class ResourceCache<T extends KubernetesObject> {
   readonly #o: ResourceCacheOptions<T>;
   readonly #objects = new Map<string, T>();
-  /** Objects this process wrote, by key, until the watch shows that very version (see `wrote`); `at`: #writes then. */
-  readonly #written = new Map<string, { object: T; at: number }>();
-  /** How many writes `wrote` has held, so a relist can tell the writes made while its list was in flight. */
-  #writes = 0;
+  /** Objects this process wrote, by key, until the watch shows that very version (see `wrote`). */
+  readonly #written = new Map<string, T>();
   /** `key@resourceVersion` of the latest versions the watch delivered, oldest first (a bounded window). */
   readonly #delivered = new Set<string>();
   #changes = 0;
@@ -83,12 +81,12 @@ export class ResourceCache<T extends KubernetesObject> {
 
   get(namespace: string, name: string): T | undefined {
     const key = `${namespace}/${name}`;
-    return this.#written.get(key)?.object ?? this.#objects.get(key);
+    return this.#written.get(key) ?? this.#objects.get(key);
   }
 
   list(): T[] {
     if (this.#written.size === 0) return [...this.#objects.values()];
-    return [...new Map([...this.#objects, ...[...this.#written].map(([key, w]) => [key, w.object] as const)]).values()];
+    return [...new Map([...this.#objects, ...this.#written]).values()];
   }
 
   /**
@@ -119,7 +117,7 @@ export class ResourceCache<T extends KubernetesObject> {
     const key = keyOf(object);
     // The watch may deliver a version before the write's answer arrives: then it is held already.
     if (this.#delivered.has(`${key}@${object.metadata?.resourceVersion}`)) return;
-    this.#written.set(key, { object: this.#held(object), at: ++this.#writes });
+    this.#written.set(key, this.#held(object));
     this.#changes++;
   }
 
@@ -164,7 +162,8 @@ export class ResourceCache<T extends KubernetesObject> {
   }
 
   async #relist(): Promise<void> {
-    const listedAfter = this.#writes;
+    // The writes held when the list was asked for: any made later was made while it was in flight.
+    const heldBefore = new Set(this.#written.values());
     const { items, resourceVersion } = await this.#o.list();
     this.stats.lists++;
     const seen = new Set<string>();
@@ -181,7 +180,7 @@ export class ResourceCache<T extends KubernetesObject> {
     // the write and the list instead (a race of milliseconds), the watch never tells, and reads show
     // it until the next relist (relistMs). One the list holds goes, whichever is newer: the versions'
     // order is not known, and a newer one of this process's comes by the watch.
-    for (const [key, w] of this.#written) if (w.at <= listedAfter || seen.has(key)) this.#written.delete(key);
+    for (const [key, mine] of this.#written) if (heldBefore.has(mine) || seen.has(key)) this.#written.delete(key);
     this.#changes++;
     this.#resourceVersion = resourceVersion;
     this.#heardAt = Date.now();
@@ -218,7 +217,7 @@ export class ResourceCache<T extends KubernetesObject> {
         else this.#objects.set(key, this.#held(object));
         this.#delivered.add(`${key}@${resourceVersion}`);
         if (this.#delivered.size > DELIVERED_WINDOW) this.#delivered.delete(this.#delivered.values().next().value!);
-        const mine = this.#written.get(key)?.object;
+        const mine = this.#written.get(key);
         if (mine && (type === "DELETED" || mine.metadata?.resourceVersion === resourceVersion)) this.#written.delete(key);
         this.#changes++;
         if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") this.#events.emit({ type, object });
